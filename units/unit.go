@@ -1,0 +1,141 @@
+// Package units defines the unit file: one TOML file per served model in the
+// daemon's units folder. It decodes unit files strictly, validates them
+// against the model catalog and fills defaults.
+package units
+
+import (
+	"fmt"
+	"time"
+)
+
+// Unit is one declared inference server. The unit's name is its file name
+// without the .toml extension.
+type Unit struct {
+	// Name and Path are not in the file; Load sets them.
+	Name string `toml:"-" json:"name"`
+	Path string `toml:"-" json:"path"`
+
+	Description string `toml:"description" json:"description,omitempty"`
+	// Model is a catalog model name (or HF repo) or a path to a local model
+	// file (GGUF for the cpu runtime).
+	Model string `toml:"model" json:"model"`
+	// Device is a catalog device type (n150, n300, t3k, galaxy, p150, ...)
+	// or "cpu".
+	Device string `toml:"device" json:"device"`
+	// Chips lists /dev/tenstorrent/N ids claimed exclusively.
+	Chips []int `toml:"chips" json:"chips,omitempty"`
+	// Runtime is "vllm", "cpu" or "sim"; the default comes from the device.
+	Runtime string `toml:"runtime" json:"runtime"`
+	// Listen is the host:port the unit's inference server binds.
+	Listen string `toml:"listen" json:"listen"`
+	// Disabled units are validated but not started.
+	Disabled bool `toml:"disabled" json:"disabled,omitempty"`
+
+	Auth     Auth       `toml:"auth" json:"auth"`
+	Limits   Limits     `toml:"limits" json:"limits"`
+	Restart  Restart    `toml:"restart" json:"restart"`
+	Schedule []Schedule `toml:"schedule" json:"schedule,omitempty"`
+	Sim      Sim        `toml:"sim" json:"sim"`
+	CPU      CPU        `toml:"cpu" json:"cpu"`
+	Vllm     Vllm       `toml:"vllm" json:"vllm"`
+}
+
+// Auth selects how the inference API authenticates clients.
+type Auth struct {
+	// Mode is "none", "api-key" or "jwt" (HS256).
+	Mode string `toml:"mode" json:"mode"`
+	// SecretFile holds the API key or the JWT secret. It must not be
+	// readable by group or others.
+	SecretFile string `toml:"secret_file" json:"secret_file,omitempty"`
+}
+
+// Limits bounds the work a unit accepts. Zero values are filled from the
+// catalog entry for (model, device).
+type Limits struct {
+	MaxConcurrency int      `toml:"max_concurrency" json:"max_concurrency"`
+	MaxContext     int      `toml:"max_context" json:"max_context"`
+	MaxQueue       int      `toml:"max_queue" json:"max_queue"`
+	RequestTimeout Duration `toml:"request_timeout" json:"request_timeout"`
+	// MaxBodyBytes limits request bodies.
+	MaxBodyBytes int `toml:"max_body_bytes" json:"max_body_bytes"`
+}
+
+// Restart is the systemd-style restart policy of the unit's server process.
+type Restart struct {
+	// Policy is "no", "on-failure" or "always".
+	Policy string `toml:"policy" json:"policy"`
+	// Delay is the wait before the first restart; it doubles up to MaxDelay.
+	Delay    Duration `toml:"delay" json:"delay"`
+	MaxDelay Duration `toml:"max_delay" json:"max_delay"`
+	// Burst starts within Interval put the unit into the failed state.
+	Burst    int      `toml:"burst" json:"burst"`
+	Interval Duration `toml:"interval" json:"interval"`
+	// ReadyTimeout is how long the server may take to answer /health.
+	ReadyTimeout Duration `toml:"ready_timeout" json:"ready_timeout"`
+	// StopTimeout is how long SIGTERM may take before SIGKILL.
+	StopTimeout Duration `toml:"stop_timeout" json:"stop_timeout"`
+	// ResetDevice runs the device reset command before a restart.
+	ResetDevice bool `toml:"reset_device" json:"reset_device"`
+}
+
+// Schedule runs a workflow against the unit on a calendar.
+type Schedule struct {
+	// Workflow is "benchmarks", "evals" or "release".
+	Workflow string `toml:"workflow" json:"workflow"`
+	// Calendar is a 5-field cron spec.
+	Calendar string `toml:"calendar" json:"calendar"`
+	// Limit is "smoke", "ci-commit", "ci-nightly" or "full".
+	Limit string `toml:"limit" json:"limit"`
+}
+
+// Sim configures the simulated accelerator.
+type Sim struct {
+	// TimeScale multiplies every simulated delay; 0 runs as fast as
+	// possible, 1 follows the catalog's targets. Nil means 1.
+	TimeScale *float64 `toml:"time_scale" json:"time_scale,omitempty"`
+	// Seed makes the generated text reproducible.
+	Seed int64 `toml:"seed" json:"seed"`
+}
+
+// CPU configures the pure-Go engine.
+type CPU struct {
+	// Threads is the number of worker threads; 0 uses every core.
+	Threads int `toml:"threads" json:"threads"`
+}
+
+// Vllm configures the vLLM/tt-metal server the unit supervises.
+type Vllm struct {
+	// Command runs the server locally; empty uses docker with Image.
+	Command []string `toml:"command" json:"command,omitempty"`
+	// Image overrides the catalog's docker image.
+	Image string `toml:"image" json:"image,omitempty"`
+	// Port the upstream server listens on (loopback).
+	Port int `toml:"port" json:"port,omitempty"`
+	// Env adds environment variables to the upstream server.
+	Env map[string]string `toml:"env" json:"env,omitempty"`
+	// Args adds or overrides vLLM arguments.
+	Args map[string]string `toml:"args" json:"args,omitempty"`
+	// WeightsDir and CacheDir are mounted into the container.
+	WeightsDir string `toml:"weights_dir" json:"weights_dir,omitempty"`
+	CacheDir   string `toml:"cache_dir" json:"cache_dir,omitempty"`
+}
+
+// Duration is a time.Duration written in TOML as a string with a unit
+// ("30s", "10m"). A bare number is an error rather than nanoseconds.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (use a unit, e.g. \"30s\", \"10m\")", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("negative duration %q", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration as a string such as "1m30s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
