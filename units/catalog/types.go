@@ -42,6 +42,54 @@ type Spec struct {
 	// Targets are the theoretical performance targets for this (model,
 	// device); tiers are derived from them (see Tiers).
 	Targets []PerfTarget `json:"targets,omitempty"`
+
+	// ImplName is the implementation's display name ("tt-transformers"),
+	// the form used inside ModelID.
+	ImplName string `json:"impl_name,omitempty"`
+	// CodeLink points at the implementation's source at TTMetalCommit.
+	CodeLink string `json:"code_link,omitempty"`
+	// HFWeightsRepo is where the weights are downloaded from (defaults to
+	// HFRepo).
+	HFWeightsRepo string `json:"hf_weights_repo,omitempty"`
+	// Arch is the device architecture ("wormhole_b0", "blackhole").
+	Arch string `json:"arch,omitempty"`
+	// SubDevice is the device whose targets a data-parallel spec inherits.
+	SubDevice string `json:"subdevice,omitempty"`
+	// MaxNumSeqs is the per-engine batch size (MaxConcurrency / DataParallel).
+	MaxNumSeqs          int      `json:"max_num_seqs,omitempty"`
+	Repacked            bool     `json:"repacked,omitempty"`
+	SupportedModalities []string `json:"supported_modalities,omitempty"`
+	HasBuiltinWarmup    bool     `json:"has_builtin_warmup,omitempty"`
+	// UsesTensorModelCache is false for specs that compile no tensor cache.
+	UsesTensorModelCache bool `json:"uses_tensor_model_cache"`
+	// TensorCacheTimeoutS bounds the first start's cache build (default 3600).
+	TensorCacheTimeoutS float64 `json:"tensor_cache_timeout_s,omitempty"`
+	// PerfTargetsMap maps tier name to the fraction of the theoretical
+	// target it requires.
+	PerfTargetsMap map[string]float64 `json:"perf_targets_map,omitempty"`
+	// Metadata holds per-weight parser names (reasoning_parser_name,
+	// tool_call_parser_name).
+	Metadata           map[string]string   `json:"metadata,omitempty"`
+	SystemRequirements *SystemRequirements `json:"system_requirements,omitempty"`
+	// KnownIssues are acceptance waivers for this spec.
+	KnownIssues    []KnownIssue `json:"known_issues,omitempty"`
+	EvalMaxRetries int          `json:"eval_max_retries,omitempty"`
+	// ImageBenchmarkNumBatches scales SDXL-family benchmark calls (default 3).
+	ImageBenchmarkNumBatches int `json:"image_benchmark_num_batches,omitempty"`
+}
+
+// SystemRequirements are minimum firmware and kernel-driver versions
+// (PEP 440 specifiers such as ">=18.6.0").
+type SystemRequirements struct {
+	Firmware string `json:"firmware,omitempty"`
+	KMD      string `json:"kmd,omitempty"`
+}
+
+// KnownIssue waives an acceptance failure of one workflow (and optionally
+// one task of it).
+type KnownIssue struct {
+	Workflow string `json:"workflow"`
+	Task     string `json:"task,omitempty"`
 }
 
 // PerfTarget is one theoretical performance point from the reference.
@@ -55,4 +103,21 @@ type PerfTarget struct {
 	TputUser float64 `json:"tput_user"`
 	// Tput is total tokens/s across users (0 = not given).
 	Tput float64 `json:"tput"`
+
+	// Task is the reference's task type: text, vlm, image, asr, video, cnn,
+	// embedding or tts.
+	Task string `json:"task,omitempty"`
+	// Image is the input image size of VLM targets ("512x512").
+	Image string `json:"image,omitempty"`
+	// Steps is the number of inference steps of media targets.
+	Steps int `json:"steps,omitempty"`
+	// Media extras (0 = not given).
+	TTFTStreamingMs         float64 `json:"ttft_streaming_ms,omitempty"`
+	RTR                     float64 `json:"rtr,omitempty"`
+	TputPrefill             float64 `json:"tput_prefill,omitempty"`
+	E2ELms                  float64 `json:"e2el_ms,omitempty"`
+	EndToEndLatencyMs       float64 `json:"end_to_end_latency_ms,omitempty"`
+	InferenceStepsPerSecond float64 `json:"inference_steps_per_second,omitempty"`
+	// Tolerance is the relative slack of a check (0 for LLM tiers).
+	Tolerance float64 `json:"tolerance,omitempty"`
 }
