@@ -1,0 +1,339 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
+)
+
+// Cache is one sequence's key/value cache: for every layer, the keys and
+// values of every position so far (F32, KVDim wide). It grows in steps up to
+// its maximum length, so a short sequence does not hold a full window.
+type Cache struct {
+	k, v  [][]float32
+	n     int // positions filled
+	next  int // positions filled once the running Forward completes
+	max   int
+	kvDim int
+}
+
+// NewCache returns an empty cache for up to maxLen positions.
+func (m *Model) NewCache(maxLen int) *Cache {
+	return &Cache{
+		k:     make([][]float32, m.Cfg.Layers),
+		v:     make([][]float32, m.Cfg.Layers),
+		max:   maxLen,
+		kvDim: m.Cfg.KVDim(),
+	}
+}
+
+// Len is the number of positions held.
+func (c *Cache) Len() int { return c.n }
+
+// Max is the most positions the cache can hold.
+func (c *Cache) Max() int { return c.max }
+
+// Reset empties the cache, keeping its memory for the next sequence.
+func (c *Cache) Reset() { c.n, c.next = 0, 0 }
+
+// reserve makes room for n positions, growing by doubling.
+func (c *Cache) reserve(n int) {
+	need := n * c.kvDim
+	if len(c.k[0]) >= need {
+		return
+	}
+	size := max(len(c.k[0])/c.kvDim*2, 64, n)
+	size = min(size, c.max)
+	for l := range c.k {
+		k := make([]float32, size*c.kvDim)
+		copy(k, c.k[l][:c.n*c.kvDim])
+		c.k[l] = k
+		v := make([]float32, size*c.kvDim)
+		copy(v, c.v[l][:c.n*c.kvDim])
+		c.v[l] = v
+	}
+}
+
+// Batch lists the tokens of one forward pass: any mix of prompt chunks and
+// single decode tokens from different sequences. A sequence's tokens must
+// appear in position order and continue its cache.
+type Batch struct {
+	Tokens []int
+	Pos    []int
+	Caches []*Cache
+	// Want marks the tokens whose next-token logits are returned.
+	Want []bool
+}
+
+// Reset empties the batch, keeping its memory.
+func (b *Batch) Reset() {
+	b.Tokens, b.Pos, b.Caches, b.Want = b.Tokens[:0], b.Pos[:0], b.Caches[:0], b.Want[:0]
+}
+
+// Add appends one token at position pos of cache c.
+func (b *Batch) Add(c *Cache, token, pos int, want bool) {
+	b.Tokens = append(b.Tokens, token)
+	b.Pos = append(b.Pos, pos)
+	b.Caches = append(b.Caches, c)
+	b.Want = append(b.Want, want)
+}
+
+// Len is the number of tokens in the batch.
+func (b *Batch) Len() int { return len(b.Tokens) }
+
+// Runner evaluates batches on one model with preallocated activations. It is
+// not safe for concurrent use.
+type Runner struct {
+	m         *Model
+	pool      *kernels.Pool
+	maxTokens int
+
+	x, xb        []float32 // residual stream and normalised input, n×Dim
+	q, att       []float32 // n×QDim
+	k, v         []float32 // n×KVDim
+	hb, hb2      []float32 // n×FFN
+	cos, sin     []float32 // n×RopeDim/2
+	outIn        []float32 // normalised rows whose logits are wanted
+	logits       []float32
+	scratch      chan []float32 // attention score buffers, one per running chunk
+	attnBatch    *Batch         // the batch attention is running on
+	attnLayer    int
+	attnFn       func(lo, hi int)
+	wantRows     []int
+	swigluFn     func(lo, hi int)
+	swigluTokens int
+}
+
+// NewRunner returns a runner for batches of up to maxTokens tokens.
+func NewRunner(m *Model, pool *kernels.Pool, maxTokens int) *Runner {
+	c := &m.Cfg
+	r := &Runner{
+		m: m, pool: pool, maxTokens: maxTokens,
+		x:       make([]float32, maxTokens*c.Dim),
+		xb:      make([]float32, maxTokens*c.Dim),
+		q:       make([]float32, maxTokens*c.QDim()),
+		att:     make([]float32, maxTokens*c.QDim()),
+		k:       make([]float32, maxTokens*c.KVDim()),
+		v:       make([]float32, maxTokens*c.KVDim()),
+		hb:      make([]float32, maxTokens*c.FFN),
+		hb2:     make([]float32, maxTokens*c.FFN),
+		cos:     make([]float32, maxTokens*c.RopeDim/2),
+		sin:     make([]float32, maxTokens*c.RopeDim/2),
+		scratch: make(chan []float32, 4*pool.Threads()+1),
+	}
+	for range cap(r.scratch) {
+		r.scratch <- nil
+	}
+	r.attnFn = r.attentionRange
+	r.swigluFn = r.swigluRange
+	return r
+}
+
+// MaxTokens is the largest batch Forward accepts.
+func (r *Runner) MaxTokens() int { return r.maxTokens }
+
+// Forward runs the batch through the model, appends each token's keys and
+// values to its cache and returns the logits of the wanted tokens, Vocab
+// floats per wanted token in batch order. The slice is reused by the next
+// call.
+func (r *Runner) Forward(b *Batch) ([]float32, error) {
+	n := b.Len()
+	if n == 0 {
+		return nil, nil
+	}
+	if n > r.maxTokens {
+		return nil, fmt.Errorf("batch of %d tokens exceeds the runner's %d", n, r.maxTokens)
+	}
+	cfg := &r.m.Cfg
+	for i, c := range b.Caches {
+		c.next = c.n
+		_ = i
+	}
+	for i, c := range b.Caches {
+		if b.Pos[i] != c.next {
+			return nil, fmt.Errorf("batch token %d: position %d does not continue its cache at %d", i, b.Pos[i], c.next)
+		}
+		if b.Pos[i] >= c.max {
+			return nil, fmt.Errorf("batch token %d: position %d is outside the cache's %d positions", i, b.Pos[i], c.max)
+		}
+		if t := b.Tokens[i]; t < 0 || t >= cfg.Vocab {
+			return nil, fmt.Errorf("batch token %d: id %d is outside the vocabulary of %d", i, t, cfg.Vocab)
+		}
+		c.next++
+	}
+	for _, c := range b.Caches {
+		c.reserve(c.next)
+	}
+
+	dim, qDim, kvDim, ffn := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.FFN
+	x, xb := r.x[:n*dim], r.xb[:n*dim]
+	for i, t := range b.Tokens {
+		kernels.DequantizeRow(r.m.tokEmbd, t, x[i*dim:(i+1)*dim])
+	}
+	r.ropeTables(b)
+
+	q, k, v, att := r.q[:n*qDim], r.k[:n*kvDim], r.v[:n*kvDim], r.att[:n*qDim]
+	hb, hb2 := r.hb[:n*ffn], r.hb2[:n*ffn]
+	for l := range r.m.layers {
+		ly := &r.m.layers[l]
+		for i := range n {
+			kernels.RMSNorm(xb[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], ly.attnNorm, cfg.Eps)
+		}
+		r.pool.MatMul(q, ly.wq, xb, n)
+		r.pool.MatMul(k, ly.wk, xb, n)
+		r.pool.MatMul(v, ly.wv, xb, n)
+		for i := range n {
+			qi, ki, vi := q[i*qDim:(i+1)*qDim], k[i*kvDim:(i+1)*kvDim], v[i*kvDim:(i+1)*kvDim]
+			if ly.bq != nil {
+				kernels.Add(qi, ly.bq)
+			}
+			if ly.bk != nil {
+				kernels.Add(ki, ly.bk)
+			}
+			if ly.bv != nil {
+				kernels.Add(vi, ly.bv)
+			}
+			if ly.qNorm != nil {
+				for h := range cfg.Heads {
+					hq := qi[h*cfg.HeadDim : (h+1)*cfg.HeadDim]
+					kernels.RMSNorm(hq, hq, ly.qNorm, cfg.Eps)
+				}
+				for h := range cfg.KVHeads {
+					hk := ki[h*cfg.HeadDim : (h+1)*cfg.HeadDim]
+					kernels.RMSNorm(hk, hk, ly.kNorm, cfg.Eps)
+				}
+			}
+			r.rope(qi, cfg.Heads, i)
+			r.rope(ki, cfg.KVHeads, i)
+			c, pos := b.Caches[i], b.Pos[i]
+			copy(c.k[l][pos*kvDim:(pos+1)*kvDim], ki)
+			copy(c.v[l][pos*kvDim:(pos+1)*kvDim], vi)
+		}
+		r.attnBatch, r.attnLayer = b, l
+		r.pool.Run(n*cfg.Heads, r.attnFn)
+		r.pool.MatMul(xb, ly.wo, att, n)
+		kernels.Add(x, xb)
+
+		for i := range n {
+			kernels.RMSNorm(xb[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], ly.ffnNorm, cfg.Eps)
+		}
+		r.pool.MatMul(hb, ly.gate, xb, n)
+		r.pool.MatMul(hb2, ly.up, xb, n)
+		r.swigluTokens = n
+		r.pool.Run(n, r.swigluFn)
+		r.pool.MatMul(xb, ly.down, hb, n)
+		kernels.Add(x, xb)
+	}
+	r.attnBatch = nil
+	for _, c := range b.Caches {
+		c.n = c.next
+	}
+
+	r.wantRows = r.wantRows[:0]
+	for i, w := range b.Want {
+		if w {
+			r.wantRows = append(r.wantRows, i)
+		}
+	}
+	nOut := len(r.wantRows)
+	if nOut == 0 {
+		return nil, nil
+	}
+	if cap(r.outIn) < nOut*dim {
+		r.outIn = make([]float32, nOut*dim)
+	}
+	if cap(r.logits) < nOut*cfg.Vocab {
+		r.logits = make([]float32, nOut*cfg.Vocab)
+	}
+	outIn, logits := r.outIn[:nOut*dim], r.logits[:nOut*cfg.Vocab]
+	for j, i := range r.wantRows {
+		kernels.RMSNorm(outIn[j*dim:(j+1)*dim], x[i*dim:(i+1)*dim], r.m.outNorm, cfg.Eps)
+	}
+	r.pool.MatMul(logits, r.m.output, outIn, nOut)
+	return logits, nil
+}
+
+// ropeTables fills the cos/sin of every batch token's rotation angles.
+func (r *Runner) ropeTables(b *Batch) {
+	cfg := &r.m.Cfg
+	half := cfg.RopeDim / 2
+	for i, pos := range b.Pos {
+		p := float64(float32(pos) * cfg.PosScale)
+		for j, f := range cfg.InvFreq {
+			s, c := math.Sincos(p * float64(f))
+			r.cos[i*half+j], r.sin[i*half+j] = float32(c), float32(s)
+		}
+	}
+}
+
+// rope rotates the heads of one token's Q or K by its position's angles.
+func (r *Runner) rope(vec []float32, heads, token int) {
+	cfg := &r.m.Cfg
+	half := cfg.RopeDim / 2
+	cos, sin := r.cos[token*half:(token+1)*half], r.sin[token*half:(token+1)*half]
+	for h := range heads {
+		hv := vec[h*cfg.HeadDim : (h+1)*cfg.HeadDim]
+		if cfg.RopeNeox {
+			for j := range half {
+				x0, x1 := hv[j], hv[j+half]
+				hv[j] = x0*cos[j] - x1*sin[j]
+				hv[j+half] = x0*sin[j] + x1*cos[j]
+			}
+			continue
+		}
+		for j := range half {
+			x0, x1 := hv[2*j], hv[2*j+1]
+			hv[2*j] = x0*cos[j] - x1*sin[j]
+			hv[2*j+1] = x0*sin[j] + x1*cos[j]
+		}
+	}
+}
+
+// attentionRange computes causal attention for the (token, head) pairs
+// [lo,hi) of the current batch: each token attends to its own sequence's
+// positions up to and including its own.
+func (r *Runner) attentionRange(lo, hi int) {
+	cfg := &r.m.Cfg
+	b, l := r.attnBatch, r.attnLayer
+	hd, qDim, kvDim := cfg.HeadDim, cfg.QDim(), cfg.KVDim()
+	group := cfg.Heads / cfg.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	scores := <-r.scratch
+	for task := lo; task < hi; task++ {
+		i, h := task/cfg.Heads, task%cfg.Heads
+		c, pos := b.Caches[i], b.Pos[i]
+		if cap(scores) < pos+1 {
+			scores = make([]float32, max(pos+1, 2*cap(scores)))
+		}
+		s := scores[:pos+1]
+		q := r.q[i*qDim+h*hd : i*qDim+(h+1)*hd]
+		off := (h / group) * hd
+		keys, vals := c.k[l], c.v[l]
+		maxv := float32(math.Inf(-1))
+		for j := range s {
+			d := kernels.Dot(q, keys[j*kvDim+off:j*kvDim+off+hd]) * scale
+			s[j] = d
+			maxv = max(maxv, d)
+		}
+		var sum float32
+		for j, d := range s {
+			e := float32(math.Exp(float64(d - maxv)))
+			s[j] = e
+			sum += e
+		}
+		out := r.att[i*qDim+h*hd : i*qDim+(h+1)*hd]
+		clear(out)
+		inv := 1 / sum
+		for j, p := range s {
+			kernels.Axpy(p*inv, vals[j*kvDim+off:j*kvDim+off+hd], out)
+		}
+	}
+	r.scratch <- scores
+}
+
+// swigluRange computes hb = silu(hb) * hb2 for tokens [lo,hi).
+func (r *Runner) swigluRange(lo, hi int) {
+	ffn := r.m.Cfg.FFN
+	kernels.SwiGLU(r.hb[lo*ffn:hi*ffn], r.hb2[lo*ffn:hi*ffn])
+}

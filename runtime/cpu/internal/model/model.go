@@ -1,0 +1,185 @@
+package model
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
+)
+
+// Model holds a loaded transformer. Matrices alias the GGUF file's mapping,
+// so the file must stay open while the model is used. A Model is read-only
+// and may be shared by several Runners.
+type Model struct {
+	Cfg Config
+
+	tokEmbd *kernels.Weight // Vocab rows of Dim
+	layers  []layer
+	outNorm []float32
+	output  *kernels.Weight // Vocab rows of Dim (token_embd when tied)
+}
+
+type layer struct {
+	attnNorm     []float32
+	wq, wk, wv   *kernels.Weight
+	wo           *kernels.Weight
+	bq, bk, bv   []float32 // qwen2 biases, nil otherwise
+	qNorm, kNorm []float32 // qwen3 per-head norms, nil otherwise
+	ffnNorm      []float32
+	gate, up     *kernels.Weight
+	down         *kernels.Weight
+}
+
+// Load reads the model from an open GGUF file. Unsupported architectures,
+// missing tensors, wrong shapes and tensor types the kernels cannot compute
+// with are errors naming the key or tensor.
+func Load(f *gguf.File) (*Model, error) {
+	cfg, err := readConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Cfg: cfg}
+	l := loader{f: f}
+
+	m.tokEmbd = l.matrix("token_embd.weight", -1, cfg.Dim)
+	if l.err != nil {
+		return nil, l.err
+	}
+	// The vocabulary size comes from the embedding (general metadata may
+	// omit it); the tokenizer is checked against it by the engine.
+	m.Cfg.Vocab = m.tokEmbd.Rows
+	m.outNorm = l.vector("output_norm.weight", cfg.Dim)
+	if _, ok := f.Tensor("output.weight"); ok {
+		m.output = l.matrix("output.weight", m.Cfg.Vocab, cfg.Dim)
+	} else {
+		m.output = m.tokEmbd // tied embeddings
+	}
+	qDim, kvDim := cfg.QDim(), cfg.KVDim()
+	m.layers = make([]layer, cfg.Layers)
+	for i := range m.layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ly := &m.layers[i]
+		ly.attnNorm = l.vector(p+"attn_norm.weight", cfg.Dim)
+		ly.wq = l.matrix(p+"attn_q.weight", qDim, cfg.Dim)
+		ly.wk = l.matrix(p+"attn_k.weight", kvDim, cfg.Dim)
+		ly.wv = l.matrix(p+"attn_v.weight", kvDim, cfg.Dim)
+		ly.wo = l.matrix(p+"attn_output.weight", cfg.Dim, qDim)
+		ly.bq = l.optionalVector(p+"attn_q.bias", qDim)
+		ly.bk = l.optionalVector(p+"attn_k.bias", kvDim)
+		ly.bv = l.optionalVector(p+"attn_v.bias", kvDim)
+		if cfg.QKNorm {
+			ly.qNorm = l.vector(p+"attn_q_norm.weight", cfg.HeadDim)
+			ly.kNorm = l.vector(p+"attn_k_norm.weight", cfg.HeadDim)
+		}
+		ly.ffnNorm = l.vector(p+"ffn_norm.weight", cfg.Dim)
+		ly.gate = l.matrix(p+"ffn_gate.weight", cfg.FFN, cfg.Dim)
+		ly.up = l.matrix(p+"ffn_up.weight", cfg.FFN, cfg.Dim)
+		ly.down = l.matrix(p+"ffn_down.weight", cfg.Dim, cfg.FFN)
+		if l.err != nil {
+			return nil, l.err
+		}
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	return m, nil
+}
+
+// WeightBytes is the storage size of the model's matrices and vectors.
+func (m *Model) WeightBytes() int64 {
+	n := int64(len(m.tokEmbd.Data)) + int64(4*len(m.outNorm))
+	if m.output != m.tokEmbd {
+		n += int64(len(m.output.Data))
+	}
+	for _, ly := range m.layers {
+		for _, w := range []*kernels.Weight{ly.wq, ly.wk, ly.wv, ly.wo, ly.gate, ly.up, ly.down} {
+			n += int64(len(w.Data))
+		}
+		n += int64(4 * (len(ly.attnNorm) + len(ly.ffnNorm) + len(ly.bq) + len(ly.bk) + len(ly.bv) + len(ly.qNorm) + len(ly.kNorm)))
+	}
+	return n
+}
+
+// WeightType is the type of the attention query matrix of the first layer,
+// the type llama-bench style reports name a model by.
+func (m *Model) WeightType() gguf.TensorType { return m.layers[0].wq.Type }
+
+// loader collects the first error so that Load reads as a list of tensors.
+type loader struct {
+	f   *gguf.File
+	err error
+}
+
+// matrix returns a 2-D tensor of rows×cols (rows < 0: any row count).
+func (l *loader) matrix(name string, rows, cols int) *kernels.Weight {
+	if l.err != nil {
+		return nil
+	}
+	t, ok := l.f.Tensor(name)
+	if !ok {
+		l.err = fmt.Errorf("tensor %s is missing", name)
+		return nil
+	}
+	if len(t.Dims) != 2 || t.Dims[0] != cols || (rows >= 0 && t.Dims[1] != rows) {
+		want := fmt.Sprintf("[%d %d]", cols, rows)
+		if rows < 0 {
+			want = fmt.Sprintf("[%d N]", cols)
+		}
+		l.err = fmt.Errorf("tensor %s has shape %v, want %s", name, t.Dims, want)
+		return nil
+	}
+	w, err := kernels.NewWeight(t.Type, t.Dims[1], t.Dims[0], t.Data)
+	if err != nil {
+		l.err = fmt.Errorf("tensor %s: %w", name, err)
+		return nil
+	}
+	return w
+}
+
+// vector returns a 1-D tensor of n elements converted to float32.
+func (l *loader) vector(name string, n int) []float32 {
+	if l.err != nil {
+		return nil
+	}
+	if _, ok := l.f.Tensor(name); !ok {
+		l.err = fmt.Errorf("tensor %s is missing", name)
+		return nil
+	}
+	return l.optionalVector(name, n)
+}
+
+// optionalVector is vector for tensors some checkpoints lack (nil then).
+func (l *loader) optionalVector(name string, n int) []float32 {
+	if l.err != nil {
+		return nil
+	}
+	t, ok := l.f.Tensor(name)
+	if !ok {
+		return nil
+	}
+	if t.Elements() != n || len(t.Dims) != 1 {
+		l.err = fmt.Errorf("tensor %s has shape %v, want [%d]", name, t.Dims, n)
+		return nil
+	}
+	out := make([]float32, n)
+	switch t.Type {
+	case gguf.TypeF32:
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
+		}
+	case gguf.TypeF16:
+		for i := range out {
+			out[i] = kernels.F16ToF32(binary.LittleEndian.Uint16(t.Data[2*i:]))
+		}
+	case gguf.TypeBF16:
+		for i := range out {
+			out[i] = kernels.BF16ToF32(binary.LittleEndian.Uint16(t.Data[2*i:]))
+		}
+	default:
+		l.err = fmt.Errorf("tensor %s has type %s; norm and bias vectors must be F32, F16 or BF16", name, t.Type)
+		return nil
+	}
+	return out
+}
