@@ -6,6 +6,8 @@ package units
 import (
 	"fmt"
 	"time"
+
+	"github.com/ttis-dev/ttis/units/catalog"
 )
 
 // Unit is one declared inference server. The unit's name is its file name
@@ -38,6 +40,14 @@ type Unit struct {
 	Sim      Sim        `toml:"sim" json:"sim"`
 	CPU      CPU        `toml:"cpu" json:"cpu"`
 	Vllm     Vllm       `toml:"vllm" json:"vllm"`
+
+	// Spec is the catalog entry of a sim or vllm unit's (model, device);
+	// Load sets it. Nil for cpu units.
+	Spec *catalog.Spec `toml:"-" json:"-"`
+
+	// pos remembers where each key is written, for errors found later
+	// (cross-unit conflicts).
+	pos positions
 }
 
 // Auth selects how the inference API authenticates clients.
@@ -86,6 +96,8 @@ type Schedule struct {
 	Calendar string `toml:"calendar" json:"calendar"`
 	// Limit is "smoke", "ci-commit", "ci-nightly" or "full".
 	Limit string `toml:"limit" json:"limit"`
+	// Timezone is the IANA zone the calendar is read in ("UTC" when empty).
+	Timezone string `toml:"timezone" json:"timezone,omitempty"`
 }
 
 // Sim configures the simulated accelerator.
@@ -118,6 +130,9 @@ type Vllm struct {
 	// WeightsDir and CacheDir are mounted into the container.
 	WeightsDir string `toml:"weights_dir" json:"weights_dir,omitempty"`
 	CacheDir   string `toml:"cache_dir" json:"cache_dir,omitempty"`
+	// StallTimeout fails the start when the upstream neither prints output
+	// nor becomes healthy for this long (0 = 10m).
+	StallTimeout Duration `toml:"stall_timeout" json:"stall_timeout"`
 }
 
 // Duration is a time.Duration written in TOML as a string with a unit

@@ -1,0 +1,232 @@
+package units
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// Ext is the unit file extension.
+const Ext = ".toml"
+
+// maxUnitFileBytes bounds what Load reads: a unit file is a few hundred
+// bytes, so anything bigger is a mistake (or a device node).
+const maxUnitFileBytes = 1 << 20
+
+// Load reads, strictly decodes and validates the unit file at path, and
+// fills defaults. The unit's name is the file name without ".toml". Every
+// problem in the file is returned at once as an ErrorList.
+func Load(path string) (*Unit, error) {
+	data, err := readUnitFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(strings.TrimSuffix(filepath.Base(path), Ext), path, data)
+}
+
+func readUnitFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("read unit file: %v", unwrapPathError(err))}}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("read unit file: %v", unwrapPathError(err))}}
+	}
+	if !st.Mode().IsRegular() {
+		return nil, ErrorList{{File: path, Msg: "not a regular file"}}
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxUnitFileBytes+1)); err != nil {
+		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("read unit file: %v", unwrapPathError(err))}}
+	}
+	if buf.Len() > maxUnitFileBytes {
+		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("unit file is larger than %d bytes", maxUnitFileBytes)}}
+	}
+	return buf.Bytes(), nil
+}
+
+// unwrapPathError drops the *PathError wrapper, whose path the message
+// already starts with.
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Parse decodes, validates and fills defaults for a unit named name whose
+// text is data; path is used in error messages and to resolve relative paths
+// in the file (the model file for cpu units, the secret file). It never
+// panics on any input.
+func Parse(name, path string, data []byte) (*Unit, error) {
+	c := &errorsOf{file: path}
+	c.pos = scanPositions(data)
+	u := &Unit{Name: name, Path: path}
+	if abs, err := filepath.Abs(path); err == nil && path != "" {
+		u.Path = abs
+	}
+	if !decode(c, data, u) {
+		sortErrors(c.list)
+		return nil, c.list
+	}
+	validate(c, u, filepath.Dir(u.Path))
+	if len(c.list) > 0 {
+		sortErrors(c.list)
+		return nil, c.list
+	}
+	u.pos = c.pos
+	return u, nil
+}
+
+// decode fills u from data. It reports false when decoding could not finish
+// (a syntax or type error); unknown keys are reported but decoding goes on,
+// so that validation can report the file's other problems too.
+func decode(c *errorsOf, data []byte, u *Unit) bool {
+	// go-toml hands bare numbers to Duration.UnmarshalText without a
+	// position, so check duration values are strings first.
+	ok := true
+	for _, p := range durationPaths() {
+		for path, kind := range c.pos.kinds {
+			if matchPath(p, path) && kind != unstable.String {
+				c.add(path, "duration must be a string with a unit, e.g. \"30s\" or \"10m\" (got %s)", kindName(kind))
+				ok = false
+			}
+		}
+	}
+	if !ok {
+		return false
+	}
+	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(u)
+	if err == nil {
+		return true
+	}
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		for i := range strict.Errors {
+			e := &strict.Errors[i]
+			line, col := e.Position()
+			c.list = append(c.list, &Error{File: c.file, Line: line, Col: col, Field: strings.Join(e.Key(), "."), Msg: "unknown key"})
+		}
+		return true
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, col := de.Position()
+		c.list = append(c.list, &Error{File: c.file, Line: line, Col: col, Field: strings.Join(de.Key(), "."), Msg: decodeMessage(de)})
+		return false
+	}
+	c.list = append(c.list, &Error{File: c.file, Msg: err.Error()})
+	return false
+}
+
+var typeMismatchRE = regexp.MustCompile(`^cannot decode TOML (\w+) into .* of type (\S+)$`)
+
+// decodeMessage rewrites go-toml's messages that name Go types into ones
+// that name TOML types.
+func decodeMessage(de *toml.DecodeError) string {
+	msg := strings.TrimPrefix(de.Error(), "toml: ")
+	if m := typeMismatchRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("wrong type: got %s, want %s", m[1], tomlTypeName(m[2]))
+	}
+	return msg
+}
+
+func tomlTypeName(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "array of " + tomlTypeName(goType[2:]) + "s"
+	case strings.HasPrefix(goType, "map["):
+		return "table"
+	case strings.HasPrefix(goType, "*"):
+		return tomlTypeName(goType[1:])
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "uint"):
+		return "integer"
+	case strings.HasPrefix(goType, "float"):
+		return "float"
+	case goType == "bool":
+		return "boolean"
+	case goType == "string":
+		return "string"
+	case strings.HasPrefix(goType, "units."):
+		return "table"
+	default:
+		return goType
+	}
+}
+
+func kindName(k unstable.Kind) string {
+	switch k {
+	case unstable.Integer:
+		return "integer"
+	case unstable.Float:
+		return "float"
+	case unstable.Bool:
+		return "boolean"
+	case unstable.Array:
+		return "array"
+	case unstable.InlineTable:
+		return "table"
+	default:
+		return strings.ToLower(k.String())
+	}
+}
+
+// matchPath reports whether a concrete key path ("schedule.0.x") matches a
+// pattern whose "*" parts stand for array indexes.
+func matchPath(pattern, path string) bool {
+	pp := strings.Split(pattern, ".")
+	ks := strings.Split(path, ".")
+	if len(pp) != len(ks) {
+		return false
+	}
+	for i := range pp {
+		if pp[i] != "*" && pp[i] != ks[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// durationPaths lists the key paths of every Duration field of Unit, found
+// by reflection so that new duration fields are covered too.
+func durationPaths() []string {
+	var out []string
+	var walk func(t reflect.Type, prefix string)
+	durType := reflect.TypeFor[Duration]()
+	walk = func(t reflect.Type, prefix string) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			if name == "" || name == "-" || !f.IsExported() {
+				continue
+			}
+			path := prefix + name
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			switch {
+			case ft == durType:
+				out = append(out, path)
+			case ft.Kind() == reflect.Struct:
+				walk(ft, path+".")
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				walk(ft.Elem(), path+".*.")
+			}
+		}
+	}
+	walk(reflect.TypeFor[Unit](), "")
+	return out
+}

@@ -1,0 +1,417 @@
+package units
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ttis-dev/ttis/units/catalog"
+)
+
+// Runtimes.
+const (
+	RuntimeVllm = "vllm"
+	RuntimeCPU  = "cpu"
+	RuntimeSim  = "sim"
+)
+
+// DeviceCPU is the host CPU: no chips, cpu runtime.
+const DeviceCPU = "cpu"
+
+// Auth modes.
+const (
+	AuthNone   = "none"
+	AuthAPIKey = "api-key"
+	AuthJWT    = "jwt"
+)
+
+// Restart policies (systemd's Restart= values that matter here).
+const (
+	RestartNo        = "no"
+	RestartOnFailure = "on-failure"
+	RestartAlways    = "always"
+)
+
+// Defaults filled into units that leave a setting out.
+const (
+	// DefaultCPUMaxConcurrency is the batch size of cpu units: the Go engine
+	// gains little from wider batches on a host CPU.
+	DefaultCPUMaxConcurrency = 8
+	// DefaultCPUMaxContext 0 lets the engine use the model file's context.
+	DefaultCPUMaxContext = 0
+	// MinMaxQueue is the smallest default queue; the default is otherwise
+	// 4 × max_concurrency, enough to absorb a burst while a batch runs.
+	MinMaxQueue = 16
+	// DefaultRequestTimeout bounds one request end to end.
+	DefaultRequestTimeout = 10 * time.Minute
+	// DefaultMaxBodyBytes bounds request bodies (long prompts fit easily).
+	DefaultMaxBodyBytes = 8 << 20
+	// DefaultRestartPolicy restarts crashed servers but not clean exits.
+	DefaultRestartPolicy = RestartOnFailure
+	// DefaultRestartDelay is the first back-off; it doubles up to
+	// DefaultRestartMaxDelay.
+	DefaultRestartDelay    = time.Second
+	DefaultRestartMaxDelay = time.Minute
+	// DefaultRestartBurst starts within DefaultRestartInterval put a unit
+	// into the failed state (systemd's StartLimitBurst/IntervalSec).
+	DefaultRestartBurst    = 5
+	DefaultRestartInterval = 10 * time.Minute
+	// DefaultReadyTimeoutVllm covers loading weights and building the
+	// tensor cache on hardware; other runtimes start in seconds.
+	DefaultReadyTimeoutVllm = 10 * time.Minute
+	DefaultReadyTimeout     = 2 * time.Minute
+	// DefaultStopTimeout is how long SIGTERM may take before SIGKILL.
+	DefaultStopTimeout = 30 * time.Second
+)
+
+var unitNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]*$`)
+
+// validate checks u and fills defaults; dir resolves relative paths.
+func validate(c *errorsOf, u *Unit, dir string) {
+	if !unitNameRE.MatchString(u.Name) {
+		c.add("", "unit name %q (the file name) must start with a letter or digit and contain only letters, digits, '.', '_', '@' and '-'", u.Name)
+	}
+	dev, devOK := validateDevice(c, u)
+	validateRuntime(c, u, dev, devOK, dir)
+	validateChips(c, u, dev, devOK)
+	validateListen(c, u)
+	validateAuth(c, u, dir)
+	validateLimits(c, u)
+	validateRestart(c, u)
+	validateSchedules(c, u)
+	validateSections(c, u)
+}
+
+func validateDevice(c *errorsOf, u *Unit) (catalog.DeviceType, bool) {
+	if u.Device == "" {
+		c.add("device", "required (a device type such as n150, n300, t3k, p150 or cpu)")
+		return catalog.DeviceType{}, false
+	}
+	d, err := catalog.Device(u.Device)
+	if err != nil {
+		c.add("device", "%v", err)
+		return catalog.DeviceType{}, false
+	}
+	u.Device = d.Name
+	return d, true
+}
+
+func validateRuntime(c *errorsOf, u *Unit, dev catalog.DeviceType, devOK bool, dir string) {
+	if u.Runtime == "" && devOK {
+		// cpu devices run the Go engine; everything else the vLLM server.
+		u.Runtime = RuntimeVllm
+		if dev.Name == DeviceCPU {
+			u.Runtime = RuntimeCPU
+		}
+	}
+	if u.Model == "" {
+		c.add("model", "required (a catalog model name, or a model file path for the cpu runtime)")
+	}
+	switch u.Runtime {
+	case RuntimeCPU:
+		if devOK && dev.Name != DeviceCPU {
+			c.add("runtime", "runtime cpu needs device = \"cpu\", not %q", u.Device)
+		}
+		if u.Model != "" {
+			validateModelFile(c, u, dir)
+		}
+	case RuntimeSim, RuntimeVllm:
+		if u.Model == "" || !devOK {
+			return
+		}
+		spec, err := catalog.Lookup(u.Model, u.Device)
+		if err != nil {
+			field := "model"
+			if strings.Contains(err.Error(), "does not support device") {
+				field = "device"
+			}
+			c.add(field, "%v", err)
+			return
+		}
+		u.Spec = spec
+	case "":
+	default:
+		c.add("runtime", "unknown runtime %q (want vllm, cpu or sim)", u.Runtime)
+	}
+}
+
+// validateModelFile resolves a cpu unit's model path against the unit's
+// folder and checks it is a readable regular file.
+func validateModelFile(c *errorsOf, u *Unit, dir string) {
+	p := u.Model
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		c.add("model", "model file %s: %v", p, unwrapPathError(err))
+		return
+	}
+	if !st.Mode().IsRegular() {
+		c.add("model", "model file %s is not a regular file", p)
+		return
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		c.add("model", "model file %s is not readable: %v", p, unwrapPathError(err))
+		return
+	}
+	f.Close()
+	u.Model = p
+}
+
+func validateChips(c *errorsOf, u *Unit, dev catalog.DeviceType, devOK bool) {
+	seen := map[int]int{}
+	for i, chip := range u.Chips {
+		path := "chips." + strconv.Itoa(i)
+		if chip < 0 {
+			c.add(path, "chip id %d is negative", chip)
+			continue
+		}
+		if j, dup := seen[chip]; dup {
+			c.add(path, "chip %d is listed twice (also chips[%d])", chip, j)
+			continue
+		}
+		seen[chip] = i
+	}
+	if !devOK {
+		return
+	}
+	if !dev.Hardware() {
+		if len(u.Chips) > 0 {
+			c.add("chips", "device %s has no Tenstorrent chips to claim", dev.Name)
+		}
+		return
+	}
+	if len(u.Chips) > 0 && len(u.Chips) != dev.Chips {
+		c.add("chips", "device %s has %d chips, but %d are listed", dev.Name, dev.Chips, len(u.Chips))
+	}
+	if len(u.Chips) == 0 && u.Runtime == RuntimeVllm {
+		c.add("chips", "runtime vllm on device %s needs the %d chip ids it claims (e.g. chips = %s)", dev.Name, dev.Chips, exampleChips(dev.Chips))
+	}
+}
+
+func exampleChips(n int) string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	return "[" + strings.Join(ids, ", ") + "]"
+}
+
+func validateListen(c *errorsOf, u *Unit) {
+	if u.Listen == "" {
+		c.add("listen", "required (host:port, e.g. \"127.0.0.1:8000\")")
+		return
+	}
+	_, port, err := net.SplitHostPort(u.Listen)
+	if err != nil {
+		c.add("listen", "%q is not host:port: %v", u.Listen, strings.TrimPrefix(err.Error(), "address "+u.Listen+": "))
+		return
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		c.add("listen", "invalid port %q in %q (want 1-65535)", port, u.Listen)
+	}
+}
+
+func validateAuth(c *errorsOf, u *Unit, dir string) {
+	if u.Auth.Mode == "" {
+		u.Auth.Mode = AuthNone
+	}
+	switch u.Auth.Mode {
+	case AuthNone:
+		if u.Auth.SecretFile != "" {
+			c.add("auth.secret_file", "only used with mode \"api-key\" or \"jwt\"")
+		}
+		return
+	case AuthAPIKey, AuthJWT:
+	default:
+		c.add("auth.mode", "unknown mode %q (want none, api-key or jwt)", u.Auth.Mode)
+		return
+	}
+	if u.Auth.SecretFile == "" {
+		c.add("auth.secret_file", "required for mode %q (a file holding the secret, mode 0600)", u.Auth.Mode)
+		return
+	}
+	p := u.Auth.SecretFile
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		c.add("auth.secret_file", "secret file %s: %v", p, unwrapPathError(err))
+		return
+	}
+	if !st.Mode().IsRegular() {
+		c.add("auth.secret_file", "secret file %s is not a regular file", p)
+		return
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		c.add("auth.secret_file", "secret file %s has mode %04o; it must not be readable or writable by group or others (chmod 600)", p, perm)
+		return
+	}
+	u.Auth.SecretFile = p
+}
+
+func validateLimits(c *errorsOf, u *Unit) {
+	l := &u.Limits
+	for _, f := range []struct {
+		key string
+		v   int
+	}{
+		{"limits.max_concurrency", l.MaxConcurrency},
+		{"limits.max_context", l.MaxContext},
+		{"limits.max_queue", l.MaxQueue},
+		{"limits.max_body_bytes", l.MaxBodyBytes},
+	} {
+		if f.v < 0 {
+			c.add(f.key, "must be positive, got %d", f.v)
+		}
+	}
+	if s := u.Spec; s != nil {
+		if l.MaxContext > s.MaxContext {
+			c.add("limits.max_context", "%d exceeds the catalog's max_context %d for %s on %s", l.MaxContext, s.MaxContext, s.ModelName, s.Device)
+		}
+		if s.MaxConcurrency > 0 && l.MaxConcurrency > s.MaxConcurrency {
+			c.add("limits.max_concurrency", "%d exceeds the catalog's max_concurrency %d for %s on %s", l.MaxConcurrency, s.MaxConcurrency, s.ModelName, s.Device)
+		}
+		// Catalog units default to the catalog's limits for (model, device).
+		if l.MaxConcurrency == 0 {
+			l.MaxConcurrency = s.MaxConcurrency
+		}
+		if l.MaxContext == 0 {
+			l.MaxContext = s.MaxContext
+		}
+	} else if u.Runtime == RuntimeCPU && l.MaxConcurrency == 0 {
+		l.MaxConcurrency = DefaultCPUMaxConcurrency
+	}
+	if l.MaxQueue == 0 && l.MaxConcurrency > 0 {
+		l.MaxQueue = max(4*l.MaxConcurrency, MinMaxQueue)
+	}
+	if l.RequestTimeout.Duration == 0 {
+		l.RequestTimeout.Duration = DefaultRequestTimeout
+	}
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+}
+
+func validateRestart(c *errorsOf, u *Unit) {
+	r := &u.Restart
+	switch r.Policy {
+	case "":
+		r.Policy = DefaultRestartPolicy
+	case RestartNo, RestartOnFailure, RestartAlways:
+	default:
+		c.add("restart.policy", "unknown policy %q (want no, on-failure or always)", r.Policy)
+	}
+	if r.Burst < 0 {
+		c.add("restart.burst", "must be positive, got %d", r.Burst)
+	}
+	setDefault(&r.Delay, DefaultRestartDelay)
+	setDefault(&r.MaxDelay, DefaultRestartMaxDelay)
+	setDefault(&r.Interval, DefaultRestartInterval)
+	setDefault(&r.StopTimeout, DefaultStopTimeout)
+	if u.Runtime == RuntimeVllm {
+		setDefault(&r.ReadyTimeout, DefaultReadyTimeoutVllm)
+	} else {
+		setDefault(&r.ReadyTimeout, DefaultReadyTimeout)
+	}
+	if r.Burst == 0 {
+		r.Burst = DefaultRestartBurst
+	}
+	if r.Delay.Duration > r.MaxDelay.Duration {
+		c.add("restart.delay", "%s is longer than max_delay %s", r.Delay.Duration, r.MaxDelay.Duration)
+	}
+}
+
+func setDefault(d *Duration, v time.Duration) {
+	if d.Duration == 0 {
+		d.Duration = v
+	}
+}
+
+func validateSchedules(c *errorsOf, u *Unit) {
+	for i := range u.Schedule {
+		s := &u.Schedule[i]
+		base := "schedule." + strconv.Itoa(i) + "."
+		if !slices.Contains(scheduleWorkflows, s.Workflow) {
+			c.add(base+"workflow", "unknown workflow %q (want %s)", s.Workflow, strings.Join(scheduleWorkflows, ", "))
+		}
+		if s.Limit == "" {
+			s.Limit = defaultScheduleLimit
+		} else if !slices.Contains(scheduleLimits, s.Limit) {
+			c.add(base+"limit", "unknown limit %q (want %s)", s.Limit, strings.Join(scheduleLimits, ", "))
+		}
+		if s.Timezone != "" {
+			if _, err := time.LoadLocation(s.Timezone); err != nil {
+				c.add(base+"timezone", "unknown timezone %q", s.Timezone)
+				continue
+			}
+		}
+		if s.Calendar == "" {
+			c.add(base+"calendar", "required (a 5-field cron spec such as \"0 2 * * *\")")
+			continue
+		}
+		if _, err := s.Cron(); err != nil {
+			c.add(base+"calendar", "%v", err)
+		}
+	}
+}
+
+// validateSections checks runtime-specific settings and refuses those a
+// unit's runtime would ignore, since a silently ignored setting is a bug
+// waiting to be found.
+func validateSections(c *errorsOf, u *Unit) {
+	if ts := u.Sim.TimeScale; ts != nil && (*ts < 0 || math.IsNaN(*ts) || math.IsInf(*ts, 0)) {
+		c.add("sim.time_scale", "must be a finite number ≥ 0, got %v", *ts)
+	}
+	if u.CPU.Threads < 0 {
+		c.add("cpu.threads", "must be ≥ 0 (0 uses every core), got %d", u.CPU.Threads)
+	}
+	if p := u.Vllm.Port; p < 0 || p > 65535 {
+		c.add("vllm.port", "invalid port %d (want 1-65535, or 0 to pick one)", p)
+	}
+	for i, arg := range u.Vllm.Command {
+		if arg == "" {
+			c.add("vllm.command."+strconv.Itoa(i), "empty argument")
+		}
+	}
+	for k := range u.Vllm.Env {
+		if k == "" || strings.ContainsAny(k, "= \t\n") {
+			c.add("vllm.env", "invalid environment variable name %q", k)
+		}
+	}
+	for section, runtime := range map[string]string{"sim": RuntimeSim, "cpu": RuntimeCPU, "vllm": RuntimeVllm} {
+		if c.pos.has(section) && u.Runtime != "" && u.Runtime != runtime {
+			c.add(section, "[%s] settings are only used by runtime %s, and this unit's runtime is %s", section, runtime, u.Runtime)
+		}
+	}
+}
+
+// sortErrors orders problems by position so a file's report reads top to
+// bottom; problems without a position come first.
+func sortErrors(l ErrorList) {
+	slices.SortStableFunc(l, func(a, b *Error) int {
+		if a.File != b.File {
+			return strings.Compare(a.File, b.File)
+		}
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+}
+
+// String describes the unit in one line, for logs.
+func (u *Unit) String() string {
+	return fmt.Sprintf("%s (%s on %s, %s, %s)", u.Name, u.Model, u.Device, u.Runtime, u.Listen)
+}
