@@ -1,0 +1,95 @@
+package vllm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/ttis-dev/ttis/units"
+	"github.com/ttis-dev/ttis/units/catalog"
+)
+
+// Defaults for waiting on and talking to the upstream server.
+const (
+	// DefaultStallTimeout allows a first run to build the tt-metal tensor
+	// cache, which prints progress but can take many minutes.
+	DefaultStallTimeout = 10 * time.Minute
+	// DefaultIdleTimeout bounds silence inside one upstream response.
+	DefaultIdleTimeout = 5 * time.Minute
+	healthPoll         = time.Second
+	stopTimeout        = 30 * time.Second
+)
+
+// Server is a unit's running upstream vLLM server and the proxy to it.
+type Server struct {
+	*Proxy
+	up     *Upstream
+	launch *Launch
+}
+
+// Open plans and starts u's upstream server and waits until its /health
+// answers 200, the process exits, it stalls, or ctx ends.
+func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error) {
+	spec, err := catalog.Lookup(u.Model, u.Device)
+	if err != nil {
+		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
+	}
+	port := u.Vllm.Port
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
+		}
+	}
+	l, err := Plan(u, spec, port)
+	if err != nil {
+		return nil, err
+	}
+	log = log.With("upstream", l.Argv[0])
+	log.Info("starting upstream server", "argv", l.Argv, "addr", l.Addr)
+	up, err := Start(l, log)
+	if err != nil {
+		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
+	}
+	stall := u.Vllm.StallTimeout.Duration
+	if stall == 0 {
+		stall = DefaultStallTimeout
+	}
+	if err := up.WaitReady(ctx, stall, healthPoll); err != nil {
+		up.Stop(stopTimeout)
+		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
+	}
+	log.Info("upstream server ready", "pid", up.Pid())
+	return &Server{Proxy: NewProxy(l.Addr, DefaultIdleTimeout), up: up, launch: l}, nil
+}
+
+// Model is the name the upstream serves the model under.
+func (s *Server) Model() string { return s.launch.Model }
+
+// Addr is the upstream's loopback address.
+func (s *Server) Addr() string { return s.launch.Addr }
+
+// Done is closed when the upstream process exits; Err says how.
+func (s *Server) Done() <-chan struct{} { return s.up.Done() }
+
+// Err describes the upstream's exit once Done is closed.
+func (s *Server) Err() error { return s.up.Err() }
+
+// Close stops the upstream process group (SIGTERM, then SIGKILL).
+func (s *Server) Close() error {
+	s.up.Stop(stopTimeout)
+	return nil
+}
+
+// freePort asks the kernel for an unused loopback port. Another process
+// could take it before the upstream binds; the upstream then fails to start
+// and the supervisor restarts the unit.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
