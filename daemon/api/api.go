@@ -1,0 +1,187 @@
+// Package api defines the JSON types and paths of ttisd's control API, served
+// as HTTP/1.1 under /v1 on the daemon's unix socket. Both the daemon and its
+// clients (ttisctl, bench, eval) import it so the two sides cannot drift.
+//
+// Evolution is additive: fields may be added, clients must ignore unknown
+// fields, and the meaning of an existing field never changes.
+package api
+
+import "time"
+
+// Version is the control API version, sent in the HeaderAPI response header.
+const Version = "1"
+
+// HeaderAPI names the response header that carries Version.
+const HeaderAPI = "Ttisd-Api"
+
+// Unit states, following systemd's ActiveState.
+const (
+	StateInactive     = "inactive"
+	StateActivating   = "activating"
+	StateActive       = "active"
+	StateDeactivating = "deactivating"
+	StateFailed       = "failed"
+)
+
+// Unit sub-states, following systemd's SubState for services.
+const (
+	SubDead        = "dead"
+	SubStart       = "start"
+	SubRunning     = "running"
+	SubAutoRestart = "auto-restart"
+	SubStopSigterm = "stop-sigterm"
+	SubStopSigkill = "stop-sigkill"
+	SubReset       = "reset-device"
+	SubFailed      = "failed"
+)
+
+// Unit results, following systemd's Result property: why the unit last
+// stopped or failed. "success" means nothing went wrong.
+const (
+	ResultSuccess       = "success"
+	ResultExitCode      = "exit-code"
+	ResultSignal        = "signal"
+	ResultTimeout       = "timeout"
+	ResultStartLimitHit = "start-limit-hit"
+	ResultResources     = "resources"
+)
+
+// Unit is one unit's state as listed by GET /v1/units.
+type Unit struct {
+	Name        string `json:"name"`
+	Path        string `json:"path"`
+	Description string `json:"description,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Device      string `json:"device,omitempty"`
+	Chips       []int  `json:"chips,omitempty"`
+	Runtime     string `json:"runtime,omitempty"`
+	Listen      string `json:"listen,omitempty"`
+	Disabled    bool   `json:"disabled,omitempty"`
+	// Hash identifies the unit text being run (SHA-256 of the file, hex).
+	Hash string `json:"hash,omitempty"`
+
+	State    string `json:"state"`
+	SubState string `json:"sub_state"`
+	Result   string `json:"result,omitempty"`
+	// PID of the unit's server process, 0 when none runs.
+	PID int `json:"pid,omitempty"`
+	// Restarts counts automatic restarts since the unit was last started
+	// by hand or edited.
+	Restarts int `json:"restarts"`
+	// Since is when the unit entered its current state.
+	Since time.Time `json:"since"`
+	// LastExit describes how the last server process ended, e.g.
+	// "exited, status=1" or "killed, signal=KILL".
+	LastExit string `json:"last_exit,omitempty"`
+	// LastError is the most recent problem: a start or health failure, or
+	// a load error of the unit file.
+	LastError string `json:"last_error,omitempty"`
+	// LoadState is "loaded", "error" (the file is broken and no good
+	// version exists) or "stale" (a good older version runs; the new
+	// text is broken).
+	LoadState string `json:"load_state"`
+	// LoadError is the error of the current file text, with file:line:col.
+	LoadError string `json:"load_error,omitempty"`
+	// LoadedAt is when the running version of the unit was read.
+	LoadedAt time.Time `json:"loaded_at,omitzero"`
+}
+
+// Load states of a unit file.
+const (
+	LoadLoaded = "loaded"
+	LoadError  = "error"
+	LoadStale  = "stale"
+)
+
+// UnitDetail is GET /v1/units/{name}: the unit's state, its recent log
+// lines and the decoded unit file of the running version.
+type UnitDetail struct {
+	Unit
+	// Detail explains the state in one line, e.g. "using last good version
+	// from …; new version invalid: …".
+	Detail string `json:"detail,omitempty"`
+	// Auth is the unit's auth mode ("none", "api-key", "jwt") and the secret
+	// file clients need to authenticate (bench, eval).
+	AuthMode       string `json:"auth_mode,omitempty"`
+	AuthSecretFile string `json:"auth_secret_file,omitempty"`
+	// Logs holds the last lines the server printed, oldest first.
+	Logs []LogLine `json:"logs,omitempty"`
+}
+
+// LogLine is one line a unit's server printed, or a line the supervisor
+// wrote about the unit.
+type LogLine struct {
+	Time time.Time `json:"time"`
+	// Stream is "stdout", "stderr" or "ttisd".
+	Stream string `json:"stream"`
+	Text   string `json:"text"`
+}
+
+// UnitList is GET /v1/units.
+type UnitList struct {
+	Units []Unit `json:"units"`
+	// Errors lists problems that belong to no unit, such as an unreadable
+	// units folder.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Info is GET /v1/info: where the daemon keeps its state.
+type Info struct {
+	Version  string    `json:"version"`
+	PID      int       `json:"pid"`
+	Started  time.Time `json:"started"`
+	UnitsDir string    `json:"units_dir"`
+	StateDir string    `json:"state_dir"`
+	Socket   string    `json:"socket"`
+	// RunsDir is where benchmark and eval results go (state_dir/runs).
+	RunsDir string `json:"runs_dir"`
+	// LastScan is when the units folder was last read.
+	LastScan time.Time `json:"last_scan,omitzero"`
+}
+
+// ReloadResult is POST /v1/reload: the outcome of a full rescan.
+type ReloadResult struct {
+	Units   int      `json:"units"`
+	Started []string `json:"started,omitempty"`
+	Stopped []string `json:"stopped,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	Errors  []string `json:"errors,omitempty"`
+}
+
+// Chip is one accelerator chip and the unit holding it.
+type Chip struct {
+	ID   int    `json:"id"`
+	Path string `json:"path,omitempty"`
+	// Present is false for a chip a unit claims that the host lacks.
+	Present bool `json:"present"`
+	// Holder is the unit that claims the chip, empty when free.
+	Holder string `json:"holder,omitempty"`
+}
+
+// Devices is GET /v1/devices.
+type Devices struct {
+	Root  string `json:"root"`
+	Chips []Chip `json:"chips"`
+	// Error is set when the device folder could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// Error codes of ErrorBody.
+const (
+	CodeNotFound    = "unit_not_found"
+	CodeBadRequest  = "bad_request"
+	CodeConflict    = "conflict"
+	CodeInternal    = "internal"
+	CodeUnavailable = "unavailable"
+)
+
+// ErrorBody is the JSON body of every non-2xx response.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is a machine-readable code and a human message.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,641 @@
+// Package supervise keeps one unit's server process running the way systemd
+// keeps a Type=notify service running: readiness from the server's /health,
+// a restart policy with exponential back-off, a start limit, and a stop that
+// sends SIGTERM and then SIGKILL to the whole process group.
+//
+// One goroutine (Run) owns the process and every state change; the methods
+// send it commands, so no two actions on a unit ever overlap.
+package supervise
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/daemon/internal/clock"
+	"github.com/ttis-dev/ttis/daemon/internal/logring"
+)
+
+// Restart policies.
+const (
+	PolicyNo        = "no"
+	PolicyOnFailure = "on-failure"
+	PolicyAlways    = "always"
+)
+
+// Spec is what the supervisor needs to know about a unit.
+type Spec struct {
+	Name string
+	// UnitFile is handed to the server process as its argument.
+	UnitFile string
+	// Listen is the server's host:port, probed at /health.
+	Listen string
+	// Chips are reset before a restart when Restart.ResetDevice is set.
+	Chips   []int
+	Restart Policy
+	// Hash identifies the unit text; a new hash means a new version.
+	Hash string
+}
+
+// Policy is the restart policy of a unit (units.Restart without the TOML
+// wrapper types).
+type Policy struct {
+	// Policy is PolicyNo, PolicyOnFailure or PolicyAlways.
+	Policy string
+	// Delay before the first automatic restart; it doubles per consecutive
+	// failure up to MaxDelay.
+	Delay    time.Duration
+	MaxDelay time.Duration
+	// Burst starts within Interval put the unit into the failed state.
+	Burst    int
+	Interval time.Duration
+	// ReadyTimeout is the readiness stall timeout.
+	ReadyTimeout time.Duration
+	// StopTimeout is how long SIGTERM may take before SIGKILL.
+	StopTimeout time.Duration
+	// ResetDevice resets the unit's chips before an automatic restart.
+	ResetDevice bool
+}
+
+// withDefaults fills zero restart settings. The units package normally
+// fills them already; these keep the supervisor safe on its own.
+func (s Spec) withDefaults() Spec {
+	r := &s.Restart
+	if r.Policy == "" {
+		r.Policy = PolicyOnFailure
+	}
+	if r.Delay == 0 {
+		r.Delay = time.Second
+	}
+	if r.MaxDelay < r.Delay {
+		r.MaxDelay = max(r.Delay, time.Minute)
+	}
+	if r.Burst == 0 {
+		r.Burst = 5
+	}
+	if r.Interval == 0 {
+		r.Interval = 10 * time.Minute
+	}
+	if r.ReadyTimeout == 0 {
+		r.ReadyTimeout = 10 * time.Minute
+	}
+	if r.StopTimeout == 0 {
+		r.StopTimeout = 30 * time.Second
+	}
+	return s
+}
+
+// Probe reports nil when the server at listen is ready to serve.
+type Probe func(ctx context.Context, listen string) error
+
+// Resetter resets chips before a restart (tt-smi -r by default).
+type Resetter func(ctx context.Context, chips []int) error
+
+// Deps are the supervisor's edges to the outside world.
+type Deps struct {
+	Starter Starter
+	// Clock drives restart delays, the start-limit window and timeouts.
+	// Nil means the wall clock.
+	Clock clock.Clock
+	// Probe checks readiness; nil means HTTP GET http://listen/health.
+	Probe Probe
+	// PollInterval is how often readiness is probed; zero means 100ms.
+	PollInterval time.Duration
+	// Reset runs before an automatic restart of a unit that asks for it.
+	Reset Resetter
+	// Logger receives the server's output and the supervisor's events.
+	Logger *slog.Logger
+	// Ring keeps recent lines; nil creates one of 1000 lines.
+	Ring *logring.Ring
+}
+
+// Status is a snapshot of a unit's process state.
+type Status struct {
+	State    string
+	SubState string
+	Result   string
+	PID      int
+	Restarts int
+	Since    time.Time
+	LastExit string
+	// LastError is the most recent failure in words.
+	LastError string
+	Spec      Spec
+}
+
+type cmdKind int
+
+const (
+	cmdStart cmdKind = iota
+	cmdStop
+	cmdRestart
+	cmdUpdate
+)
+
+type command struct {
+	kind cmdKind
+	spec Spec
+	done chan struct{}
+}
+
+// Supervisor runs one unit. Create it with New, run Run in a goroutine and
+// drive it with Start, Stop, Restart and Update.
+type Supervisor struct {
+	deps  Deps
+	log   *slog.Logger
+	ring  *logring.Ring
+	cmds  chan command
+	doneC chan struct{}
+
+	mu     sync.Mutex
+	status Status
+
+	// Owned by the Run goroutine.
+	spec         Spec
+	want         bool
+	proc         Process
+	exitC        chan Exit
+	outs         []*lineWriter
+	starts       []time.Time
+	failures     int // consecutive failures, for back-off
+	restartTimer clock.Timer
+	readyTimer   clock.Timer
+	pollTicker   *time.Ticker
+	probeC       chan error
+	probing      bool
+	startedAt    time.Time
+	lastOutput   atomic.Int64 // unix nanos of the clock at the last output line
+}
+
+// New returns a supervisor for spec; it does nothing until Run and Start.
+func New(spec Spec, deps Deps) *Supervisor {
+	if deps.Clock == nil {
+		deps.Clock = clock.Real{}
+	}
+	if deps.Probe == nil {
+		deps.Probe = HTTPProbe
+	}
+	if deps.PollInterval == 0 {
+		deps.PollInterval = 100 * time.Millisecond
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Ring == nil {
+		deps.Ring = logring.New(1000)
+	}
+	spec = spec.withDefaults()
+	s := &Supervisor{
+		deps:  deps,
+		log:   deps.Logger.With("unit", spec.Name),
+		ring:  deps.Ring,
+		cmds:  make(chan command),
+		doneC: make(chan struct{}),
+		spec:  spec,
+	}
+	s.status = Status{State: api.StateInactive, SubState: api.SubDead, Since: deps.Clock.Now(), Spec: spec}
+	return s
+}
+
+// Ring returns the unit's recent log lines.
+func (s *Supervisor) Ring() *logring.Ring { return s.ring }
+
+// Status returns a snapshot of the unit's state.
+func (s *Supervisor) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.status
+	st.Spec.Chips = slices.Clone(st.Spec.Chips)
+	return st
+}
+
+// Done is closed when Run has returned.
+func (s *Supervisor) Done() <-chan struct{} { return s.doneC }
+
+// Start asks for the unit to run. A failed unit is reset first (like
+// "systemctl reset-failed" followed by "start").
+func (s *Supervisor) Start(ctx context.Context) error { return s.send(ctx, command{kind: cmdStart}) }
+
+// Stop stops the unit and returns when its process is gone.
+func (s *Supervisor) Stop(ctx context.Context) error { return s.send(ctx, command{kind: cmdStop}) }
+
+// Restart stops the process if one runs, resets the start limit and starts
+// a new one.
+func (s *Supervisor) Restart(ctx context.Context) error {
+	return s.send(ctx, command{kind: cmdRestart})
+}
+
+// Update replaces the unit's spec; a wanted unit restarts with it.
+func (s *Supervisor) Update(ctx context.Context, spec Spec) error {
+	return s.send(ctx, command{kind: cmdUpdate, spec: spec.withDefaults()})
+}
+
+func (s *Supervisor) send(ctx context.Context, c command) error {
+	c.done = make(chan struct{})
+	select {
+	case s.cmds <- c:
+	case <-s.doneC:
+		return fmt.Errorf("unit %s: supervisor has shut down", s.spec.Name)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run owns the unit until ctx is cancelled, then stops its process and
+// returns.
+func (s *Supervisor) Run(ctx context.Context) {
+	defer close(s.doneC)
+	for {
+		select {
+		case <-ctx.Done():
+			s.want = false
+			s.cancelRestart()
+			if s.proc != nil {
+				s.stopProcess()
+				s.setState(api.StateInactive, api.SubDead, func(st *Status) { st.Result = api.ResultSuccess })
+			}
+			return
+		case c := <-s.cmds:
+			s.handle(c)
+			close(c.done)
+		case ex := <-s.exitC:
+			s.exited(ex)
+		case <-timerC(s.restartTimer):
+			s.restartTimer = nil
+			s.startProcess(ctx, true)
+		case <-timerC(s.readyTimer):
+			s.readyTimeout()
+		case <-tickerC(s.pollTicker):
+			if !s.probing {
+				s.probing = true
+				go s.probe(ctx, s.spec.Listen, s.probeC)
+			}
+		case err := <-s.probeC:
+			s.probing = false
+			if err == nil && s.proc != nil && s.status.State == api.StateActivating {
+				s.becameReady()
+			}
+		}
+	}
+}
+
+func timerC(t clock.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C()
+}
+
+func tickerC(t *time.Ticker) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C
+}
+
+func (s *Supervisor) handle(c command) {
+	switch c.kind {
+	case cmdStart:
+		if s.proc != nil {
+			s.want = true
+			return
+		}
+		s.want = true
+		s.resetLimits()
+		s.cancelRestart()
+		s.startProcess(context.Background(), false)
+	case cmdStop:
+		s.want = false
+		s.cancelRestart()
+		s.stopProcess()
+		s.setState(api.StateInactive, api.SubDead, func(st *Status) { st.Result = api.ResultSuccess })
+		s.note("Stopped.")
+	case cmdRestart:
+		s.want = true
+		s.cancelRestart()
+		s.stopProcess()
+		s.resetLimits()
+		s.startProcess(context.Background(), false)
+	case cmdUpdate:
+		s.spec = c.spec
+		s.mu.Lock()
+		s.status.Spec = c.spec
+		s.mu.Unlock()
+		if !s.want {
+			return
+		}
+		s.cancelRestart()
+		s.stopProcess()
+		s.resetLimits()
+		s.startProcess(context.Background(), false)
+	}
+}
+
+// resetLimits forgets earlier starts: a manual start or an edit gets a
+// fresh start limit and back-off, as after "systemctl reset-failed".
+func (s *Supervisor) resetLimits() {
+	s.starts = nil
+	s.failures = 0
+	s.mu.Lock()
+	s.status.Restarts = 0
+	s.mu.Unlock()
+}
+
+func (s *Supervisor) cancelRestart() {
+	if s.restartTimer != nil {
+		s.restartTimer.Stop()
+		s.restartTimer = nil
+	}
+}
+
+func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
+	now := s.deps.Clock.Now()
+	r := s.spec.Restart
+	// Start limit: Burst starts within Interval and the unit gives up.
+	cutoff := now.Add(-r.Interval)
+	s.starts = slices.DeleteFunc(s.starts, func(t time.Time) bool { return !t.After(cutoff) })
+	if r.Burst > 0 && len(s.starts) >= r.Burst {
+		s.want = false
+		msg := fmt.Sprintf("start limit hit: %d starts within %s; run \"ttisctl restart %s\" or edit the unit", len(s.starts), r.Interval, s.spec.Name)
+		s.setState(api.StateFailed, api.SubFailed, func(st *Status) {
+			st.Result = api.ResultStartLimitHit
+			st.LastError = msg
+			st.PID = 0
+		})
+		s.note("Failed: " + msg)
+		s.log.Error("unit failed", "reason", msg)
+		return
+	}
+	s.starts = append(s.starts, now)
+
+	if auto && r.ResetDevice && len(s.spec.Chips) > 0 && s.deps.Reset != nil {
+		s.setState(api.StateActivating, api.SubReset, nil)
+		s.note(fmt.Sprintf("Resetting chips %v before restart.", s.spec.Chips))
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		err := s.deps.Reset(rctx, s.spec.Chips)
+		cancel()
+		if err != nil {
+			s.note("Device reset failed: " + err.Error())
+			s.log.Error("device reset failed", "chips", s.spec.Chips, "err", err)
+			s.mu.Lock()
+			s.status.LastError = "device reset failed: " + err.Error()
+			s.mu.Unlock()
+		}
+	}
+
+	out := &lineWriter{stream: "stdout", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
+	errw := &lineWriter{stream: "stderr", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
+	proc, err := s.deps.Starter.Start(s.spec, out, errw)
+	if err != nil {
+		msg := "start failed: " + err.Error()
+		s.note(msg)
+		s.log.Error("start failed", "err", err)
+		s.mu.Lock()
+		s.status.LastError = msg
+		s.mu.Unlock()
+		s.afterEnd(false, api.ResultResources)
+		return
+	}
+	s.proc, s.outs = proc, []*lineWriter{out, errw}
+	s.exitC = make(chan Exit, 1)
+	go func(p Process, c chan<- Exit) { c <- p.Wait() }(proc, s.exitC)
+	s.startedAt = now
+	s.lastOutput.Store(now.UnixNano())
+	s.readyTimer = s.deps.Clock.NewTimer(r.ReadyTimeout)
+	s.pollTicker = time.NewTicker(s.deps.PollInterval)
+	s.probeC = make(chan error, 1)
+	s.probing = false
+	s.setState(api.StateActivating, api.SubStart, func(st *Status) { st.PID = proc.Pid() })
+	s.note(fmt.Sprintf("Started server, pid %d.", proc.Pid()))
+	s.log.Info("server started", "pid", proc.Pid(), "hash", short(s.spec.Hash))
+}
+
+func (s *Supervisor) markOutput() { s.lastOutput.Store(s.deps.Clock.Now().UnixNano()) }
+
+func (s *Supervisor) becameReady() {
+	s.stopReadiness()
+	s.failures = 0
+	s.setState(api.StateActive, api.SubRunning, nil)
+	s.note("Server is ready.")
+	s.log.Info("server ready", "pid", s.proc.Pid(), "after", s.deps.Clock.Now().Sub(s.startedAt))
+}
+
+// readyTimeout fires ReadyTimeout after the start, but the deadline is a
+// stall timeout: output from the server (load progress) pushes it forward.
+func (s *Supervisor) readyTimeout() {
+	s.readyTimer = nil
+	if s.proc == nil || s.status.State != api.StateActivating {
+		return
+	}
+	rt := s.spec.Restart.ReadyTimeout
+	idle := s.deps.Clock.Now().Sub(time.Unix(0, s.lastOutput.Load()))
+	if idle < rt {
+		s.readyTimer = s.deps.Clock.NewTimer(rt - idle)
+		return
+	}
+	msg := fmt.Sprintf("server not ready: no health and no output for %s", rt)
+	s.note(msg)
+	s.log.Error("ready timeout", "after", rt)
+	s.mu.Lock()
+	s.status.LastError = msg
+	s.mu.Unlock()
+	s.stopProcess()
+	s.afterEnd(false, api.ResultTimeout)
+}
+
+func (s *Supervisor) stopReadiness() {
+	if s.readyTimer != nil {
+		s.readyTimer.Stop()
+		s.readyTimer = nil
+	}
+	if s.pollTicker != nil {
+		s.pollTicker.Stop()
+		s.pollTicker = nil
+	}
+}
+
+// exited handles a process that ended without being asked to.
+func (s *Supervisor) exited(ex Exit) {
+	s.reap(ex)
+	s.note("Main process exited, " + ex.String() + ".")
+	result := api.ResultSuccess
+	if !ex.Clean() {
+		result = api.ResultExitCode
+		if ex.Signal != 0 {
+			result = api.ResultSignal
+		}
+		s.mu.Lock()
+		s.status.LastError = "server " + ex.String() + lastStderr(s.ring)
+		s.mu.Unlock()
+		s.log.Warn("server exited", "exit", ex.String())
+	} else {
+		s.log.Info("server exited", "exit", ex.String())
+	}
+	s.afterEnd(ex.Clean(), result)
+}
+
+// lastStderr returns ": <last stderr line>" to explain an exit status.
+func lastStderr(r *logring.Ring) string {
+	lines := r.Tail(20)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i].Stream == "stderr" && lines[i].Text != "" {
+			return ": " + lines[i].Text
+		}
+	}
+	return ""
+}
+
+// reap clears the process after it exited and kills what is left of its
+// process group (grandchildren that outlived it).
+func (s *Supervisor) reap(ex Exit) {
+	s.stopReadiness()
+	_ = s.proc.Signal(syscall.SIGKILL)
+	for _, w := range s.outs {
+		w.Flush()
+	}
+	s.proc, s.outs, s.exitC, s.probeC = nil, nil, nil, nil
+	s.mu.Lock()
+	s.status.PID = 0
+	s.status.LastExit = ex.String()
+	s.mu.Unlock()
+}
+
+// afterEnd applies the restart policy once a process is gone (or failed to
+// start).
+func (s *Supervisor) afterEnd(clean bool, result string) {
+	policy := s.spec.Restart.Policy
+	restart := s.want && (policy == PolicyAlways || (policy == PolicyOnFailure && !clean))
+	if !restart {
+		s.want = false
+		if clean {
+			s.setState(api.StateInactive, api.SubDead, func(st *Status) { st.Result = result })
+		} else {
+			s.setState(api.StateFailed, api.SubFailed, func(st *Status) { st.Result = result })
+		}
+		return
+	}
+	delay := s.backoff()
+	s.failures++
+	s.mu.Lock()
+	s.status.Restarts++
+	n := s.status.Restarts
+	s.mu.Unlock()
+	s.setState(api.StateActivating, api.SubAutoRestart, func(st *Status) { st.Result = result })
+	s.note(fmt.Sprintf("Scheduled restart in %s, restart counter is at %d.", delay, n))
+	s.restartTimer = s.deps.Clock.NewTimer(delay)
+}
+
+// backoff doubles the delay for every consecutive failure up to MaxDelay.
+func (s *Supervisor) backoff() time.Duration {
+	r := s.spec.Restart
+	d := r.Delay
+	for i := 0; i < s.failures && d < r.MaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, r.MaxDelay)
+}
+
+// stopProcess sends SIGTERM to the process group, waits StopTimeout, then
+// sends SIGKILL, and returns once the process has been reaped.
+func (s *Supervisor) stopProcess() {
+	if s.proc == nil {
+		return
+	}
+	s.stopReadiness()
+	pid := s.proc.Pid()
+	s.setState(api.StateDeactivating, api.SubStopSigterm, nil)
+	s.note(fmt.Sprintf("Stopping server, pid %d.", pid))
+	if err := s.proc.Signal(syscall.SIGTERM); err != nil {
+		s.log.Warn("SIGTERM failed", "err", err)
+	}
+	t := s.deps.Clock.NewTimer(s.spec.Restart.StopTimeout)
+	var ex Exit
+	select {
+	case ex = <-s.exitC:
+		t.Stop()
+	case <-t.C():
+		s.setState(api.StateDeactivating, api.SubStopSigkill, nil)
+		s.note(fmt.Sprintf("Server did not stop within %s, sending SIGKILL.", s.spec.Restart.StopTimeout))
+		s.log.Warn("stop timeout, killing", "pid", pid)
+		_ = s.proc.Signal(syscall.SIGKILL)
+		ex = <-s.exitC
+	}
+	s.reap(ex)
+	s.note("Server stopped, " + ex.String() + ".")
+}
+
+func (s *Supervisor) setState(state, sub string, f func(*Status)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.State != state {
+		s.status.Since = s.deps.Clock.Now()
+	}
+	s.status.State, s.status.SubState = state, sub
+	if f != nil {
+		f(&s.status)
+	}
+}
+
+// note records a supervisor event in the unit's log ring.
+func (s *Supervisor) note(text string) {
+	s.ring.Add(api.LogLine{Time: s.deps.Clock.Now(), Stream: "ttisd", Text: text})
+}
+
+func (s *Supervisor) probe(ctx context.Context, listen string, c chan<- error) {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	c <- s.deps.Probe(pctx, listen)
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// probeClient does not keep connections: one probe per poll interval, and a
+// kept connection would hold a server's drain open.
+var probeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+
+// HTTPProbe is the default readiness probe: GET http://listen/health must
+// answer 200. A wildcard listen host is probed on loopback.
+func HTTPProbe(ctx context.Context, listen string) error {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", listen, err)
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health answered %s", resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,490 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/daemon/internal/clock"
+	"go.uber.org/goleak"
+)
+
+// The test binary doubles as the fake server process: with helperEnv set it
+// reads its "unit file" (mode, listen address, pid file) and behaves as
+// told instead of running tests, like os/exec's helper processes.
+const helperEnv = "TTIS_SUPERVISE_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(helper(os.Args[len(os.Args)-1]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// helper runs one fake server. Modes:
+//
+//	serve        /health 200; exits 0 on SIGTERM
+//	never-ready  /health 503; exits 0 on SIGTERM
+//	crash        prints to stderr and exits 3 at once
+//	exit0        exits 0 at once
+//	ignore-term  /health 200; ignores SIGTERM
+//	sleep        sleeps (a grandchild in the server's process group)
+func helper(unitFile string) int {
+	data, err := os.ReadFile(unitFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 2
+	}
+	f := strings.Fields(string(data))
+	mode := f[0]
+	switch mode {
+	case "crash":
+		fmt.Fprintln(os.Stderr, "boom: model failed to load")
+		return 3
+	case "exit0":
+		return 0
+	case "sleep":
+		time.Sleep(time.Minute)
+		return 0
+	}
+	listen, pidFile := f[1], f[2]
+	// A grandchild in the same process group, to prove stops reach it.
+	gc := exec.Command(os.Args[0], "helper", writeFile(filepath.Dir(unitFile), "sleep"))
+	gc.Env = os.Environ()
+	if err := gc.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 2
+	}
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(gc.Process.Pid)), 0o600); err != nil {
+		return 2
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	status := http.StatusOK
+	if mode == "never-ready" {
+		status = http.StatusServiceUnavailable
+	}
+	go func() {
+		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
+	}()
+	fmt.Println("listening on", listen)
+	for range sigs {
+		if mode != "ignore-term" {
+			fmt.Println("draining")
+			return 0
+		}
+		fmt.Println("ignoring SIGTERM")
+	}
+	return 0
+}
+
+func writeFile(dir, content string) string {
+	f, err := os.CreateTemp(dir, "helper-*")
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	_, _ = f.WriteString(content)
+	return f.Name()
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type fixture struct {
+	t       *testing.T
+	clk     *clock.Fake
+	sup     *Supervisor
+	pidFile string
+	cancel  context.CancelFunc
+}
+
+// newFixture writes a fake unit file for mode and starts a supervisor on it.
+func newFixture(t *testing.T, mode string, p Policy, opts ...func(*Deps)) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	listen := freePort(t)
+	pidFile := filepath.Join(dir, "grandchild.pid")
+	unitFile := filepath.Join(dir, "u.toml")
+	if err := os.WriteFile(unitFile, []byte(mode+" "+listen+" "+pidFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	deps := Deps{
+		Starter:      ExecStarter{Path: os.Args[0], Args: []string{"helper"}, Env: append(os.Environ(), helperEnv+"=1")},
+		Clock:        clk,
+		PollInterval: 10 * time.Millisecond,
+	}
+	for _, o := range opts {
+		o(&deps)
+	}
+	sup := New(Spec{Name: "u", UnitFile: unitFile, Listen: listen, Restart: p}, deps)
+	ctx, cancel := context.WithCancel(context.Background())
+	go sup.Run(ctx)
+	f := &fixture{t: t, clk: clk, sup: sup, pidFile: pidFile, cancel: cancel}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-sup.Done():
+		case <-time.After(10 * time.Second):
+			t.Error("supervisor did not shut down")
+		}
+	})
+	return f
+}
+
+// waitState polls the status until state/sub match, in real time.
+func (f *fixture) waitState(state, sub string) Status {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := f.sup.Status()
+		if st.State == state && (sub == "" || st.SubState == sub) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("unit state %s (%s), want %s (%s); last error %q", st.State, st.SubState, state, sub, st.LastError)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (f *fixture) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	f.t.Cleanup(cancel)
+	return ctx
+}
+
+func gone(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// A zombie has exited; it only waits for a parent to reap it.
+	fields := strings.Fields(string(data))
+	return len(fields) > 2 && fields[2] == "Z"
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	for range 400 {
+		if gone(pid) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("process %d still running", pid)
+}
+
+func (f *fixture) grandchild() int {
+	f.t.Helper()
+	for range 400 {
+		b, err := os.ReadFile(f.pidFile)
+		if err == nil && len(b) > 0 {
+			pid, _ := strconv.Atoi(string(b))
+			return pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.t.Fatal("no grandchild pid")
+	return 0
+}
+
+func TestStartReadyStop(t *testing.T) {
+	f := newFixture(t, "serve", Policy{StopTimeout: 5 * time.Second})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitState(api.StateActive, api.SubRunning)
+	if st.PID == 0 {
+		t.Fatal("active without a pid")
+	}
+	gc := f.grandchild()
+	if err := f.sup.Stop(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	st = f.sup.Status()
+	if st.State != api.StateInactive || st.SubState != api.SubDead || st.PID != 0 {
+		t.Fatalf("after stop: %+v", st)
+	}
+	if !strings.Contains(st.LastExit, "status=0") {
+		t.Errorf("last exit %q, want a clean exit", st.LastExit)
+	}
+	waitGone(t, gc)
+	var sawDrain bool
+	for _, l := range f.sup.Ring().Tail(0) {
+		sawDrain = sawDrain || (l.Stream == "stdout" && l.Text == "draining")
+	}
+	if !sawDrain {
+		t.Errorf("child output not captured: %+v", f.sup.Ring().Tail(0))
+	}
+}
+
+func TestStopEscalatesToSigkill(t *testing.T) {
+	f := newFixture(t, "ignore-term", Policy{StopTimeout: 5 * time.Second})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	pid := f.waitState(api.StateActive, "").PID
+	gc := f.grandchild()
+	stopped := make(chan error, 1)
+	go func() { stopped <- f.sup.Stop(f.ctx()) }()
+	f.waitState(api.StateDeactivating, api.SubStopSigterm)
+	if !f.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no stop timer")
+	}
+	select {
+	case <-stopped:
+		t.Fatal("stop returned before the stop timeout")
+	case <-time.After(50 * time.Millisecond):
+	}
+	f.clk.Advance(5 * time.Second)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if st := f.sup.Status(); st.LastExit != "code=killed, signal=KILL" {
+		t.Fatalf("last exit %q", st.LastExit)
+	}
+	waitGone(t, pid)
+	waitGone(t, gc)
+}
+
+func TestCrashBackoffAndStartLimit(t *testing.T) {
+	f := newFixture(t, "crash", Policy{Policy: PolicyOnFailure, Delay: time.Second, MaxDelay: 4 * time.Second, Burst: 4, Interval: time.Minute})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	// Starts at t=0, 1, 3, 7; the restart due at t=11 hits the limit.
+	for i, delay := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
+		st := f.waitState(api.StateActivating, api.SubAutoRestart)
+		if st.Restarts != i+1 {
+			t.Fatalf("restart %d: counter %d", i+1, st.Restarts)
+		}
+		if !strings.Contains(st.LastError, "status=3") || !strings.Contains(st.LastError, "boom") {
+			t.Fatalf("last error %q lacks exit status and stderr", st.LastError)
+		}
+		if !f.clk.WaitForTimers(1, 5*time.Second) {
+			t.Fatal("no restart timer")
+		}
+		f.clk.Advance(delay - time.Millisecond)
+		if f.clk.Pending() != 1 {
+			t.Fatalf("restart %d fired before its %s delay", i+1, delay)
+		}
+		f.clk.Advance(time.Millisecond)
+		if i < 3 {
+			// Wait for the new process to come and go.
+			f.waitState(api.StateActivating, api.SubAutoRestart)
+			for f.sup.Status().Restarts == i+1 {
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}
+	st := f.waitState(api.StateFailed, api.SubFailed)
+	if st.Result != api.ResultStartLimitHit {
+		t.Fatalf("result %q, want start-limit-hit", st.Result)
+	}
+	// A manual restart clears the limit.
+	if err := f.sup.Restart(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	st = f.waitState(api.StateActivating, api.SubAutoRestart)
+	if st.Restarts != 1 {
+		t.Fatalf("restart counter %d after manual restart, want 1", st.Restarts)
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	tests := []struct {
+		mode, policy   string
+		state, sub     string
+		result         string
+		wantRestartHit bool
+	}{
+		{mode: "exit0", policy: PolicyAlways, state: api.StateActivating, sub: api.SubAutoRestart, result: api.ResultSuccess},
+		{mode: "exit0", policy: PolicyOnFailure, state: api.StateInactive, sub: api.SubDead, result: api.ResultSuccess},
+		{mode: "crash", policy: PolicyNo, state: api.StateFailed, sub: api.SubFailed, result: api.ResultExitCode},
+		{mode: "crash", policy: PolicyOnFailure, state: api.StateActivating, sub: api.SubAutoRestart, result: api.ResultExitCode},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode+"/"+tt.policy, func(t *testing.T) {
+			f := newFixture(t, tt.mode, Policy{Policy: tt.policy, Delay: time.Hour})
+			if err := f.sup.Start(f.ctx()); err != nil {
+				t.Fatal(err)
+			}
+			st := f.waitState(tt.state, tt.sub)
+			if st.Result != tt.result {
+				t.Fatalf("result %q, want %q", st.Result, tt.result)
+			}
+		})
+	}
+}
+
+func TestReadyTimeoutIsAFailure(t *testing.T) {
+	f := newFixture(t, "never-ready", Policy{Policy: PolicyNo, ReadyTimeout: 10 * time.Second, StopTimeout: 5 * time.Second})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(api.StateActivating, api.SubStart)
+	if !f.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no ready timer")
+	}
+	f.clk.Advance(10 * time.Second)
+	st := f.waitState(api.StateFailed, api.SubFailed)
+	if st.Result != api.ResultTimeout || !strings.Contains(st.LastError, "not ready") {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestReadyTimeoutIsStallTimeout(t *testing.T) {
+	f := newFixture(t, "never-ready", Policy{Policy: PolicyNo, ReadyTimeout: 10 * time.Second, StopTimeout: 5 * time.Second})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(api.StateActivating, api.SubStart)
+	if !f.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no ready timer")
+	}
+	f.clk.Advance(6 * time.Second)
+	f.sup.markOutput() // load progress at t=6s
+	f.clk.Advance(4 * time.Second)
+	// The deadline moved to t=16s.
+	if !f.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("ready timer not re-armed")
+	}
+	if st := f.sup.Status(); st.State != api.StateActivating {
+		t.Fatalf("timed out despite progress: %+v", st)
+	}
+	f.clk.Advance(6 * time.Second)
+	f.waitState(api.StateFailed, api.SubFailed)
+}
+
+func TestUpdateRestartsWithNewSpec(t *testing.T) {
+	f := newFixture(t, "serve", Policy{StopTimeout: 5 * time.Second})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	old := f.waitState(api.StateActive, "")
+	spec := old.Spec
+	spec.Hash = "v2"
+	if err := f.sup.Update(f.ctx(), spec); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitState(api.StateActive, "")
+	if st.PID == old.PID || st.Spec.Hash != "v2" {
+		t.Fatalf("update did not restart: old pid %d, new %+v", old.PID, st)
+	}
+	waitGone(t, old.PID)
+}
+
+func TestResetBeforeAutomaticRestart(t *testing.T) {
+	var resets atomic.Int32
+	f := newFixture(t, "crash", Policy{Policy: PolicyOnFailure, Delay: time.Second, ResetDevice: true}, func(d *Deps) {
+		d.Reset = func(_ context.Context, chips []int) error {
+			if len(chips) != 1 || chips[0] != 3 {
+				return fmt.Errorf("chips %v", chips)
+			}
+			resets.Add(1)
+			return errors.New("tt-smi: no such device")
+		}
+	})
+	spec := f.sup.Status().Spec
+	spec.Chips = []int{3}
+	if err := f.sup.Update(f.ctx(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(api.StateActivating, api.SubAutoRestart)
+	if resets.Load() != 0 {
+		t.Fatal("reset before the first start")
+	}
+	if !f.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no restart timer")
+	}
+	f.clk.Advance(time.Second)
+	for i := 0; resets.Load() == 0 && i < 2000; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if resets.Load() != 1 {
+		t.Fatalf("resets = %d, want 1", resets.Load())
+	}
+	var logged bool
+	for _, l := range f.sup.Ring().Tail(0) {
+		logged = logged || strings.Contains(l.Text, "no such device")
+	}
+	if !logged {
+		t.Error("reset failure not in the unit log")
+	}
+}
+
+func TestStartFailure(t *testing.T) {
+	f := newFixture(t, "serve", Policy{Policy: PolicyNo}, func(d *Deps) {
+		d.Starter = ExecStarter{Path: filepath.Join(t.TempDir(), "missing")}
+	})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitState(api.StateFailed, "")
+	if st.Result != api.ResultResources || !strings.Contains(st.LastError, "start failed") {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestExitClassification(t *testing.T) {
+	tests := []struct {
+		exit  Exit
+		clean bool
+		str   string
+	}{
+		{Exit{}, true, "code=exited, status=0"},
+		{Exit{Code: 1}, false, "code=exited, status=1"},
+		{Exit{Signal: syscall.SIGTERM}, true, "code=killed, signal=TERM"},
+		{Exit{Signal: syscall.SIGKILL}, false, "code=killed, signal=KILL"},
+		{Exit{Signal: syscall.SIGSEGV}, false, "code=killed, signal=SEGV"},
+		{Exit{Err: errors.New("x")}, false, "wait failed: x"},
+	}
+	for _, tt := range tests {
+		if tt.exit.Clean() != tt.clean || tt.exit.String() != tt.str {
+			t.Errorf("%+v: clean %v %q, want %v %q", tt.exit, tt.exit.Clean(), tt.exit.String(), tt.clean, tt.str)
+		}
+	}
+}
+
+func TestScrubEnv(t *testing.T) {
+	got := scrub([]string{"PATH=/bin", "NOTIFY_SOCKET=/run/x", "WATCHDOG_USEC=1", "LISTEN_FDS=3", "HOME=/h"})
+	if strings.Join(got, " ") != "PATH=/bin HOME=/h" {
+		t.Fatalf("scrub = %v", got)
+	}
+}
+
+func TestHTTPProbeBadAddress(t *testing.T) {
+	if err := HTTPProbe(context.Background(), "no-port"); err == nil {
+		t.Fatal("probe of an address without port succeeded")
+	}
+}
