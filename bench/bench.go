@@ -1,0 +1,163 @@
+// Package bench runs benchmark points and sweeps against an
+// OpenAI-compatible server: it builds the dataset, drives the load, computes
+// vLLM-compatible metrics and renders the result file. The sub-packages do
+// one job each (stream parsing, the HTTP client, datasets, load generation,
+// metrics, result files, sweep planning, grading, reports).
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ttis-dev/ttis/bench/client"
+	"github.com/ttis-dev/ttis/bench/dataset"
+	"github.com/ttis-dev/ttis/bench/loadgen"
+	"github.com/ttis-dev/ttis/bench/metrics"
+	"github.com/ttis-dev/ttis/bench/result"
+)
+
+// DatasetConfig selects and shapes the prompts.
+type DatasetConfig struct {
+	// Name is "random", "sharegpt" or "custom".
+	Name string
+	// Path is the file of sharegpt and custom datasets.
+	Path string
+	// InputLen and OutputLen are the random dataset's ISL and OSL;
+	// OutputLen also overrides sharegpt's output length and is custom's
+	// default when > 0.
+	InputLen, OutputLen int
+	RangeRatio          float64
+}
+
+// PointConfig is one benchmark run.
+type PointConfig struct {
+	Client      client.Config
+	Dataset     DatasetConfig
+	NumPrompts  int
+	Load        loadgen.Options
+	Percentiles []float64
+	SLO         metrics.SLO
+	Label       string
+	// ServerTokenizer uses the server's /tokenize for prompt lengths and
+	// for counting output when no usage is sent. Without it lengths are
+	// approximate.
+	ServerTokenizer bool
+	// Simulated marks results of a sim unit.
+	Simulated bool
+	// Now is the clock for the result's date (time.Now when nil).
+	Now func() time.Time
+}
+
+// PointResult is one finished run.
+type PointResult struct {
+	Run      *result.Run
+	Summary  metrics.Summary
+	JSON     []byte
+	FileName string
+}
+
+// Failed reports whether any request of the run failed.
+func (p *PointResult) Failed() int { return p.Summary.Failed }
+
+// BuildDataset builds the prompts of a point.
+func BuildDataset(ctx context.Context, tok dataset.Tokenizer, dc DatasetConfig, n int, seed int64) (*dataset.Set, error) {
+	switch dc.Name {
+	case "", "random":
+		return dataset.Random(ctx, tok, dataset.RandomOptions{
+			InputLen: dc.InputLen, OutputLen: dc.OutputLen, RangeRatio: dc.RangeRatio, NumPrompts: n, Seed: seed,
+		})
+	case "sharegpt":
+		return dataset.ShareGPT(ctx, tok, dataset.ShareGPTOptions{Path: dc.Path, NumPrompts: n, OutputLen: dc.OutputLen, Seed: seed})
+	case "custom":
+		return dataset.Custom(ctx, tok, dataset.CustomOptions{Path: dc.Path, NumPrompts: n, OutputLen: dc.OutputLen, Seed: seed})
+	}
+	return nil, fmt.Errorf("dataset %q: want random, sharegpt or custom", dc.Name)
+}
+
+// RunPoint builds the dataset, runs the load and renders the result.
+// Request failures do not make it return an error; they are counted in the
+// result (see PointResult.Failed).
+func RunPoint(ctx context.Context, pc PointConfig) (*PointResult, error) {
+	if pc.NumPrompts < 1 {
+		return nil, fmt.Errorf("number of prompts %d must be at least 1", pc.NumPrompts)
+	}
+	if len(pc.Percentiles) == 0 {
+		pc.Percentiles = []float64{99}
+	}
+	now := pc.Now
+	if now == nil {
+		now = time.Now
+	}
+	var tok *client.Tokenizer
+	var dsTok dataset.Tokenizer
+	var counter client.TextCounter
+	if pc.ServerTokenizer {
+		t, err := client.NewTokenizer(pc.Client.BaseURL, pc.Client.Model, pc.Client.Header)
+		if err != nil {
+			return nil, err
+		}
+		tok, dsTok, counter = t, t, t
+	}
+	set, err := BuildDataset(ctx, dsTok, pc.Dataset, pc.NumPrompts, pc.Load.Seed)
+	if err != nil {
+		return nil, err
+	}
+	cc := pc.Client
+	cc.MaxConns = max(pc.Load.MaxConcurrency, 1)
+	if pc.Load.MaxConcurrency == 0 {
+		cc.MaxConns = pc.NumPrompts
+	}
+	cl, err := client.New(cc, counter)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	date := now()
+	out, err := loadgen.Run(ctx, cl, set.Prompts, pc.Load)
+	if err != nil {
+		return nil, err
+	}
+	sum := metrics.Compute(out.Requests, out.DurationS, pc.Percentiles, pc.SLO)
+	backend := "openai"
+	if cc.API == client.Chat {
+		backend = "openai-chat"
+	}
+	warnings := set.Warnings
+	if cc.API == client.Chat && set.Name == "random" {
+		warnings = append(warnings, "chat endpoint: the server's chat template adds tokens around each prompt, so prompt tokens exceed the dataset's ISL")
+	}
+	if out.WarmupFailures > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d of %d warm-up requests failed", out.WarmupFailures, pc.Load.NumWarmups))
+	}
+	if tok == nil && !pc.ServerTokenizer {
+		warnings = append(warnings, "server tokenizer not used")
+	}
+	rate := pc.Load.RequestRate
+	if rate == 0 {
+		rate = math.Inf(1)
+	}
+	burst := pc.Load.Burstiness
+	if burst == 0 {
+		burst = 1
+	}
+	run := &result.Run{
+		Date: date, Backend: backend, Endpoint: cc.API.Path(), Label: pc.Label,
+		ModelID: cc.Model, Tokenizer: set.Tokenizer, Dataset: set.Name, BaseURL: cl.BaseURL(),
+		NumPrompts: pc.NumPrompts, ISL: pc.Dataset.InputLen, OSL: pc.Dataset.OutputLen,
+		RequestRate: rate, Burstiness: burst, MaxConcurrency: pc.Load.MaxConcurrency,
+		IgnoreEOS: cc.IgnoreEOS, NumWarmups: pc.Load.NumWarmups, Seed: pc.Load.Seed,
+		Percentiles: pc.Percentiles, SLO: pc.SLO, Warnings: warnings, Simulated: pc.Simulated,
+		Requests: out.Requests, Summary: sum,
+	}
+	js, err := json.MarshalIndent(result.Build(run), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("render result: %w", err)
+	}
+	return &PointResult{
+		Run: run, Summary: sum, JSON: append(js, '\n'),
+		FileName: result.FileName(cc.Model, date, pc.Dataset.InputLen, pc.Dataset.OutputLen, pc.Load.MaxConcurrency, pc.NumPrompts),
+	}, nil
+}

@@ -1,0 +1,357 @@
+// Package client talks to one OpenAI-compatible server for the benchmark: it
+// sends a streamed completion or chat request and times every token-bearing
+// chunk, and it wraps the server's vLLM-style /tokenize, /detokenize and
+// /v1/models endpoints.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ttis-dev/ttis/bench/metrics"
+	"github.com/ttis-dev/ttis/bench/stream"
+)
+
+// API selects the endpoint a benchmark drives.
+type API string
+
+// The supported endpoints.
+const (
+	Completions API = "completions"
+	Chat        API = "chat"
+)
+
+// ParseAPI accepts "completions" or "chat" (and the endpoint paths).
+func ParseAPI(s string) (API, error) {
+	switch strings.TrimSpace(s) {
+	case "completions", "/v1/completions", "openai":
+		return Completions, nil
+	case "chat", "/v1/chat/completions", "openai-chat":
+		return Chat, nil
+	}
+	return "", fmt.Errorf("endpoint %q: want completions or chat", s)
+}
+
+// Path returns the endpoint's URL path.
+func (a API) Path() string {
+	if a == Chat {
+		return "/v1/chat/completions"
+	}
+	return "/v1/completions"
+}
+
+// Config says where and how to send requests.
+type Config struct {
+	// BaseURL is the server's root ("http://127.0.0.1:8000"); a trailing
+	// "/v1" is accepted and dropped.
+	BaseURL string
+	API     API
+	// Model is sent in the "model" field.
+	Model string
+	// Header is added to every request (Authorization, ...).
+	Header http.Header
+	// IgnoreEOS sends "ignore_eos": true so every request runs to its
+	// max_tokens.
+	IgnoreEOS bool
+	// ContinuousUsage asks for usage on every chunk
+	// (stream_options.continuous_usage_stats, a vLLM extension) so that
+	// chunks carrying several tokens are counted right.
+	ContinuousUsage bool
+	// ExtraBody is merged into every request body (sampling options ...).
+	ExtraBody map[string]any
+	// RequestTimeout bounds one request (0: no bound beyond the context).
+	RequestTimeout time.Duration
+	// MaxConns bounds the connections kept to the server.
+	MaxConns int
+}
+
+// TextCounter counts the tokens of generated text when the server sent no
+// usage; it is satisfied by *Tokenizer.
+type TextCounter interface {
+	CountTokens(ctx context.Context, text string) (int, error)
+}
+
+// Client sends benchmark requests. It is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	base    string
+	http    *http.Client
+	counter TextCounter
+}
+
+// New checks cfg and builds a Client. counter may be nil.
+func New(cfg Config, counter TextCounter) (*Client, error) {
+	base, err := NormalizeBaseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.API == "" {
+		cfg.API = Completions
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("client: model is empty")
+	}
+	conns := max(cfg.MaxConns, 1)
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		// A larger read buffer means fewer syscalls per streamed token.
+		ReadBufferSize:  64 << 10,
+		WriteBufferSize: 16 << 10,
+	}
+	return &Client{cfg: cfg, base: base, http: &http.Client{Transport: tr}, counter: counter}, nil
+}
+
+// Close drops idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// BaseURL returns the normalized server root.
+func (c *Client) BaseURL() string { return c.base }
+
+// NormalizeBaseURL checks a server URL and strips a trailing "/" or "/v1".
+func NormalizeBaseURL(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("server url %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("server url %q: scheme must be http or https", raw)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("server url %q: no host", raw)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/v1")
+	u.Path = p
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// Prompt is one request's input.
+type Prompt struct {
+	// Text is the prompt (completions) or the user message (chat).
+	Text string
+	// PromptTokens is the dataset's token count, used when the server
+	// reports no usage.
+	PromptTokens int
+	// OutputTokens is max_tokens.
+	OutputTokens int
+}
+
+// body renders the request JSON.
+func (c *Client) body(p Prompt) ([]byte, error) {
+	m := make(map[string]any, 8+len(c.cfg.ExtraBody))
+	for k, v := range c.cfg.ExtraBody {
+		m[k] = v
+	}
+	m["model"] = c.cfg.Model
+	m["stream"] = true
+	so := map[string]any{"include_usage": true}
+	if c.cfg.ContinuousUsage {
+		so["continuous_usage_stats"] = true
+	}
+	m["stream_options"] = so
+	if c.cfg.IgnoreEOS {
+		m["ignore_eos"] = true
+	}
+	if c.cfg.API == Chat {
+		m["messages"] = []map[string]string{{"role": "user", "content": p.Text}}
+		m["max_completion_tokens"] = p.OutputTokens
+	} else {
+		m["prompt"] = p.Text
+		m["max_tokens"] = p.OutputTokens
+	}
+	return json.Marshal(m)
+}
+
+// Do sends one streamed request and returns its raw record. StartS and
+// ArrivalS are left for the caller; chunk times are measured from the
+// moment just before the request is written. Failures are recorded in the
+// result (Success false, Error set), never returned.
+func (c *Client) Do(ctx context.Context, p Prompt, requestID string) metrics.Request {
+	rec := metrics.Request{PromptTokens: p.PromptTokens}
+	body, err := c.body(p)
+	if err != nil {
+		rec.Error = "encode request: " + err.Error()
+		return rec
+	}
+	if c.cfg.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.RequestTimeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+c.cfg.API.Path(), bytes.NewReader(body))
+	if err != nil {
+		rec.Error = "build request: " + err.Error()
+		return rec
+	}
+	for k, vs := range c.cfg.Header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Accept-Encoding", "identity")
+	if requestID != "" {
+		req.Header.Set("X-Request-Id", requestID)
+	}
+	start := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		rec.Error = "request failed: " + err.Error()
+		return rec
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		rec.Error = httpError(resp)
+		return rec
+	}
+	sr := readerPool(resp.Body)
+	c.readStream(ctx, sr, start, &rec)
+	if rec.Success {
+		// Drain so the connection can be reused.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	}
+	return rec
+}
+
+// readerPool builds a stream reader; a fresh one per request keeps the
+// client free of shared mutable state (the allocation is per request, not
+// per chunk).
+func readerPool(r io.Reader) *stream.Reader { return stream.NewReader(r, 32<<10) }
+
+// httpError describes a non-200 answer with the server's own message when
+// it sent an OpenAI-shaped error.
+func httpError(resp *http.Response) string {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
+	msg := strings.TrimSpace(string(b))
+	var ch stream.Chunk
+	if stream.ParseChunk(b, &ch) == nil && ch.Error != "" {
+		msg = ch.Error
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
+	}
+	if msg == "" {
+		return fmt.Sprintf("HTTP %d", resp.StatusCode)
+	}
+	return fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)
+}
+
+// readStream consumes the SSE body and fills rec.
+func (c *Client) readStream(ctx context.Context, sr *stream.Reader, start time.Time, rec *metrics.Request) {
+	var (
+		ch            stream.Chunk
+		text          []byte
+		usageSeen     bool
+		usagePrompt   int
+		usageComplete int
+		prevComplete  int
+		perChunkUsage = true
+		tokenChunks   int
+		done          bool
+	)
+	for !done {
+		data, _, err := sr.Next()
+		now := time.Since(start).Seconds()
+		if err != nil {
+			switch {
+			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+				rec.Error = "stream ended before [DONE]"
+			case ctx.Err() != nil:
+				rec.Error = "request cancelled or timed out: " + ctx.Err().Error()
+			default:
+				rec.Error = "read stream: " + err.Error()
+			}
+			break
+		}
+		if len(data) == 6 && string(data) == "[DONE]" {
+			done = true
+			break
+		}
+		if err := stream.ParseChunk(data, &ch); err != nil {
+			rec.Error = fmt.Sprintf("malformed SSE chunk %q: %v", truncate(data, 120), err)
+			return
+		}
+		if ch.Error != "" {
+			rec.Error = "server error in stream: " + ch.Error
+			return
+		}
+		if ch.HasUsage {
+			usageSeen = true
+			usagePrompt, usageComplete = ch.PromptTokens, ch.CompletionTokens
+		}
+		if !ch.HasChoices {
+			continue
+		}
+		var k int
+		if ch.HasUsage {
+			k = ch.CompletionTokens - prevComplete
+			prevComplete = ch.CompletionTokens
+		} else {
+			perChunkUsage = false
+			if ch.HasText && !ch.RoleOnly {
+				k = 1
+			}
+		}
+		text = append(text, ch.Text...)
+		if k <= 0 {
+			continue
+		}
+		tokenChunks++
+		rec.ChunkTimesS = append(rec.ChunkTimesS, now)
+		rec.ChunkTokens = append(rec.ChunkTokens, k)
+	}
+	rec.GeneratedText = string(text)
+	if !done {
+		return
+	}
+	if tokenChunks == 0 {
+		rec.Error = "never received a token"
+		return
+	}
+	if perChunkUsage {
+		rec.ChunkTokensSource = metrics.SourceUsage
+	} else {
+		rec.ChunkTokensSource = "one-per-chunk"
+	}
+	switch {
+	case usageSeen:
+		rec.OutputTokens, rec.OutputTokensSource = usageComplete, metrics.SourceUsage
+		if usagePrompt > 0 {
+			rec.PromptTokens = usagePrompt
+		}
+	case c.counter != nil:
+		n, err := c.counter.CountTokens(ctx, rec.GeneratedText)
+		if err == nil {
+			rec.OutputTokens, rec.OutputTokensSource = n, metrics.SourceTokenize
+			break
+		}
+		fallthrough
+	default:
+		n := 0
+		for _, k := range rec.ChunkTokens {
+			n += k
+		}
+		rec.OutputTokens, rec.OutputTokensSource = n, metrics.SourceChunks
+	}
+	rec.Success = true
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}

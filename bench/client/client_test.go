@@ -1,0 +1,194 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/bench/metrics"
+)
+
+// script is a fake server's answer: SSE events with a delay before each.
+type script struct {
+	status int
+	body   string
+	events []string
+	delay  time.Duration
+	// noDone leaves out the final [DONE].
+	noDone bool
+}
+
+func serve(t *testing.T, sc script, check func(map[string]any)) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/tokenize":
+			var in struct {
+				Prompt string `json:"prompt"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&in)
+			ids := make([]int, len(strings.Fields(in.Prompt)))
+			_ = json.NewEncoder(w).Encode(map[string]any{"tokens": ids, "count": len(ids)})
+			return
+		case "/v1/completions", "/v1/chat/completions":
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		if check != nil {
+			check(body)
+		}
+		if sc.status != 0 {
+			w.WriteHeader(sc.status)
+			_, _ = io.WriteString(w, sc.body)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for _, ev := range sc.events {
+			time.Sleep(sc.delay)
+			_, _ = io.WriteString(w, ev)
+			fl.Flush()
+		}
+		if !sc.noDone {
+			_, _ = io.WriteString(w, "data: [DONE]\n\n")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func data(s string) string { return "data: " + s + "\n\n" }
+
+func newClient(t *testing.T, url string, api API, counter TextCounter) *Client {
+	t.Helper()
+	c, err := New(Config{BaseURL: url + "/v1/", API: api, Model: "m", ContinuousUsage: true, IgnoreEOS: true, RequestTimeout: 10 * time.Second}, counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestDoContinuousUsageMultiTokenChunks(t *testing.T) {
+	sc := script{delay: 5 * time.Millisecond, events: []string{
+		data(`{"choices":[{"text":"a","finish_reason":null}],"usage":{"prompt_tokens":7,"completion_tokens":1}}`),
+		data(`{"choices":[{"text":" b c","finish_reason":null}],"usage":{"prompt_tokens":7,"completion_tokens":3}}`),
+		": keep-alive\n\n",
+		data(`{"choices":[{"text":" d","finish_reason":"length"}],"usage":{"prompt_tokens":7,"completion_tokens":4}}`),
+		data(`{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":4}}`),
+	}}
+	srv := serve(t, sc, func(b map[string]any) {
+		if b["max_tokens"] != 4.0 || b["ignore_eos"] != true || b["stream"] != true || b["prompt"] != "hi there" {
+			t.Errorf("body %v", b)
+		}
+		so, _ := b["stream_options"].(map[string]any)
+		if so["include_usage"] != true || so["continuous_usage_stats"] != true {
+			t.Errorf("stream_options %v", so)
+		}
+	})
+	rec := newClient(t, srv.URL, Completions, nil).Do(context.Background(), Prompt{Text: "hi there", PromptTokens: 2, OutputTokens: 4}, "r1")
+	if !rec.Success {
+		t.Fatalf("failed: %s", rec.Error)
+	}
+	if fmt.Sprint(rec.ChunkTokens) != "[1 2 1]" || rec.OutputTokens != 4 || rec.PromptTokens != 7 ||
+		rec.OutputTokensSource != metrics.SourceUsage || rec.ChunkTokensSource != metrics.SourceUsage || rec.GeneratedText != "a b c d" {
+		t.Errorf("record %+v", rec)
+	}
+	for i := 1; i < len(rec.ChunkTimesS); i++ {
+		if rec.ChunkTimesS[i] < rec.ChunkTimesS[i-1] {
+			t.Errorf("chunk times not monotonic: %v", rec.ChunkTimesS)
+		}
+	}
+}
+
+func TestDoChatRoleChunkAndTokenizeFallback(t *testing.T) {
+	sc := script{events: []string{
+		data(`{"choices":[{"delta":{"role":"assistant","content":""}}]}`),
+		data(`{"choices":[{"delta":{"content":"one two"}}]}`),
+		data(`{"choices":[{"delta":{"content":" three"}}]}`),
+		data(`{"choices":[{"delta":{},"finish_reason":"stop"}]}`),
+	}}
+	srv := serve(t, sc, func(b map[string]any) {
+		if _, ok := b["messages"]; !ok || b["max_completion_tokens"] != 8.0 {
+			t.Errorf("chat body %v", b)
+		}
+	})
+	tok, err := NewTokenizer(srv.URL, "m", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newClient(t, srv.URL, Chat, tok).Do(context.Background(), Prompt{Text: "q", PromptTokens: 1, OutputTokens: 8}, "")
+	if !rec.Success {
+		t.Fatalf("failed: %s", rec.Error)
+	}
+	// The role chunk and the finish-only chunk carry no token.
+	if len(rec.ChunkTimesS) != 2 || rec.OutputTokens != 3 || rec.OutputTokensSource != metrics.SourceTokenize ||
+		rec.ChunkTokensSource != "one-per-chunk" || rec.PromptTokens != 1 {
+		t.Errorf("record %+v", rec)
+	}
+}
+
+func TestDoFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		sc   script
+		want string
+	}{
+		{"http 404", script{status: 404, body: `{"error":{"message":"The model 'x' does not exist.","type":"NotFoundError","code":404}}`}, "HTTP 404: The model 'x' does not exist."},
+		{"http 500 plain", script{status: 500, body: "oops"}, "HTTP 500: oops"},
+		{"truncated", script{noDone: true, events: []string{data(`{"choices":[{"text":"a"}]}`)}}, "stream ended before [DONE]"},
+		{"cut mid event", script{noDone: true, events: []string{data(`{"choices":[{"text":"a"}]}`), "data: {\"cho"}}, "stream ended before [DONE]"},
+		{"malformed", script{events: []string{data(`{"choices":[{"text":"a"}`)}}, "malformed SSE chunk"},
+		{"in-stream error", script{events: []string{data(`{"choices":[{"text":"a"}]}`), data(`{"error":{"message":"device hang"}}`)}}, "server error in stream: device hang"},
+		{"no tokens", script{events: []string{data(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":0}}`)}}, "never received a token"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := serve(t, tc.sc, nil)
+			rec := newClient(t, srv.URL, Completions, nil).Do(context.Background(), Prompt{Text: "x", OutputTokens: 2}, "")
+			if rec.Success || !strings.HasPrefix(rec.Error, tc.want) {
+				t.Errorf("success %v error %q, want error starting %q", rec.Success, rec.Error, tc.want)
+			}
+		})
+	}
+}
+
+func TestDoServerDown(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	rec := newClient(t, url, Completions, nil).Do(context.Background(), Prompt{Text: "x", OutputTokens: 2}, "")
+	if rec.Success || !strings.HasPrefix(rec.Error, "request failed:") {
+		t.Errorf("record %+v", rec)
+	}
+}
+
+func TestNormalizeBaseURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://h:1":              "http://h:1",
+		"http://h:1/":             "http://h:1",
+		"http://h:1/v1":           "http://h:1",
+		"https://h/p/v1/":         "https://h/p",
+		" http://127.0.0.1:8000 ": "http://127.0.0.1:8000",
+	} {
+		if got, err := NormalizeBaseURL(in); err != nil || got != want {
+			t.Errorf("NormalizeBaseURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "h:1", "ftp://h", "http://"} {
+		if _, err := NormalizeBaseURL(bad); err == nil {
+			t.Errorf("NormalizeBaseURL(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,321 @@
+// Package result writes one benchmark run as a JSON file with the keys of
+// `vllm bench serve --save-result --save-detailed`, so tooling written for
+// vLLM reads it, plus our own raw per-request records and provenance.
+package result
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ttis-dev/ttis/bench/metrics"
+)
+
+// Run describes one benchmark run for the result file.
+type Run struct {
+	Date           time.Time
+	Backend        string // "openai" (completions) or "openai-chat"
+	Endpoint       string
+	Label          string
+	ModelID        string
+	Tokenizer      string
+	Dataset        string
+	BaseURL        string
+	NumPrompts     int
+	ISL, OSL       int
+	RequestRate    float64
+	Burstiness     float64
+	MaxConcurrency int
+	IgnoreEOS      bool
+	NumWarmups     int
+	Seed           int64
+	Percentiles    []float64
+	SLO            metrics.SLO
+	Warnings       []string
+	Simulated      bool
+	Requests       []metrics.Request
+	Summary        metrics.Summary
+}
+
+// Build renders the result as an ordered JSON object: vLLM's keys first,
+// then ours (prefixed by nothing vLLM uses).
+func Build(r *Run) *Object {
+	o := &Object{}
+	o.Set("date", r.Date.Format("20060102-150405"))
+	o.Set("endpoint_type", r.Backend)
+	o.Set("backend", r.Backend)
+	o.Set("label", nilIfEmpty(r.Label))
+	o.Set("model_id", r.ModelID)
+	o.Set("tokenizer_id", r.Tokenizer)
+	o.Set("num_prompts", r.NumPrompts)
+	if math.IsInf(r.RequestRate, 1) || r.RequestRate == 0 {
+		o.Set("request_rate", "inf")
+	} else {
+		o.Set("request_rate", r.RequestRate)
+	}
+	if math.IsInf(r.Burstiness, 1) {
+		o.Set("burstiness", "inf")
+	} else {
+		o.Set("burstiness", r.Burstiness)
+	}
+	if r.MaxConcurrency > 0 {
+		o.Set("max_concurrency", r.MaxConcurrency)
+	} else {
+		o.Set("max_concurrency", nil)
+	}
+	s := &r.Summary
+	o.Set("duration", s.DurationS)
+	o.Set("completed", s.Completed)
+	o.Set("failed", s.Failed)
+	o.Set("total_input_tokens", s.TotalInputTokens)
+	o.Set("total_output_tokens", s.TotalOutputTokens)
+	o.Set("request_throughput", s.RequestThroughput)
+	o.Set("request_goodput", s.RequestGoodput)
+	o.Set("output_throughput", s.OutputThroughput)
+	o.Set("total_token_throughput", s.TotalTokThroughput)
+	o.Set("max_output_tokens_per_s", s.MaxOutputTokensPerS)
+	o.Set("max_concurrent_requests", s.MaxConcurrentReqs)
+
+	n := len(r.Requests)
+	latencies := make([]float64, 0, n)
+	queue := make([]float64, 0, n)
+	inputLens := make([]int, 0, n)
+	outputLens := make([]int, 0, n)
+	ttfts := make([]float64, 0, n)
+	itls := make([][]float64, 0, n)
+	starts := make([]float64, 0, n)
+	texts := make([]string, 0, n)
+	errs := make([]string, 0, n)
+	for i := range r.Requests {
+		q := &r.Requests[i]
+		ttft, _ := q.TTFT()
+		latencies = append(latencies, q.Latency())
+		queue = append(queue, q.StartS-q.ArrivalS)
+		inputLens = append(inputLens, q.PromptTokens)
+		outputLens = append(outputLens, q.OutputTokens)
+		ttfts = append(ttfts, ttft)
+		itls = append(itls, q.ChunkGaps([]float64{}))
+		starts = append(starts, q.StartS)
+		texts = append(texts, q.GeneratedText)
+		errs = append(errs, q.Error)
+	}
+	o.Set("latencies", latencies)
+	o.Set("queue_times", queue)
+	o.Set("input_lens", inputLens)
+	o.Set("output_lens", outputLens)
+	o.Set("ttfts", ttfts)
+	o.Set("itls", itls)
+	o.Set("start_times", starts)
+	o.Set("generated_texts", texts)
+	o.Set("errors", errs)
+
+	setStats(o, "ttft", s.TTFT)
+	setStats(o, "tpot", s.TPOT)
+	setStats(o, "itl", s.ITL)
+	setStats(o, "e2el", s.E2EL)
+	if r.MaxConcurrency > 0 {
+		setStats(o, "client_queue_time", s.ClientQueue)
+	}
+
+	// Our additions.
+	setStats(o, "itl_chunk", s.ITLChunk)
+	tputUser := 0.0
+	if s.TPOT.Mean > 0 {
+		tputUser = 1000 / s.TPOT.Mean
+	}
+	o.Set("tput_user", tputUser)
+	o.Set("tput_user_source", "1000/mean_tpot_ms")
+	o.Set("tps_input_throughput", s.TotalTokThroughput-s.OutputThroughput)
+	o.Set("tps_output_throughput", s.OutputThroughput)
+	o.Set("tps_total_throughput", s.TotalTokThroughput)
+	o.Set("input_sequence_length", r.ISL)
+	o.Set("output_sequence_length", r.OSL)
+	o.Set("dataset_name", r.Dataset)
+	o.Set("base_url", r.BaseURL)
+	o.Set("endpoint", r.Endpoint)
+	o.Set("ignore_eos", r.IgnoreEOS)
+	o.Set("num_warmups", r.NumWarmups)
+	o.Set("seed", r.Seed)
+	o.Set("simulated", r.Simulated)
+	o.Set("output_tokens_source", s.OutputTokensSources)
+	o.Set("chunk_tokens_source", s.ChunkTokensSources)
+	o.Set("itl_definition", "per output token: a chunk's gap shared among its tokens; itl_chunk and itls are per-chunk gaps as in vLLM")
+	o.Set("failure_reasons", failureReasons(r.Requests))
+	if r.SLO.IsZero() {
+		o.Set("goodput_slo_ms", nil)
+	} else {
+		o.Set("goodput_slo_ms", map[string]float64{"ttft": r.SLO.TTFTms, "tpot": r.SLO.TPOTms, "e2el": r.SLO.E2ELms})
+	}
+	o.Set("warnings", nonNil(r.Warnings))
+	o.Set("requests", r.Requests)
+	return o
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// failureReasons counts the failed requests by error message.
+func failureReasons(reqs []metrics.Request) map[string]int {
+	m := map[string]int{}
+	for i := range reqs {
+		if !reqs[i].Success {
+			m[reqs[i].Error]++
+		}
+	}
+	return m
+}
+
+func setStats(o *Object, name string, st metrics.Stats) {
+	o.Set("mean_"+name+"_ms", st.Mean)
+	o.Set("median_"+name+"_ms", st.Median)
+	o.Set("std_"+name+"_ms", st.Std)
+	for _, p := range st.Percentiles {
+		o.Set("p"+FormatPercentile(p.P)+"_"+name+"_ms", p.Value)
+	}
+}
+
+// FormatPercentile prints a percentile the way vLLM names keys: 99 → "99",
+// 99.9 → "99.9".
+func FormatPercentile(p float64) string {
+	return strconv.FormatFloat(p, 'f', -1, 64)
+}
+
+// ParsePercentiles reads a comma list such as "50,90,99,99.9".
+func ParsePercentiles(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || p <= 0 || p >= 100 || math.IsNaN(p) {
+			return nil, fmt.Errorf("percentile %q must be a number in (0, 100)", f)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no percentiles in %q", s)
+	}
+	return out, nil
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// FileName is tt-inference-server's pattern:
+// benchmark_<model>_<ts>_isl-<I>_osl-<O>_maxcon-<C>_n-<N>.json. The model
+// is its base name with anything but [A-Za-z0-9._-] replaced.
+func FileName(model string, ts time.Time, isl, osl, maxcon, n int) string {
+	base := model
+	if i := strings.LastIndex(base, "/"); i >= 0 {
+		base = base[i+1:]
+	}
+	base = unsafeName.ReplaceAllString(base, "_")
+	if base == "" {
+		base = "model"
+	}
+	return fmt.Sprintf("benchmark_%s_%s_isl-%d_osl-%d_maxcon-%d_n-%d.json",
+		base, ts.UTC().Format("2006-01-02_15-04-05"), isl, osl, maxcon, n)
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// folder and a rename, so a crash never leaves a half file under the final
+// name.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := firstErr(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// Object is a JSON object that keeps its keys in insertion order, so the
+// file reads like vLLM's.
+type Object struct {
+	keys []string
+	vals map[string]any
+}
+
+// Set adds or replaces a key.
+func (o *Object) Set(k string, v any) {
+	if o.vals == nil {
+		o.vals = map[string]any{}
+	}
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+// Get returns a key's value.
+func (o *Object) Get(k string) (any, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+// MarshalJSON writes the keys in insertion order. NaN and infinities, which
+// JSON cannot hold, become null.
+func (o *Object) MarshalJSON() ([]byte, error) {
+	buf := []byte{'{'}
+	for i, k := range o.keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		kb, _ := json.Marshal(k)
+		buf = append(buf, kb...)
+		buf = append(buf, ':')
+		v := o.vals[k]
+		if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			v = nil
+		}
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("result key %s: %w", k, err)
+		}
+		buf = append(buf, vb...)
+	}
+	return append(buf, '}'), nil
+}
