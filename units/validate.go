@@ -194,7 +194,7 @@ func validateChips(c *errorsOf, u *Unit, dev catalog.DeviceType, devOK bool) {
 		c.add("chips", "device %s has %d chips, but %d are listed", dev.Name, dev.Chips, len(u.Chips))
 	}
 	if len(u.Chips) == 0 && u.Runtime == RuntimeVllm {
-		c.add("chips", "runtime vllm on device %s needs the %d chip ids it claims (e.g. chips = %s)", dev.Name, dev.Chips, exampleChips(dev.Chips))
+		c.add("chips", "required for runtime vllm on device %s: the %d chip ids the unit claims (e.g. chips = %s)", dev.Name, dev.Chips, exampleChips(dev.Chips))
 	}
 }
 

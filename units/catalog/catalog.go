@@ -178,19 +178,15 @@ func suggest(q string, candidates []string) []string {
 		name string
 		d    int
 	}
+	if i := strings.LastIndex(q, "/"); i >= 0 {
+		q = q[i+1:]
+	}
 	var hits []scored
 	for _, c := range candidates {
 		lc := strings.ToLower(c)
-		if i := strings.LastIndex(q, "/"); i >= 0 {
-			q = q[i+1:]
-		}
-		switch {
-		case strings.Contains(lc, q) || strings.Contains(q, lc):
-			hits = append(hits, scored{c, 0})
-		default:
-			if d := editDistance(q, lc); d <= max(2, len(q)/3) {
-				hits = append(hits, scored{c, d})
-			}
+		d := editDistance(q, lc)
+		if d <= max(2, len(q)/3) || strings.Contains(lc, q) || strings.Contains(q, lc) {
+			hits = append(hits, scored{c, d})
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].d < hits[j].d })

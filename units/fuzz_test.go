@@ -1,0 +1,47 @@
+package units
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse feeds arbitrary text to the unit parser: it must never panic,
+// and every problem it reports must name the file, and a position when it
+// comes from the decoder.
+func FuzzParse(f *testing.F) {
+	for _, dir := range []string{"testdata/good", "testdata/bad"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.toml"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, p := range files {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("chips = [[1], {a = 1}]\n[[schedule]]\ncalendar = \"CRON_TZ=X * * * * *\"\n"))
+	f.Add([]byte("[restart]\ndelay = 1.5\n[limits]\nrequest_timeout = true\n"))
+	path := filepath.Join(f.TempDir(), "fuzz.toml")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		u, err := Parse("fuzz", path, data)
+		if err == nil {
+			if u == nil || u.Name != "fuzz" {
+				t.Fatalf("nil error but unit %+v", u)
+			}
+			return
+		}
+		list := Errors(err)
+		if len(list) == 0 {
+			t.Fatalf("error %v has no entries", err)
+		}
+		for _, e := range list {
+			if e.File != path || e.Msg == "" {
+				t.Fatalf("entry without file or message: %#v", e)
+			}
+		}
+	})
+}

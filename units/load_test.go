@@ -1,0 +1,339 @@
+package units
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// matchParts reports whether the parts of want, split at "…", occur in s in
+// order.
+func matchParts(s, want string) bool {
+	for _, part := range strings.Split(want, "…") {
+		i := strings.Index(s, part)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(part):]
+	}
+	return true
+}
+
+// TestBadFiles checks each fixture in testdata/bad fails with the expected
+// messages, in order, each naming line:col and field where the file has
+// them.
+func TestBadFiles(t *testing.T) {
+	want := map[string][]string{
+		"bad-cron.toml":                {"bad-cron.toml:8:1: schedule[0].calendar: invalid calendar \"0 2 * * * *\": expected exactly 5 fields"},
+		"bad-listen.toml":              {"bad-listen.toml:4:1: listen: \"localhost\" is not host:port"},
+		"bad-policy.toml":              {"bad-policy.toml:7:1: restart.policy: unknown policy \"sometimes\""},
+		"bad-port.toml":                {"bad-port.toml:4:1: listen: invalid port \"70000\""},
+		"bad-runtime.toml":             {"bad-runtime.toml:3:1: runtime: unknown runtime \"tpu\""},
+		"broken.toml":                  {"broken.toml:2:9: unexpected character"},
+		"chips-count.toml":             {"chips-count.toml:3:1: chips: device t3k has 8 chips, but 2 are listed"},
+		"chips-duplicate.toml":         {"chips-duplicate.toml:3:13: chips[1]: chip 3 is listed twice"},
+		"cpu-missing-model.toml":       {"cpu-missing-model.toml:1:1: model: model file …models/missing.gguf: no such file"},
+		"cpu-runtime-on-hardware.toml": {"cpu-runtime-on-hardware.toml:3:1: runtime: runtime cpu needs device = \"cpu\", not \"n150\""},
+		"device-unsupported.toml":      {"device-unsupported.toml:2:1: device: model Llama-3.2-1B-Instruct does not support device p150; supported: n150, n300, t3k"},
+		"duration-bad.toml":            {"duration-bad.toml:7:16: restart.stop_timeout: invalid duration \"30 seconds\""},
+		"duration-no-unit.toml":        {"duration-no-unit.toml:7:1: limits.request_timeout: duration must be a string with a unit"},
+		"limits-exceed.toml": {
+			"limits-exceed.toml:7:1: limits.max_concurrency: 64 exceeds the catalog's max_concurrency 32",
+			"limits-exceed.toml:8:1: limits.max_context: 131072 exceeds the catalog's max_context 40960",
+			"limits-exceed.toml:9:1: limits.max_queue: must be positive",
+		},
+		"many-problems.toml": {
+			"many-problems.toml:4:1: listen: invalid port \"0\"",
+			"many-problems.toml:7:1: auth.mode: unknown mode \"oauth\"",
+			"many-problems.toml:10:1: sim.time_scale: must be a finite number",
+			"many-problems.toml:13:1: schedule[0].workflow: unknown workflow \"nightly\"",
+			"many-problems.toml:15:1: schedule[0].limit: unknown limit \"huge\"",
+			"many-problems.toml:17:2: vllm: [vllm] settings are only used by runtime vllm",
+		},
+		"missing-required.toml": {
+			"missing-required.toml: device: required",
+			"missing-required.toml: model: required",
+			"missing-required.toml: listen: required",
+		},
+		"missing-secret.toml": {"missing-secret.toml:8:1: auth.secret_file: secret file …/no-such-secret: no such file"},
+		"never-cron.toml":     {"never-cron.toml:8:1: schedule[0].calendar: calendar \"0 0 30 2 *\" never fires"},
+		"unknown-device.toml": {"unknown-device.toml:2:1: device: unknown device \"n3000\" (did you mean n300"},
+		"unknown-key.toml":    {"unknown-key.toml:7:1: limits.max_conc: unknown key"},
+		"unknown-model.toml":  {"unknown-model.toml:1:1: model: unknown model \"Llama-3.1-8B-Instruc\" (did you mean Llama-3.1-8B-Instruct"},
+		"vllm-no-chips.toml":  {"vllm-no-chips.toml: chips: required for runtime vllm on device n150"},
+		"wrong-type.toml":     {"wrong-type.toml:5:9: chips: wrong type: got string, want array of integers"},
+	}
+	files, err := filepath.Glob("testdata/bad/*.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(want) {
+		t.Errorf("testdata/bad has %d files, the table %d", len(files), len(want))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			exp, ok := want[name]
+			if !ok {
+				t.Fatalf("no expectation for %s", name)
+			}
+			u, err := Load(f)
+			if err == nil {
+				t.Fatalf("loaded %+v, want errors", u)
+			}
+			list := Errors(err)
+			if len(list) != len(exp) {
+				t.Errorf("got %d errors, want %d:\n%v", len(list), len(exp), err)
+			}
+			for i, w := range exp {
+				if i < len(list) && !matchParts(list[i].Error(), w) {
+					t.Errorf("error %d is\n\t%s\nwant\n\t%s", i, list[i], w)
+				}
+			}
+			for _, e := range list {
+				if e.File != f {
+					t.Errorf("error file %q, want %q", e.File, f)
+				}
+			}
+		})
+	}
+}
+
+func TestGoodFiles(t *testing.T) {
+	set, err := LoadDir("testdata/good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := set.Errors(); len(errs) > 0 {
+		t.Fatalf("good units failed:\n%v", errs)
+	}
+	var names []string
+	for _, u := range set.Units() {
+		names = append(names, u.Name)
+	}
+	want := []string{"cpu-tiny", "sim-llama", "sim-qwen-galaxy", "vllm-n300", "vllm-p150x4"}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Fatalf("units %v, want %v", names, want)
+	}
+	for _, f := range set.Files {
+		if len(f.Hash) != 64 || len(f.Data) == 0 {
+			t.Errorf("%s: hash %q, %d bytes", f.Name, f.Hash, len(f.Data))
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	abs, err := filepath.Abs("testdata/files/model.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		file string
+		want func(u *Unit) []string
+	}{
+		{"testdata/good/cpu-tiny.toml", func(u *Unit) []string {
+			return check(
+				u.Runtime == RuntimeCPU, "runtime cpu",
+				u.Model == abs, "model resolved to "+abs,
+				u.Limits.MaxConcurrency == 8 && u.Limits.MaxContext == 0, "cpu limits 8/0",
+				u.Limits.MaxQueue == 32, "max_queue 4×8",
+				u.Limits.RequestTimeout.Duration == 10*time.Minute, "request_timeout 10m",
+				u.Limits.MaxBodyBytes == 8<<20, "max_body_bytes 8 MiB",
+				u.Restart.ReadyTimeout.Duration == 2*time.Minute, "ready_timeout 2m",
+				u.Restart.Policy == RestartOnFailure && u.Restart.Burst == 5, "restart defaults",
+				u.Restart.Delay.Duration == time.Second && u.Restart.MaxDelay.Duration == time.Minute, "delays",
+				u.Restart.Interval.Duration == 10*time.Minute && u.Restart.StopTimeout.Duration == 30*time.Second, "interval/stop",
+				u.Auth.Mode == AuthNone, "auth none",
+				u.Spec == nil, "no catalog spec",
+			)
+		}},
+		{"testdata/good/sim-llama.toml", func(u *Unit) []string {
+			return check(
+				u.Limits.MaxConcurrency == 32 && u.Limits.MaxContext == 131072, "catalog limits",
+				u.Limits.MaxQueue == 128, "max_queue 4×32",
+				u.Spec != nil && u.Spec.ModelName == "Llama-3.1-8B-Instruct", "spec",
+				u.Schedule[0].Limit == "smoke" && u.Schedule[1].Limit == "ci-nightly", "schedule limits",
+				*u.Sim.TimeScale == 0.5, "time scale",
+			)
+		}},
+		{"testdata/good/vllm-n300.toml", func(u *Unit) []string {
+			return check(
+				u.Runtime == RuntimeVllm, "runtime vllm by default on hardware",
+				u.Limits.MaxConcurrency == 16 && u.Limits.MaxQueue == 64, "explicit limits kept",
+				u.Restart.ReadyTimeout.Duration == 10*time.Minute, "vllm ready_timeout 10m",
+				u.Restart.Delay.Duration == 5*time.Second, "delay 5s",
+			)
+		}},
+		{"testdata/good/vllm-p150x4.toml", func(u *Unit) []string {
+			return check(u.Device == "p150x4", "device name lower-cased", u.Limits.MaxConcurrency == 128, "p150x4 conc 128")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(filepath.Base(tt.file), func(t *testing.T) {
+			u, err := Load(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range tt.want(u) {
+				t.Error("want " + f)
+			}
+		})
+	}
+}
+
+// check takes (condition, description) pairs and returns the descriptions
+// of the false ones.
+func check(pairs ...any) []string {
+	var failed []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if !pairs[i].(bool) {
+			failed = append(failed, pairs[i+1].(string))
+		}
+	}
+	return failed
+}
+
+// TestSecretFile generates its fixtures because git does not keep modes.
+func TestSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	unit := func(secret string) []byte {
+		return []byte("model = \"Qwen3-8B\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8000\"\n\n[auth]\nmode = \"jwt\"\nsecret_file = \"" + secret + "\"\n")
+	}
+	write := func(name string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("s3cret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	private := write("private", 0o600)
+	write("world", 0o644)
+	write("group", 0o640)
+	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		secret, want string
+	}{
+		{"private", ""},
+		{private, ""},
+		{"world", "auth.secret_file: secret file " + filepath.Join(dir, "world") + " has mode 0644"},
+		{"group", "has mode 0640; it must not be readable or writable by group or others"},
+		{"adir", "is not a regular file"},
+		{"nope", "no such file or directory"},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(dir, "u.toml")
+		u, err := Parse("u", path, unit(tt.secret))
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.secret, err)
+			} else if u.Auth.SecretFile != private {
+				t.Errorf("secret file %q, want %q", u.Auth.SecretFile, private)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want %q", tt.secret, err, tt.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), "u.toml:8:1: ") {
+			t.Errorf("%s: error lacks the position of secret_file: %v", tt.secret, err)
+		}
+	}
+}
+
+func TestParseMissingFileAndFolder(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(filepath.Join(dir, "none.toml")); err == nil || !strings.Contains(err.Error(), "none.toml: read unit file: no such file") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("folder: %v", err)
+	}
+	var list ErrorList
+	if _, err := Load(dir); !errors.As(err, &list) {
+		t.Errorf("error %T is not an ErrorList", err)
+	}
+}
+
+func TestUnitName(t *testing.T) {
+	doc := []byte("model = \"Qwen3-8B\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8000\"\n")
+	if _, err := Parse("ok-name_1.x@2", "x.toml", doc); err != nil {
+		t.Errorf("good name: %v", err)
+	}
+	for _, bad := range []string{"", "-x", "a b", "a/b"} {
+		if _, err := Parse(bad, "x.toml", doc); err == nil || !strings.Contains(err.Error(), "unit name") {
+			t.Errorf("name %q: %v", bad, err)
+		}
+	}
+}
+
+func TestCalendar(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		spec, zone string
+		next       time.Time
+		err        string
+	}{
+		{spec: "0 2 * * *", next: time.Date(2026, 3, 2, 2, 0, 0, 0, time.UTC)},
+		{spec: "@daily", next: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)},
+		{spec: "0 2 * * *", zone: "Europe/Berlin", next: time.Date(2026, 3, 2, 1, 0, 0, 0, time.UTC)},
+		{spec: "0 2 31 2 *", err: "never fires"},
+		{spec: "CRON_TZ=UTC 0 2 * * *", err: "timezone key"},
+		{spec: "61 * * * *", err: "invalid calendar"},
+		{spec: "", err: "empty"},
+		{spec: "0 2 * * *", zone: "Mars/Olympus", err: "unknown timezone"},
+	}
+	for _, tt := range tests {
+		s, err := parseCalendar(tt.spec, tt.zone, now)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: got %v, want %q", tt.spec, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.spec, err)
+			continue
+		}
+		if got := s.Next(now); !got.Equal(tt.next) {
+			t.Errorf("%q in %q: next %v, want %v", tt.spec, tt.zone, got, tt.next)
+		}
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	e := &Error{File: "a.toml", Line: 3, Col: 5, Field: "limits.max_queue", Msg: "bad"}
+	if got := e.Error(); got != "a.toml:3:5: limits.max_queue: bad" {
+		t.Errorf("got %q", got)
+	}
+	e = &Error{File: "a.toml", Field: "model", Msg: "required"}
+	if got := e.Error(); got != "a.toml: model: required" {
+		t.Errorf("got %q", got)
+	}
+	l := ErrorList{{File: "a", Msg: "x"}, {File: "b", Msg: "y"}}
+	if got := l.Error(); got != "a: x\nb: y" {
+		t.Errorf("got %q", got)
+	}
+	var target *Error
+	if !errors.As(error(l), &target) || target.File != "a" {
+		t.Errorf("errors.As over list: %v", target)
+	}
+}
+
+func TestDurationPaths(t *testing.T) {
+	got := durationPaths()
+	sort.Strings(got)
+	for _, want := range []string{"limits.request_timeout", "restart.delay", "restart.interval", "restart.max_delay", "restart.ready_timeout", "restart.stop_timeout"} {
+		if i := sort.SearchStrings(got, want); i == len(got) || got[i] != want {
+			t.Errorf("durationPaths lacks %s: %v", want, got)
+		}
+	}
+}
