@@ -1,12 +1,61 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/serve"
+	"github.com/ttis-dev/ttis/runtime/sim"
+	"github.com/ttis-dev/ttis/units"
 )
 
-// serveCommand is replaced by the inference-server work (issue 2).
+// runtimes maps a unit's runtime name to the function that opens its engine.
+// A runtime missing here fails `ttisd serve` with a clear error.
+var runtimes = map[string]serve.OpenFunc{
+	"sim": sim.Open,
+}
+
 func serveCommand() *cli.Command {
-	return &cli.Command{Name: "serve", Action: func(*cli.Context) error { return errors.New("serve is not built yet") }}
+	return &cli.Command{
+		Name:      "serve",
+		Usage:     "run one unit's inference server in the foreground",
+		ArgsUsage: "UNIT_FILE",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"TTIS_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+			&cli.DurationFlag{Name: "grace", Value: 0, Usage: "how long in-flight requests may finish after SIGTERM (default: restart.stop_timeout minus 5s, at least 1s)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return cli.Exit("usage: ttisd serve UNIT_FILE", 2)
+			}
+			log, err := serve.NewLogger(c.App.ErrWriter, c.String("log-level"))
+			if err != nil {
+				return cli.Exit(err.Error(), 2)
+			}
+			u, err := units.Load(c.Args().First())
+			if err != nil {
+				return cli.Exit(err.Error(), 2)
+			}
+			return runUnit(c.Context, u, runtimes, serve.Options{Version: version, Logger: log, Grace: c.Duration("grace")})
+		},
+	}
+}
+
+// runUnit serves u with the engine its runtime opens.
+func runUnit(ctx context.Context, u *units.Unit, opens map[string]serve.OpenFunc, o serve.Options) error {
+	open, ok := opens[u.Runtime]
+	if !ok {
+		names := make([]string, 0, len(opens))
+		for n := range opens {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("unit %s: runtime %q is not available in this build of ttisd serve (available: %s)", u.Name, u.Runtime, strings.Join(names, ", "))
+	}
+	return serve.RunUnit(ctx, u, func(ctx context.Context) (runtime.Engine, error) { return open(ctx, u) }, o)
 }

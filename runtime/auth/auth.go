@@ -1,0 +1,186 @@
+// Package auth checks the credentials a unit's inference API requires:
+// none, a static API key, or an HS256 JWT as issued by the system ttis
+// replaces ({"team_id":…,"token_id":…} claims). Secrets are read from files
+// that must not be readable by group or others.
+package auth
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Modes a unit's [auth] section may name.
+const (
+	ModeNone   = "none"
+	ModeAPIKey = "api-key"
+	ModeJWT    = "jwt"
+)
+
+// Identity is who a request authenticated as.
+type Identity struct {
+	// TeamID and TokenID come from a JWT; both are empty for api-key and
+	// none.
+	TeamID  string
+	TokenID string
+}
+
+// ErrUnauthorized is wrapped by every verification failure.
+var ErrUnauthorized = errors.New("unauthorized")
+
+// Verifier checks an Authorization header value.
+type Verifier interface {
+	// Verify checks the raw Authorization header ("Bearer …"); an empty
+	// header is a failure for every mode but none.
+	Verify(header []byte) (Identity, error)
+	// Mode names the verifier's mode.
+	Mode() string
+}
+
+// New builds the verifier for a mode, reading the secret file for api-key
+// and jwt. An empty mode means none.
+func New(mode, secretFile string) (Verifier, error) {
+	switch mode {
+	case "", ModeNone:
+		return none{}, nil
+	case ModeAPIKey, ModeJWT:
+	default:
+		return nil, fmt.Errorf("auth mode %q: want none, api-key or jwt", mode)
+	}
+	secret, err := ReadSecret(secretFile)
+	if err != nil {
+		return nil, fmt.Errorf("auth %s: %w", mode, err)
+	}
+	if mode == ModeAPIKey {
+		return apiKey{sum: sha256.Sum256(secret)}, nil
+	}
+	return &jwtVerifier{secret: secret, now: time.Now}, nil
+}
+
+// ReadSecret reads a secret file, refusing files that group or others may
+// read and empty secrets. Surrounding whitespace (a trailing newline) is
+// dropped.
+func ReadSecret(path string) ([]byte, error) {
+	if path == "" {
+		return nil, errors.New("secret_file is not set")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read secret: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read secret: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("secret file %s is not a regular file", path)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("secret file %s has mode %04o: it must not be accessible by group or others (chmod 600)", path, perm)
+	}
+	b := make([]byte, 0, st.Size())
+	buf := bytes.NewBuffer(b)
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, fmt.Errorf("read secret %s: %w", path, err)
+	}
+	secret := bytes.TrimSpace(buf.Bytes())
+	if len(secret) == 0 {
+		return nil, fmt.Errorf("secret file %s is empty", path)
+	}
+	return secret, nil
+}
+
+func bearer(header []byte) ([]byte, error) {
+	const prefix = "bearer "
+	if len(header) == 0 {
+		return nil, fmt.Errorf("%w: missing Authorization header (want \"Bearer <token>\")", ErrUnauthorized)
+	}
+	if len(header) <= len(prefix) || !bytes.EqualFold(header[:len(prefix)], []byte(prefix)) {
+		return nil, fmt.Errorf("%w: Authorization header is not a Bearer token", ErrUnauthorized)
+	}
+	return bytes.TrimSpace(header[len(prefix):]), nil
+}
+
+type none struct{}
+
+func (none) Verify([]byte) (Identity, error) { return Identity{}, nil }
+func (none) Mode() string                    { return ModeNone }
+
+type apiKey struct{ sum [sha256.Size]byte }
+
+// Verify compares hashes of the key in constant time, so neither the key's
+// content nor its length leaks through timing.
+func (k apiKey) Verify(header []byte) (Identity, error) {
+	tok, err := bearer(header)
+	if err != nil {
+		return Identity{}, err
+	}
+	got := sha256.Sum256(tok)
+	if subtle.ConstantTimeCompare(got[:], k.sum[:]) != 1 {
+		return Identity{}, fmt.Errorf("%w: invalid API key", ErrUnauthorized)
+	}
+	return Identity{}, nil
+}
+
+func (apiKey) Mode() string { return ModeAPIKey }
+
+// Claims are the claims of a ttis (and tt-inference-server) JWT.
+type Claims struct {
+	TeamID  string `json:"team_id"`
+	TokenID string `json:"token_id"`
+	jwt.RegisteredClaims
+}
+
+type jwtVerifier struct {
+	secret []byte
+	now    func() time.Time
+}
+
+func (v *jwtVerifier) Mode() string { return ModeJWT }
+
+// Verify accepts only HS256 tokens signed with the secret, honouring exp
+// and nbf when present, and requires team_id and token_id.
+func (v *jwtVerifier) Verify(header []byte) (Identity, error) {
+	tok, err := bearer(header)
+	if err != nil {
+		return Identity{}, err
+	}
+	var c Claims
+	_, err = jwt.ParseWithClaims(string(tok), &c, func(*jwt.Token) (any, error) { return v.secret, nil },
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(v.now), jwt.WithLeeway(5*time.Second))
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: invalid token: %w", ErrUnauthorized, err)
+	}
+	if c.TeamID == "" || c.TokenID == "" {
+		return Identity{}, fmt.Errorf("%w: token lacks team_id or token_id claim", ErrUnauthorized)
+	}
+	return Identity{TeamID: c.TeamID, TokenID: c.TokenID}, nil
+}
+
+// Mint signs an HS256 token with team_id and token_id claims; a positive
+// ttl adds iat and exp.
+func Mint(secret []byte, teamID, tokenID string, ttl time.Duration, now time.Time) (string, error) {
+	if teamID == "" || tokenID == "" {
+		return "", errors.New("mint token: team and token id must not be empty")
+	}
+	if ttl < 0 {
+		return "", fmt.Errorf("mint token: negative ttl %s", ttl)
+	}
+	c := Claims{TeamID: teamID, TokenID: tokenID}
+	if ttl > 0 {
+		c.IssuedAt = jwt.NewNumericDate(now)
+		c.ExpiresAt = jwt.NewNumericDate(now.Add(ttl))
+	}
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
+	if err != nil {
+		return "", fmt.Errorf("mint token: %w", err)
+	}
+	return s, nil
+}

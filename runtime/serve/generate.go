@@ -1,0 +1,912 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ttis-dev/ttis/runtime"
+)
+
+// errClientGone ends a stream whose client stopped reading.
+var errClientGone = errors.New("client went away")
+
+// closedCtx makes Stream.Recv non-blocking: it returns what is pending or
+// the end of the stream, else ctx.Err() at once.
+var closedCtx = func() context.Context {
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	return c
+}()
+
+// job is one completions or chat request: one sequence per (prompt, n).
+type job struct {
+	s       *Server
+	st      *engineState
+	r       *genRequest
+	id      string // request id (logs, X-Request-Id)
+	respID  string // cmpl-… / chatcmpl-…
+	created int64
+	arrival time.Time
+
+	prompts     [][]int
+	promptTexts []string // echo only
+	promptToks  int
+	seqs        []*seqState
+	stopIDs     map[int]bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	held   int64 // slots held
+	queued int64 // sequences counted in the waiting gauge
+}
+
+// seqState is one choice being generated.
+type seqState struct {
+	index  int
+	prompt int
+	req    runtime.Request
+	st     *runtime.Stream
+	cancel context.CancelFunc
+	m      stopMatcher
+	buf    []runtime.Token
+	events []event
+
+	started  bool // chat role chunk sent
+	done     bool
+	tokens   int
+	finish   string
+	stop     any // stop_reason: the matched string or token id
+	err      error
+	offset   int // text_offset of the next token (code points)
+	acquired time.Time
+	first    time.Time
+	last     time.Time
+
+	// Non-streaming accumulation.
+	text []byte
+	lps  []runtime.Token
+}
+
+// event is a piece of output: text and, with logprobs, the token it came
+// from.
+type event struct {
+	text   []byte
+	tok    runtime.Token
+	hasTok bool
+}
+
+// generate handles both generation endpoints.
+func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID string, chat bool, arrival time.Time) {
+	var r *genRequest
+	var e *apiError
+	if chat {
+		r, e = decodeChat(ctx.PostBody())
+	} else {
+		r, e = decodeCompletion(ctx.PostBody())
+	}
+	if e == nil {
+		e = s.checkModel(st, r.model)
+	}
+	if e == nil && r.echo && r.stream {
+		e = badRequest("echo", "echo is not supported with stream=true")
+	}
+	var j *job
+	if e == nil {
+		j, e = s.newJob(st, r, reqID, arrival)
+	}
+	if e != nil {
+		writeError(ctx, e)
+		return
+	}
+	n := int64(len(j.seqs))
+	if n > int64(s.cfg.MaxConcurrency) {
+		writeError(ctx, badRequest("n", "the request needs %d sequences (prompts × n) but the unit has %d slots (limits.max_concurrency)", n, s.cfg.MaxConcurrency))
+		return
+	}
+	if s.sem.TryAcquire(n) {
+		j.held = n
+		s.m.running.Add(n)
+	} else {
+		if s.m.waiting.Add(n) > int64(s.cfg.MaxQueue) {
+			s.m.waiting.Add(-n)
+			retryAfter(ctx, time.Second)
+			writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
+				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, s.cfg.MaxQueue)})
+			return
+		}
+		j.queued = n
+	}
+	if s.cfg.RequestTimeout > 0 {
+		j.ctx, j.cancel = context.WithTimeout(s.genCtx, s.cfg.RequestTimeout-time.Since(arrival))
+	} else {
+		j.ctx, j.cancel = context.WithCancel(s.genCtx)
+	}
+	if r.stream {
+		ctx.SetContentType("text/event-stream")
+		ctx.Response.Header.Set("Cache-Control", "no-cache")
+		ctx.Response.Header.Set("X-Accel-Buffering", "no")
+		conn := ctx.Conn()
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { j.stream(w, conn) })
+		return
+	}
+	defer j.end()
+	if j.queued > 0 {
+		if err := j.waitSlots(nil); err != nil {
+			writeError(ctx, j.ctxError(err))
+			return
+		}
+	}
+	if e := j.start(); e != nil {
+		writeError(ctx, e)
+		return
+	}
+	if err := j.pump(collectSink{}); err != nil {
+		writeError(ctx, j.ctxError(err))
+		return
+	}
+	ctx.SetContentType("application/json")
+	ctx.SetBody(j.appendResponse(make([]byte, 0, 1024)))
+}
+
+// newJob tokenizes the prompts and resolves max_tokens per prompt.
+func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival time.Time) (*job, *apiError) {
+	j := &job{s: s, st: st, r: r, id: reqID, created: arrival.Unix(), arrival: arrival}
+	if r.chat {
+		j.respID = "chatcmpl-" + newID()
+		text, err := st.tok.ChatPrompt(r.messages, r.addGenPrompt)
+		if err != nil {
+			return nil, badRequest("messages", "%v", err)
+		}
+		ids, err := st.tok.Encode(text, r.addSpecial)
+		if err != nil {
+			return nil, badRequest("messages", "tokenize: %v", err)
+		}
+		j.prompts = [][]int{ids}
+	} else {
+		j.respID = "cmpl-" + newID()
+		for i, t := range r.promptTexts {
+			ids, err := st.tok.Encode(t, r.addSpecial)
+			if err != nil {
+				return nil, badRequest("prompt", "tokenize prompt %d: %v", i, err)
+			}
+			j.prompts = append(j.prompts, ids)
+		}
+		for i, ids := range r.promptIDs {
+			param := "prompt"
+			if len(r.promptIDs) > 1 {
+				param = fmt.Sprintf("prompt[%d]", i)
+			}
+			if e := checkIDs(ids, st.tok.VocabSize(), param); e != nil {
+				return nil, e
+			}
+			j.prompts = append(j.prompts, ids)
+		}
+		if r.echo {
+			j.promptTexts = r.promptTexts
+			if r.promptIDs != nil {
+				for _, ids := range r.promptIDs {
+					j.promptTexts = append(j.promptTexts, st.tok.Decode(ids, true))
+				}
+			}
+		}
+	}
+	if len(r.stopTokenIDs) > 0 {
+		j.stopIDs = make(map[int]bool, len(r.stopTokenIDs))
+		for _, id := range r.stopTokenIDs {
+			j.stopIDs[id] = true
+		}
+	}
+	what := "prompt"
+	if r.chat {
+		what = "messages"
+	}
+	for pi, p := range j.prompts {
+		if len(p) == 0 {
+			return nil, badRequest(what, "the %s is empty after tokenization", what)
+		}
+		j.promptToks += len(p)
+		limit := st.maxContext
+		mt := r.maxTokens
+		if mt < 0 {
+			mt = limit - len(p)
+		}
+		if len(p) > limit || (len(p) == limit && mt > 0) || len(p)+mt > limit {
+			param := r.maxTokensArg
+			if len(p) >= limit {
+				param = what
+			}
+			return nil, badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.", limit, len(p)+mt, len(p), what, mt, what)
+		}
+		for c := 0; c < r.n; c++ {
+			q := &seqState{index: pi*r.n + c, prompt: pi, m: newStopMatcher(r.stop)}
+			q.req = runtime.Request{
+				ID: j.id, Prompt: p, MaxTokens: mt, Sampling: r.sampling, StopTokenIDs: r.stopTokenIDs,
+				IgnoreEOS: r.ignoreEOS, Logprobs: r.logprobs, PromptLogprobs: -1,
+			}
+			if r.n > 1 {
+				q.req.ID = j.id + "-" + strconv.Itoa(c)
+				if r.sampling.HasSeed {
+					// Distinct but reproducible choices.
+					q.req.Sampling.Seed += int64(c)
+				}
+			}
+			if r.echo && r.logprobs >= 0 {
+				q.req.PromptLogprobs = r.logprobs
+			}
+			j.seqs = append(j.seqs, q)
+		}
+	}
+	return j, nil
+}
+
+// waitSlots waits in the queue for the job's slots, calling ping (if
+// non-nil) every heartbeat; a failing ping gives up.
+func (j *job) waitSlots(ping func() error) error {
+	n := j.queued
+	got := make(chan error, 1)
+	go func() { got <- j.s.sem.Acquire(j.ctx, n) }()
+	var tick <-chan time.Time
+	if ping != nil {
+		t := time.NewTicker(j.s.cfg.Heartbeat)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case err := <-got:
+			j.s.m.waiting.Add(-n)
+			j.queued = 0
+			if err != nil {
+				return err
+			}
+			j.held = n
+			j.s.m.running.Add(n)
+			return nil
+		case <-tick:
+			if err := ping(); err != nil {
+				j.cancel()
+				if err := <-got; err == nil {
+					j.s.sem.Release(n)
+				}
+				j.s.m.waiting.Add(-n)
+				j.queued = 0
+				return errClientGone
+			}
+		}
+	}
+}
+
+// start hands every sequence to the engine.
+func (j *job) start() *apiError {
+	now := time.Now()
+	j.s.m.queue.observe(now.Sub(j.arrival).Seconds())
+	for _, q := range j.seqs {
+		ctx, cancel := context.WithCancel(j.ctx)
+		st, err := j.st.eng.Generate(ctx, &q.req)
+		if err != nil {
+			cancel()
+			for _, p := range j.seqs {
+				if p.cancel != nil {
+					p.cancel()
+				}
+			}
+			if errors.Is(err, runtime.ErrContextLength) {
+				return badRequest("prompt", "%v", err)
+			}
+			return &apiError{Status: fasthttp.StatusInternalServerError, Type: "InternalServerError", Message: "runtime: " + err.Error()}
+		}
+		q.st, q.cancel, q.acquired = st, cancel, now
+		j.s.m.promptTokens.Add(uint64(len(q.req.Prompt)))
+	}
+	return nil
+}
+
+// end releases whatever the job still holds.
+func (j *job) end() {
+	for _, q := range j.seqs {
+		if q.cancel != nil {
+			q.cancel()
+		}
+		if !q.done && q.st != nil {
+			j.s.m.finished("abort")
+		}
+	}
+	if j.held > 0 {
+		j.s.sem.Release(j.held)
+		j.s.m.running.Add(-j.held)
+		j.held = 0
+	}
+	if j.queued > 0 {
+		j.s.m.waiting.Add(-j.queued)
+		j.queued = 0
+	}
+	if j.cancel != nil {
+		j.cancel()
+	}
+}
+
+// ctxError maps a failed wait to an API error.
+func (j *job) ctxError(err error) *apiError {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{Status: fasthttp.StatusRequestTimeout, Type: "TimeoutError", Message: fmt.Sprintf("the request did not finish within limits.request_timeout (%s)", j.s.cfg.RequestTimeout)}
+	case errors.Is(err, context.Canceled):
+		return &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: "the request was cancelled because the server is shutting down"}
+	}
+	return &apiError{Status: fasthttp.StatusInternalServerError, Type: "InternalServerError", Message: err.Error()}
+}
+
+// sink receives a sequence's output.
+type sink interface {
+	// emit takes q.events (and, when final, the end of q).
+	emit(j *job, q *seqState, final bool)
+	flush() error
+	ping() error
+}
+
+// pump moves tokens from the engine to the sink until every sequence has
+// ended, the client went away (errClientGone) or the job's context ended.
+func (j *job) pump(out sink) error {
+	wake := j.wakeup()
+	var tick <-chan time.Time
+	if _, ok := out.(*sseSink); ok {
+		t := time.NewTicker(j.s.cfg.Heartbeat)
+		defer t.Stop()
+		tick = t.C
+	}
+	active := len(j.seqs)
+	for active > 0 {
+		wrote := false
+		for _, q := range j.seqs {
+			if q.done {
+				continue
+			}
+			ended := j.drain(q)
+			if len(q.events) > 0 || ended {
+				j.emit(out, q, ended)
+				wrote = true
+			}
+			if ended {
+				active--
+				j.finishSeq(q)
+			}
+		}
+		if wrote {
+			if err := out.flush(); err != nil {
+				return errClientGone
+			}
+		}
+		if active == 0 {
+			break
+		}
+		select {
+		case <-wake:
+		case <-tick:
+			if err := out.ping(); err != nil {
+				return errClientGone
+			}
+		case <-j.ctx.Done():
+			err := j.ctx.Err()
+			for _, q := range j.seqs {
+				if !q.done {
+					q.finish, q.err = "abort", err
+					if rest := q.m.flush(); len(rest) > 0 {
+						q.events = append(q.events, event{text: rest})
+					}
+					j.emit(out, q, true)
+					j.finishSeq(q)
+				}
+			}
+			_ = out.flush()
+			return err
+		}
+	}
+	return nil
+}
+
+func (j *job) emit(out sink, q *seqState, final bool) {
+	out.emit(j, q, final)
+	q.events = q.events[:0]
+}
+
+// wakeup returns a channel that receives when any sequence may have news.
+func (j *job) wakeup() <-chan struct{} {
+	if len(j.seqs) == 1 {
+		return j.seqs[0].st.Wait()
+	}
+	shared := make(chan struct{}, 1)
+	for _, q := range j.seqs {
+		go func(w <-chan struct{}, done <-chan struct{}) {
+			for {
+				select {
+				case <-w:
+					select {
+					case shared <- struct{}{}:
+					default:
+					}
+				case <-done:
+					return
+				}
+			}
+		}(q.st.Wait(), j.ctx.Done())
+	}
+	return shared
+}
+
+// drain takes every pending token of q into q.events without blocking and
+// reports whether q has ended.
+func (j *job) drain(q *seqState) bool {
+	for range 1 << 20 { // bounded: each round consumes tokens or returns
+		toks, done, reason, err := q.st.Recv(closedCtx, q.buf[:0])
+		q.buf = toks
+		if len(toks) > 0 {
+			if j.process(q, toks) {
+				return true
+			}
+			continue
+		}
+		if !done {
+			return false
+		}
+		if rest := q.m.flush(); len(rest) > 0 {
+			q.events = append(q.events, event{text: rest})
+		}
+		switch reason {
+		case runtime.FinishStop, runtime.FinishLength:
+			q.finish = reason.String()
+		default:
+			q.finish, q.err = "abort", err
+		}
+		return true
+	}
+	return false
+}
+
+// process turns tokens into events; it reports true when a stop string or
+// stop token ended the sequence (the engine is told to stop).
+func (j *job) process(q *seqState, toks []runtime.Token) bool {
+	m := j.s.m
+	for i := range toks {
+		t := toks[i]
+		q.tokens++
+		m.generationTokens.Add(1)
+		if q.tokens == 1 {
+			q.first = t.Time
+			m.ttft.observe(t.Time.Sub(j.arrival).Seconds())
+		} else {
+			m.itl.observe(t.Time.Sub(q.last).Seconds())
+		}
+		q.last = t.Time
+		if j.stopIDs[t.ID] && !j.st.eos[t.ID] {
+			q.finish, q.stop = "stop", t.ID
+			q.events = append(q.events, event{tok: t, hasTok: j.r.logprobs >= 0})
+			q.cancel()
+			return true
+		}
+		var text []byte
+		if !j.st.tok.IsSpecial(t.ID) {
+			rel, hit := q.m.add(j.st.tok.TokenBytes(t.ID))
+			text = rel
+			if hit >= 0 {
+				if j.r.includeStop {
+					text = append(append([]byte(nil), text...), j.r.stop[hit]...)
+				}
+				q.finish, q.stop = "stop", j.r.stop[hit]
+				q.events = append(q.events, event{text: text, tok: t, hasTok: j.r.logprobs >= 0})
+				q.cancel()
+				return true
+			}
+		}
+		if len(text) > 0 || j.r.logprobs >= 0 {
+			q.events = append(q.events, event{text: text, tok: t, hasTok: j.r.logprobs >= 0})
+		}
+	}
+	return false
+}
+
+// finishSeq frees q's slot and records its metrics.
+func (j *job) finishSeq(q *seqState) {
+	q.done = true
+	if q.cancel != nil {
+		q.cancel()
+	}
+	if j.held > 0 {
+		j.s.sem.Release(1)
+		j.s.m.running.Add(-1)
+		j.held--
+	}
+	m := j.s.m
+	m.finished(q.finish)
+	now := time.Now()
+	m.e2e.observe(now.Sub(j.arrival).Seconds())
+	if q.tokens > 0 {
+		m.prefill.observe(q.first.Sub(q.acquired).Seconds())
+		m.decode.observe(q.last.Sub(q.first).Seconds())
+		m.inference.observe(q.last.Sub(q.acquired).Seconds())
+	}
+}
+
+// stream is the SSE body writer. It runs on the connection's goroutine
+// after the handler returned, so it uses only what the job captured.
+func (j *job) stream(w *bufio.Writer, conn net.Conn) {
+	k := &sseSink{w: w, conn: conn, timeout: j.s.cfg.WriteTimeout, buf: make([]byte, 0, 4096)}
+	status := "ok"
+	defer func() {
+		if p := recover(); p != nil {
+			j.s.log.Error("panic while streaming", "request_id", j.id, "panic", p)
+			status = "panic"
+		}
+		j.end()
+		if j.s.log.Enabled(context.Background(), slog.LevelDebug) {
+			j.s.log.Debug("request", "request_id", j.id, "stream", true, "sequences", len(j.seqs), "result", status, "duration", time.Since(j.arrival))
+		}
+	}()
+	if j.queued > 0 {
+		if err := j.waitSlots(k.ping); err != nil {
+			if errors.Is(err, errClientGone) {
+				status = "client gone"
+				return
+			}
+			k.error(j.ctxError(err))
+			status = err.Error()
+			return
+		}
+	}
+	if e := j.start(); e != nil {
+		k.error(e)
+		status = e.Message
+		return
+	}
+	err := j.pump(k)
+	switch {
+	case errors.Is(err, errClientGone):
+		status = "client gone"
+		return
+	case errors.Is(err, context.DeadlineExceeded):
+		k.error(j.ctxError(err))
+		status = "timeout"
+		return
+	case err != nil:
+		status = err.Error()
+	}
+	if j.r.includeUsage {
+		k.buf = j.appendChunkHead(k.buf, false)
+		k.buf = append(k.buf, `[],"usage":`...)
+		k.buf = j.appendUsage(k.buf)
+		k.buf = append(k.buf, "}\n\n"...)
+	}
+	k.buf = append(k.buf, "data: [DONE]\n\n"...)
+	_ = k.flush()
+}
+
+// sseSink writes server-sent events.
+type sseSink struct {
+	w        *bufio.Writer
+	conn     net.Conn
+	timeout  time.Duration
+	deadline time.Time
+	buf      []byte
+}
+
+func (k *sseSink) emit(j *job, q *seqState, final bool) {
+	k.buf = j.appendChunks(k.buf, q, final)
+}
+
+// flush writes the buffered events. It renews the connection's write
+// deadline at most once a second, so a client that stops reading fails the
+// write within WriteTimeout.
+func (k *sseSink) flush() error {
+	if k.conn != nil && k.timeout > 0 {
+		now := time.Now()
+		if now.Add(k.timeout - time.Second).After(k.deadline) {
+			k.deadline = now.Add(k.timeout)
+			_ = k.conn.SetWriteDeadline(k.deadline)
+		}
+	}
+	_, err := k.w.Write(k.buf)
+	k.buf = k.buf[:0]
+	if err != nil {
+		return err
+	}
+	return k.w.Flush()
+}
+
+func (k *sseSink) ping() error {
+	k.buf = append(k.buf, ": ping\n\n"...)
+	return k.flush()
+}
+
+// error sends an in-stream error event and [DONE].
+func (k *sseSink) error(e *apiError) {
+	k.buf = append(k.buf, "data: "...)
+	k.buf = e.appendJSON(k.buf)
+	k.buf = append(k.buf, "\n\ndata: [DONE]\n\n"...)
+	_ = k.flush()
+}
+
+// collectSink accumulates a non-streaming response.
+type collectSink struct{}
+
+func (collectSink) emit(j *job, q *seqState, _ bool) {
+	for _, e := range q.events {
+		q.text = append(q.text, e.text...)
+		if e.hasTok {
+			q.lps = append(q.lps, e.tok)
+		}
+	}
+}
+func (collectSink) flush() error { return nil }
+func (collectSink) ping() error  { return nil }
+
+// appendChunkHead starts an SSE event up to the choices array's opening
+// (with withChoice, up to and including the choice's "index":).
+func (j *job) appendChunkHead(b []byte, withChoice bool) []byte {
+	b = append(b, `data: {"id":"`...)
+	b = append(b, j.respID...)
+	if j.r.chat {
+		b = append(b, `","object":"chat.completion.chunk","created":`...)
+	} else {
+		b = append(b, `","object":"text_completion","created":`...)
+	}
+	b = strconv.AppendInt(b, j.created, 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, j.s.cfg.Model)
+	b = append(b, `,"choices":`...)
+	if withChoice {
+		b = append(b, `[{"index":`...)
+	}
+	return b
+}
+
+func (j *job) appendChunkTail(b []byte) []byte {
+	b = append(b, "}]"...)
+	if j.r.includeUsage {
+		b = append(b, `,"usage":null`...)
+	}
+	return append(b, "}\n\n"...)
+}
+
+// appendChunks writes one chunk per event; the last carries the finish
+// reason when final.
+func (j *job) appendChunks(b []byte, q *seqState, final bool) []byte {
+	if j.r.chat && !q.started {
+		q.started = true
+		b = j.appendChunkHead(b, true)
+		b = strconv.AppendInt(b, int64(q.index), 10)
+		b = append(b, `,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]`...)
+		if j.r.includeUsage {
+			b = append(b, `,"usage":null`...)
+		}
+		b = append(b, "}\n\n"...)
+	}
+	evs := q.events
+	if final && len(evs) == 0 {
+		evs = []event{{}}
+	}
+	for i := range evs {
+		e := &evs[i]
+		last := final && i == len(evs)-1
+		b = j.appendChunkHead(b, true)
+		b = strconv.AppendInt(b, int64(q.index), 10)
+		if j.r.chat {
+			b = append(b, `,"delta":{`...)
+			if len(e.text) > 0 || !last {
+				b = append(b, `"content":`...)
+				b = appendJSONString(b, e.text)
+			}
+			b = append(b, `},"logprobs":`...)
+			if e.hasTok {
+				b = append(b, `{"content":[`...)
+				b = j.appendChatLogprob(b, e.tok)
+				b = append(b, "]}"...)
+			} else {
+				b = append(b, "null"...)
+			}
+		} else {
+			b = append(b, `,"text":`...)
+			b = appendJSONString(b, e.text)
+			b = append(b, `,"logprobs":`...)
+			if e.hasTok {
+				b = j.appendCompletionLogprobs(b, []runtime.Token{e.tok}, false, &q.offset)
+			} else {
+				b = append(b, "null"...)
+			}
+		}
+		b = append(b, `,"finish_reason":`...)
+		if last {
+			b = appendJSONString(b, q.finish)
+			b = append(b, `,"stop_reason":`...)
+			b = appendStopReason(b, q.stop)
+		} else {
+			b = append(b, "null"...)
+		}
+		b = j.appendChunkTail(b)
+	}
+	return b
+}
+
+func appendStopReason(b []byte, v any) []byte {
+	switch s := v.(type) {
+	case string:
+		return appendJSONString(b, s)
+	case int:
+		return strconv.AppendInt(b, int64(s), 10)
+	}
+	return append(b, "null"...)
+}
+
+func (j *job) appendUsage(b []byte) []byte {
+	gen := 0
+	for _, q := range j.seqs {
+		gen += q.tokens
+	}
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(j.promptToks), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(j.promptToks+gen), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(gen), 10)
+	return append(b, '}')
+}
+
+// appendChatLogprob writes one entry of chat logprobs.content.
+func (j *job) appendChatLogprob(b []byte, t runtime.Token) []byte {
+	tok := j.st.tok
+	one := func(b []byte, id int, lp float32) []byte {
+		s := tokenString(tok, id)
+		b = append(b, `{"token":`...)
+		b = appendJSONString(b, s)
+		b = append(b, `,"logprob":`...)
+		b = appendJSONFloat(b, float64(lp))
+		b = append(b, `,"bytes":`...)
+		return appendByteArray(b, []byte(s))
+	}
+	b = one(b, t.ID, t.Logprob)
+	b = append(b, `,"top_logprobs":[`...)
+	for i, alt := range t.Top {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = one(b, alt.ID, alt.Logprob)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// appendCompletionLogprobs writes the legacy completions logprobs object
+// for toks. With nullFirst the first entry (the first prompt token) has a
+// null logprob and null top_logprobs. offset is the running text_offset.
+func (j *job) appendCompletionLogprobs(b []byte, toks []runtime.Token, nullFirst bool, offset *int) []byte {
+	tok := j.st.tok
+	b = append(b, `{"text_offset":[`...)
+	for i, t := range toks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(*offset), 10)
+		if !tok.IsSpecial(t.ID) {
+			*offset += utf8.RuneCount(tok.TokenBytes(t.ID))
+		}
+	}
+	b = append(b, `],"token_logprobs":[`...)
+	for i, t := range toks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if i == 0 && nullFirst {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSONFloat(b, float64(t.Logprob))
+		}
+	}
+	b = append(b, `],"tokens":[`...)
+	for i, t := range toks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, tokenString(tok, t.ID))
+	}
+	b = append(b, `],"top_logprobs":[`...)
+	for i, t := range toks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if i == 0 && nullFirst {
+			b = append(b, "null"...)
+			continue
+		}
+		// The sampled token is always listed, then the alternatives.
+		b = append(b, '{')
+		b = appendJSONString(b, tokenString(tok, t.ID))
+		b = append(b, ':')
+		b = appendJSONFloat(b, float64(t.Logprob))
+		seen := map[string]bool{tokenString(tok, t.ID): true}
+		for _, alt := range t.Top {
+			s := tokenString(tok, alt.ID)
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+			b = append(b, ',')
+			b = appendJSONString(b, s)
+			b = append(b, ':')
+			b = appendJSONFloat(b, float64(alt.Logprob))
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// appendResponse writes the non-streaming response body.
+func (j *job) appendResponse(b []byte) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, j.respID...)
+	if j.r.chat {
+		b = append(b, `","object":"chat.completion","created":`...)
+	} else {
+		b = append(b, `","object":"text_completion","created":`...)
+	}
+	b = strconv.AppendInt(b, j.created, 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, j.s.cfg.Model)
+	b = append(b, `,"choices":[`...)
+	for i, q := range j.seqs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(q.index), 10)
+		if j.r.chat {
+			b = append(b, `,"message":{"role":"assistant","content":`...)
+			b = appendJSONString(b, q.text)
+			b = append(b, `},"logprobs":`...)
+			if j.r.logprobs >= 0 {
+				b = append(b, `{"content":[`...)
+				for k, t := range q.lps {
+					if k > 0 {
+						b = append(b, ',')
+					}
+					b = j.appendChatLogprob(b, t)
+				}
+				b = append(b, "]}"...)
+			} else {
+				b = append(b, "null"...)
+			}
+		} else {
+			b = append(b, `,"text":`...)
+			text := q.text
+			if j.r.echo {
+				text = append([]byte(j.promptTexts[q.prompt]), q.text...)
+			}
+			b = appendJSONString(b, text)
+			b = append(b, `,"logprobs":`...)
+			if j.r.logprobs >= 0 {
+				toks := q.lps
+				offset := 0
+				if j.r.echo {
+					toks = append(append([]runtime.Token(nil), q.st.PromptLogprobs()...), q.lps...)
+				}
+				b = j.appendCompletionLogprobs(b, toks, j.r.echo, &offset)
+			} else {
+				b = append(b, "null"...)
+			}
+		}
+		b = append(b, `,"finish_reason":`...)
+		b = appendJSONString(b, q.finish)
+		b = append(b, `,"stop_reason":`...)
+		b = appendStopReason(b, q.stop)
+		b = append(b, '}')
+	}
+	b = append(b, `],"usage":`...)
+	b = j.appendUsage(b)
+	return append(b, '}')
+}

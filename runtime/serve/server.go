@@ -1,0 +1,316 @@
+// Package serve is a unit's OpenAI-compatible inference front door: the
+// fasthttp server behind `ttisd serve`. It owns HTTP, auth, admission
+// (max_concurrency slots and a bounded wait queue), request validation, stop
+// strings, n>1 fan-out, SSE framing and vLLM-named Prometheus metrics, and
+// drives a runtime.Engine for tokens.
+//
+// Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
+// POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health,
+// GET /version, GET /metrics. /health, /version and /metrics need no auth.
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/auth"
+)
+
+// Config is one unit's server configuration.
+type Config struct {
+	// Listen is the host:port to bind.
+	Listen string
+	// Model is the unit's model name; clients may also use the engine's
+	// Info().Model and any of Aliases in the "model" field.
+	Model   string
+	Aliases []string
+	// Auth checks /v1/*, /tokenize and /detokenize; nil means none.
+	Auth auth.Verifier
+	// MaxConcurrency is the number of sequence slots (required).
+	MaxConcurrency int
+	// MaxQueue is how many sequences may wait for a slot; beyond it
+	// requests get 429. 0 means none may wait.
+	MaxQueue int
+	// MaxContext caps prompt plus output tokens; 0 uses the engine's.
+	MaxContext int
+	// RequestTimeout bounds a request from arrival to its last token; 0 is
+	// no limit.
+	RequestTimeout time.Duration
+	// MaxBodyBytes limits request bodies (default 4 MiB).
+	MaxBodyBytes int
+	// ReadTimeout bounds reading a request (default 30s); WriteTimeout
+	// bounds each write to a client (default 30s); IdleTimeout bounds
+	// keep-alive idleness (default 120s).
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// ShutdownGrace is how long in-flight requests may run after a stop
+	// before they are cancelled (default 30s).
+	ShutdownGrace time.Duration
+	// Heartbeat is the SSE comment interval while a stream waits for a
+	// slot or a token (default 5s); a failed heartbeat cancels the request.
+	Heartbeat time.Duration
+	// Version is ttis's version, shown by GET /version.
+	Version string
+	// Logger receives one debug line per request and errors; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is one unit's inference server. Create it with New, hand it an
+// engine with SetEngine (health turns 200), serve with Serve and stop with
+// Shutdown; Run does all of that.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	state atomic.Pointer[engineState]
+	// loadErr is set when the engine failed to open.
+	loadErr atomic.Pointer[string]
+	sem     *semaphore.Weighted
+	m       *metrics
+	srv     *fasthttp.Server
+
+	// genCtx parents every generation; cancelling it aborts them all (the
+	// end of the shutdown grace period).
+	genCtx    context.Context
+	cancelGen context.CancelFunc
+	draining  atomic.Bool
+	started   time.Time
+}
+
+type engineState struct {
+	eng        runtime.Engine
+	info       runtime.Info
+	tok        runtime.Tokenizer
+	names      map[string]bool
+	maxContext int
+	eos        map[int]bool
+}
+
+// New validates cfg and builds a server with no engine yet.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxConcurrency <= 0 {
+		return nil, fmt.Errorf("serve: max_concurrency must be positive, got %d", cfg.MaxConcurrency)
+	}
+	if cfg.MaxQueue < 0 {
+		return nil, fmt.Errorf("serve: max_queue must not be negative, got %d", cfg.MaxQueue)
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("serve: model name is empty")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 4 << 20
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.ReadTimeout, 30*time.Second)
+	def(&cfg.WriteTimeout, 30*time.Second)
+	def(&cfg.IdleTimeout, 120*time.Second)
+	def(&cfg.ShutdownGrace, 30*time.Second)
+	def(&cfg.Heartbeat, 5*time.Second)
+	if cfg.Auth == nil {
+		v, _ := auth.New(auth.ModeNone, "")
+		cfg.Auth = v
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log, sem: semaphore.NewWeighted(int64(cfg.MaxConcurrency)), m: newMetrics(cfg.Model), started: time.Now()}
+	s.genCtx, s.cancelGen = context.WithCancel(context.Background())
+	s.srv = &fasthttp.Server{
+		Handler:               s.handle,
+		Name:                  "ttis",
+		ReadTimeout:           cfg.ReadTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		MaxRequestBodySize:    cfg.MaxBodyBytes,
+		NoDefaultServerHeader: false,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{log},
+		ErrorHandler:          s.transportError,
+	}
+	return s, nil
+}
+
+// SetEngine makes the server ready: /health answers 200 from now on.
+func (s *Server) SetEngine(e runtime.Engine) {
+	info := e.Info()
+	st := &engineState{eng: e, info: info, tok: e.Tokenizer(), names: map[string]bool{s.cfg.Model: true, info.Model: true}, eos: map[int]bool{}}
+	for _, a := range s.cfg.Aliases {
+		st.names[a] = true
+	}
+	st.maxContext = info.MaxContext
+	if s.cfg.MaxContext > 0 && (st.maxContext <= 0 || s.cfg.MaxContext < st.maxContext) {
+		st.maxContext = s.cfg.MaxContext
+	}
+	for _, id := range st.tok.EOS() {
+		st.eos[id] = true
+	}
+	s.state.Store(st)
+}
+
+// SetLoadError records why the engine could not be opened; /health answers
+// 503 with the message.
+func (s *Server) SetLoadError(err error) {
+	msg := err.Error()
+	s.loadErr.Store(&msg)
+}
+
+// Ready reports whether an engine is set.
+func (s *Server) Ready() bool { return s.state.Load() != nil }
+
+// Handler is the server's request handler (for in-process tests and
+// benchmarks that serve it on their own listener).
+func (s *Server) Handler() fasthttp.RequestHandler { return s.handle }
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting, lets in-flight requests run for the grace
+// period, then cancels the rest and waits (bounded) for them to end. It does
+// not close the engine.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	grace, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		// The server's own wait is bounded by the grace period plus a
+		// margin for cancelled streams to write their last event.
+		c, cc := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace+5*time.Second)
+		defer cc()
+		done <- s.srv.ShutdownWithContext(c)
+	}()
+	select {
+	case err := <-done:
+		s.cancelGen()
+		return err
+	case <-grace.Done():
+		s.log.Warn("shutdown grace period over; cancelling in-flight requests", "grace", s.cfg.ShutdownGrace)
+		s.cancelGen()
+	}
+	return <-done
+}
+
+// Run serves cfg.Listen: it starts listening at once (health 503), opens
+// the engine in the background, and serves until ctx ends; then it drains
+// (see Shutdown) and closes the engine. A failed engine open ends Run with
+// the error.
+func Run(ctx context.Context, cfg Config, open func(context.Context) (runtime.Engine, error)) error {
+	s, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	return s.run(ctx, ln, open)
+}
+
+func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Context) (runtime.Engine, error)) error {
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.Serve(ln) }()
+	s.log.Info("listening", "addr", ln.Addr().String(), "model", s.cfg.Model)
+
+	type opened struct {
+		e   runtime.Engine
+		err error
+	}
+	openCtx, cancelOpen := context.WithCancel(ctx)
+	defer cancelOpen()
+	openDone := make(chan opened, 1)
+	go func() {
+		e, err := open(openCtx)
+		openDone <- opened{e, err}
+	}()
+
+	var eng runtime.Engine
+	var runErr error
+	loading := true
+	for loading {
+		select {
+		case o := <-openDone:
+			loading = false
+			if o.err != nil {
+				runErr = fmt.Errorf("open runtime: %w", o.err)
+				s.SetLoadError(runErr)
+				break
+			}
+			eng = o.e
+			s.SetEngine(eng)
+			s.log.Info("ready", "model", eng.Info().Model, "runtime", eng.Info().Runtime, "simulated", eng.Info().Simulated)
+			select {
+			case <-ctx.Done():
+			case err := <-serveErr:
+				runErr = fmt.Errorf("serve: %w", err)
+			}
+		case <-ctx.Done():
+			loading = false
+			cancelOpen()
+		case err := <-serveErr:
+			loading = false
+			runErr = fmt.Errorf("serve: %w", err)
+		}
+	}
+	s.log.Info("stopping", "grace", s.cfg.ShutdownGrace)
+	if err := s.Shutdown(context.Background()); err != nil && runErr == nil {
+		s.log.Warn("shutdown did not finish cleanly", "err", err)
+	}
+	if eng == nil {
+		// The open may still be running; wait for it so its engine is
+		// closed rather than leaked.
+		select {
+		case o := <-openDone:
+			eng = o.e
+		case <-time.After(s.cfg.ShutdownGrace):
+		}
+	}
+	if eng != nil {
+		if err := eng.Close(); err != nil {
+			s.log.Warn("closing runtime", "err", err)
+		}
+	}
+	s.log.Info("stopped")
+	return runErr
+}
+
+// newID returns a random identifier for responses and requests.
+func newID() string { return rand.Text() }
+
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...), "source", "fasthttp")
+}
+
+// transportError answers errors fasthttp raises before the handler runs
+// (oversized or malformed requests, read timeouts) in OpenAI's shape.
+func (s *Server) transportError(ctx *fasthttp.RequestCtx, err error) {
+	var e *apiError
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		e = &apiError{Status: fasthttp.StatusRequestEntityTooLarge, Type: "BadRequestError", Message: fmt.Sprintf("request body exceeds the unit's limit of %d bytes (limits.max_body_bytes)", s.cfg.MaxBodyBytes)}
+	case isTimeout(err):
+		e = &apiError{Status: fasthttp.StatusRequestTimeout, Type: "TimeoutError", Message: "timed out reading the request"}
+	default:
+		e = badRequest("", "malformed HTTP request: %v", err)
+	}
+	writeError(ctx, e)
+	ctx.SetConnectionClose()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

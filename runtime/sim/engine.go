@@ -1,0 +1,387 @@
+// Package sim is the simulated accelerator runtime: an Engine with a real
+// (simple) tokenizer and a seeded Markov-chain text model whose timing follows
+// a catalog (model, device) pair's theoretical performance targets. It needs
+// no hardware and serves tests, demos and capacity planning; everything it
+// reports is labelled simulated.
+//
+// # Timing model
+//
+// The engine runs one scheduling loop. Each iteration
+//
+//  1. runs at most one prefill, taking TTFT·(prompt tokens / target ISL):
+//     prefills are serialised and pause decoding, as on a device without
+//     chunked prefill. The prefill produces the sequence's first token;
+//  2. then runs one decode step for every sequence already decoding,
+//     producing one token each. A step takes 1000/tput_user ms regardless of
+//     how many sequences share it, up to MaxConcurrency (this is what the
+//     hardware targets assume); beyond that the step repeats once per extra
+//     MaxConcurrency-sized group.
+//
+// Every delay is multiplied by TimeScale; 0 skips sleeping entirely (for
+// measuring the front door's overhead). Delays go through an injectable
+// Clock.
+//
+// # Text model
+//
+// See model.go: a first-order Markov chain over the built-in word list,
+// drawn from Config.Seed, with a uniform floor so every token has a finite
+// logprob. Greedy decoding never ends with EOS; sampling ends with EOS after
+// about 1/eosWeight tokens unless IgnoreEOS.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ttis-dev/ttis/runtime"
+)
+
+// Clock is the engine's source of time and delay.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits for d or until ctx ends, returning ctx.Err() then.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// RealClock uses the system clock and timers.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// Sleep waits d with a timer.
+func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Timing is the simulated device's speed.
+type Timing struct {
+	// TTFT is the prefill time of a TargetISL-token prompt.
+	TTFT      time.Duration
+	TargetISL int
+	// Step is one decode step (1000/tput_user ms).
+	Step time.Duration
+}
+
+// Config describes a simulated engine.
+type Config struct {
+	// Model is the served model name.
+	Model string
+	// MaxContext is the context window in tokens.
+	MaxContext int
+	// MaxConcurrency is how many sequences a decode step serves at the
+	// target step time.
+	MaxConcurrency int
+	Timing         Timing
+	// TimeScale multiplies every delay; 0 runs as fast as possible.
+	TimeScale float64
+	// Seed selects the text model.
+	Seed int64
+	// Clock defaults to RealClock.
+	Clock Clock
+	// Version is appended to the engine's version string.
+	Version string
+}
+
+// Engine is the simulated accelerator. It implements runtime.Engine.
+type Engine struct {
+	cfg   Config
+	tok   *Tokenizer
+	model *textModel
+	clock Clock
+
+	mu       sync.Mutex
+	incoming []*sequence
+	closed   bool
+	wake     chan struct{}
+
+	stop    context.CancelFunc
+	loopCtx context.Context
+	done    chan struct{}
+	seeds   atomic.Uint64
+	seedMix uint64
+}
+
+type sequence struct {
+	ctx      context.Context
+	req      runtime.Request
+	st       *runtime.Stream
+	smp      *sampler
+	prev     int
+	produced int
+	ctxLen   int
+	stops    map[int]bool
+}
+
+// New validates cfg and starts the engine's scheduling loop.
+func New(cfg Config) (*Engine, error) {
+	switch {
+	case cfg.Model == "":
+		return nil, errors.New("sim: model name is empty")
+	case cfg.MaxContext <= 0:
+		return nil, fmt.Errorf("sim: max_context must be positive, got %d", cfg.MaxContext)
+	case cfg.MaxConcurrency <= 0:
+		return nil, fmt.Errorf("sim: max_concurrency must be positive, got %d", cfg.MaxConcurrency)
+	case cfg.TimeScale < 0:
+		return nil, fmt.Errorf("sim: time_scale must not be negative, got %g", cfg.TimeScale)
+	case cfg.TimeScale > 0 && (cfg.Timing.TTFT <= 0 || cfg.Timing.TargetISL <= 0 || cfg.Timing.Step <= 0):
+		return nil, fmt.Errorf("sim: timing needs a positive ttft, target isl and step, got %+v", cfg.Timing)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	tok := newTokenizer()
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Engine{
+		cfg:     cfg,
+		tok:     tok,
+		model:   newTextModel(tok, cfg.Seed),
+		clock:   cfg.Clock,
+		wake:    make(chan struct{}, 1),
+		stop:    cancel,
+		loopCtx: ctx,
+		done:    make(chan struct{}),
+		seedMix: uint64(cfg.Clock.Now().UnixNano()),
+	}
+	go e.loop()
+	return e, nil
+}
+
+// Info describes the simulated model.
+func (e *Engine) Info() runtime.Info {
+	v := "sim (simulated accelerator)"
+	if e.cfg.Version != "" {
+		v += " " + e.cfg.Version
+	}
+	return runtime.Info{Model: e.cfg.Model, Runtime: "sim", Simulated: true, MaxContext: e.cfg.MaxContext, Version: v}
+}
+
+// Tokenizer returns the sim tokenizer.
+func (e *Engine) Tokenizer() runtime.Tokenizer { return e.tok }
+
+// Generate queues one sequence for prefill.
+func (e *Engine) Generate(ctx context.Context, req *runtime.Request) (*runtime.Stream, error) {
+	if len(req.Prompt) == 0 {
+		return nil, errors.New("prompt is empty")
+	}
+	if len(req.Prompt) > e.cfg.MaxContext {
+		return nil, fmt.Errorf("%w: %d prompt tokens, context window %d", runtime.ErrContextLength, len(req.Prompt), e.cfg.MaxContext)
+	}
+	vocab := e.tok.VocabSize()
+	for i, id := range req.Prompt {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("prompt token %d: id %d is outside the vocabulary (0..%d)", i, id, vocab-1)
+		}
+	}
+	if req.MaxTokens < 0 {
+		return nil, fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
+	}
+	s := &sequence{ctx: ctx, req: *req, st: runtime.NewStream(len(req.Prompt)), prev: req.Prompt[len(req.Prompt)-1], ctxLen: len(req.Prompt)}
+	var seed uint64
+	if req.Sampling.HasSeed {
+		seed = uint64(req.Sampling.Seed)
+	} else {
+		seed = e.seedMix + e.seeds.Add(1)*0x9e3779b97f4a7c15
+	}
+	s.smp = newSampler(req.Sampling, req.Prompt, rand.New(rand.NewPCG(seed, 0xa11ce)))
+	if len(req.StopTokenIDs) > 0 {
+		s.stops = make(map[int]bool, len(req.StopTokenIDs))
+		for _, id := range req.StopTokenIDs {
+			s.stops[id] = true
+		}
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, errors.New("sim engine is closed")
+	}
+	e.incoming = append(e.incoming, s)
+	e.mu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	return s.st, nil
+}
+
+// Close stops the loop; in-flight streams end with FinishAbort.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	already := e.closed
+	e.closed = true
+	e.mu.Unlock()
+	if !already {
+		e.stop()
+	}
+	<-e.done
+	return nil
+}
+
+func (e *Engine) sleep(d time.Duration) error {
+	if e.cfg.TimeScale == 0 {
+		return e.loopCtx.Err()
+	}
+	return e.clock.Sleep(e.loopCtx, time.Duration(float64(d)*e.cfg.TimeScale))
+}
+
+func (e *Engine) loop() {
+	defer close(e.done)
+	var prefill, running []*sequence
+	abortAll := func(err error) {
+		e.mu.Lock()
+		prefill = append(prefill, e.incoming...)
+		e.incoming = nil
+		e.mu.Unlock()
+		for _, s := range append(prefill, running...) {
+			s.st.Finish(runtime.FinishAbort, err)
+		}
+	}
+	for {
+		e.mu.Lock()
+		prefill = append(prefill, e.incoming...)
+		e.incoming = e.incoming[:0]
+		e.mu.Unlock()
+		prefill = dropCancelled(prefill)
+		running = dropCancelled(running)
+		if len(prefill) == 0 && len(running) == 0 {
+			select {
+			case <-e.wake:
+				continue
+			case <-e.loopCtx.Done():
+				abortAll(errors.New("engine closed"))
+				return
+			}
+		}
+		if e.loopCtx.Err() != nil {
+			abortAll(errors.New("engine closed"))
+			return
+		}
+		var admitted *sequence
+		if len(prefill) > 0 {
+			s := prefill[0]
+			prefill = prefill[1:]
+			d := time.Duration(float64(e.cfg.Timing.TTFT) * float64(len(s.req.Prompt)) / float64(max(e.cfg.Timing.TargetISL, 1)))
+			if err := e.sleep(d); err != nil {
+				s.st.Finish(runtime.FinishAbort, errors.New("engine closed"))
+				continue
+			}
+			if s.ctx.Err() != nil {
+				s.st.Finish(runtime.FinishAbort, s.ctx.Err())
+			} else {
+				e.prefillDone(s)
+				if !s.finished() {
+					admitted = s
+				}
+			}
+		}
+		if len(running) > 0 {
+			groups := (len(running) + e.cfg.MaxConcurrency - 1) / e.cfg.MaxConcurrency
+			if err := e.sleep(time.Duration(groups) * e.cfg.Timing.Step); err != nil {
+				if admitted != nil {
+					running = append(running, admitted)
+				}
+				continue
+			}
+			now := e.clock.Now()
+			kept := running[:0]
+			for _, s := range running {
+				if s.ctx.Err() != nil {
+					s.st.Finish(runtime.FinishAbort, s.ctx.Err())
+					continue
+				}
+				e.emit(s, now)
+				if !s.finished() {
+					kept = append(kept, s)
+				}
+			}
+			clear(running[len(kept):])
+			running = kept
+		}
+		if admitted != nil {
+			running = append(running, admitted)
+		}
+	}
+}
+
+func dropCancelled(seqs []*sequence) []*sequence {
+	kept := seqs[:0]
+	for _, s := range seqs {
+		if err := s.ctx.Err(); err != nil {
+			s.st.Finish(runtime.FinishAbort, err)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	clear(seqs[len(kept):])
+	return kept
+}
+
+// finished reports whether the sequence's stream was finished by emit.
+func (s *sequence) finished() bool { return s.produced < 0 }
+
+func (e *Engine) prefillDone(s *sequence) {
+	if n := s.req.PromptLogprobs; n >= 0 {
+		lps := make([]runtime.Token, len(s.req.Prompt))
+		for i, id := range s.req.Prompt {
+			lps[i].ID = id
+			if i == 0 {
+				continue
+			}
+			prev := s.req.Prompt[i-1]
+			lps[i].Logprob = float32(e.model.logprob(prev, id))
+			if n > 0 {
+				lps[i].Top = e.model.top(prev, n, make([]runtime.TokenLogprob, 0, n))
+			}
+		}
+		s.st.SetPromptLogprobs(lps)
+	}
+	if s.req.MaxTokens == 0 || s.ctxLen >= e.cfg.MaxContext {
+		s.st.Finish(runtime.FinishLength, nil)
+		s.produced = -1
+		return
+	}
+	e.emit(s, e.clock.Now())
+}
+
+// emit samples and pushes one token, finishing the stream when a limit or
+// a stop token is hit.
+func (e *Engine) emit(s *sequence, now time.Time) {
+	id := s.smp.next(e.model, s.prev, s.req.IgnoreEOS)
+	t := runtime.Token{ID: id, Time: now}
+	if n := s.req.Logprobs; n >= 0 {
+		t.Logprob = float32(e.model.logprob(s.prev, id))
+		if n > 0 {
+			t.Top = e.model.top(s.prev, n, make([]runtime.TokenLogprob, 0, n))
+		}
+	}
+	s.st.Push(t)
+	s.prev = id
+	s.produced++
+	s.ctxLen++
+	switch {
+	case id == eosID && !s.req.IgnoreEOS, s.stops[id]:
+		s.st.Finish(runtime.FinishStop, nil)
+	case s.produced >= s.req.MaxTokens, s.ctxLen >= e.cfg.MaxContext:
+		s.st.Finish(runtime.FinishLength, nil)
+	default:
+		return
+	}
+	s.produced = -1
+}
+
+var _ runtime.Engine = (*Engine)(nil)

@@ -1,0 +1,248 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/ttis-dev/ttis/runtime"
+)
+
+// Text model: a first-order Markov chain. For every token id the model has
+// a successor list of fanout candidates (word pieces, a little punctuation
+// and EOS) with Zipf-like weights, drawn from a seeded PRNG, so the same
+// seed gives the same model everywhere. The full next-token distribution
+// mixes that list with a small uniform floor over the whole vocabulary so
+// that every token, including any prompt token, has a finite logprob:
+//
+//	p(t | prev) = (1-floor)·succ(t | prev) + floor/V
+//
+// Sampling draws from the successor list only (the floor's tail is
+// truncated, like a built-in top-k), after penalties, temperature, top-k,
+// top-p and min-p; reported logprobs are log p under the full mixture.
+const (
+	fanout    = 12
+	floorMass = 0.01
+	eosWeight = 0.02 // share of the successor mass EOS gets
+)
+
+type candidate struct {
+	id   int
+	prob float64 // successor probability before mixing
+}
+
+type textModel struct {
+	vocab int
+	succ  [][]candidate // per previous token, sorted by prob descending
+	// lpFloor is the log-probability of a token outside the successor list.
+	lpFloor float64
+}
+
+func newTextModel(tok *Tokenizer, seed int64) *textModel {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5157_1a7e))
+	vocab := tok.VocabSize()
+	// Tokens the generator may emit: word pieces with a leading space
+	// (capitalised ones rarer) and a little punctuation.
+	var gen []int
+	for _, p := range punctuation[:emittedPunctuation] {
+		gen = append(gen, tok.index[p])
+	}
+	for i, w := range words {
+		gen = append(gen, tok.index[" "+w])
+		if i%7 == 0 {
+			gen = append(gen, tok.index[" "+capitalise(w)])
+		}
+	}
+	m := &textModel{vocab: vocab, succ: make([][]candidate, vocab)}
+	m.lpFloor = math.Log(floorMass / float64(vocab))
+	for prev := 0; prev < vocab; prev++ {
+		cands := make([]candidate, 0, fanout+1)
+		seen := map[int]bool{}
+		total := 0.0
+		for len(cands) < fanout {
+			id := gen[rng.IntN(len(gen))]
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			w := 1 / float64(len(cands)+1) * (0.5 + rng.Float64())
+			cands = append(cands, candidate{id: id, prob: w})
+			total += w
+		}
+		for i := range cands {
+			cands[i].prob = cands[i].prob / total * (1 - eosWeight)
+		}
+		cands = append(cands, candidate{id: eosID, prob: eosWeight})
+		sort.Slice(cands, func(i, j int) bool { return cands[i].prob > cands[j].prob })
+		m.succ[prev] = cands
+	}
+	return m
+}
+
+// logprob returns log p(id | prev) under the mixture.
+func (m *textModel) logprob(prev, id int) float64 {
+	if prev < 0 || prev >= m.vocab {
+		prev = bosID
+	}
+	for _, c := range m.succ[prev] {
+		if c.id == id {
+			return math.Log((1-floorMass)*c.prob + floorMass/float64(m.vocab))
+		}
+	}
+	return m.lpFloor
+}
+
+// top returns the n most likely next tokens after prev with their logprobs.
+func (m *textModel) top(prev, n int, buf []runtime.TokenLogprob) []runtime.TokenLogprob {
+	if prev < 0 || prev >= m.vocab {
+		prev = bosID
+	}
+	cands := m.succ[prev]
+	for i := 0; i < n && i < len(cands); i++ {
+		lp := math.Log((1-floorMass)*cands[i].prob + floorMass/float64(m.vocab))
+		buf = append(buf, runtime.TokenLogprob{ID: cands[i].id, Logprob: float32(lp)})
+	}
+	// Past the successor list every token has the floor probability; fill
+	// with the lowest ids not already listed.
+	for id := 0; len(buf) < n && id < m.vocab; id++ {
+		listed := false
+		for _, c := range cands {
+			if c.id == id {
+				listed = true
+				break
+			}
+		}
+		if !listed {
+			buf = append(buf, runtime.TokenLogprob{ID: id, Logprob: float32(m.lpFloor)})
+		}
+	}
+	return buf
+}
+
+// sampler draws tokens for one sequence.
+type sampler struct {
+	p      runtime.Sampling
+	rng    *rand.Rand
+	counts map[int]int // generated-token counts, for penalties
+	inCtx  map[int]bool
+	logits []float64
+	ids    []int
+}
+
+func newSampler(p runtime.Sampling, prompt []int, rng *rand.Rand) *sampler {
+	s := &sampler{p: p, rng: rng}
+	if p.PresencePenalty != 0 || p.FrequencyPenalty != 0 {
+		s.counts = map[int]int{}
+	}
+	if p.RepetitionPenalty != 0 && p.RepetitionPenalty != 1 {
+		s.inCtx = map[int]bool{}
+		for _, id := range prompt {
+			s.inCtx[id] = true
+		}
+	}
+	return s
+}
+
+// next picks the token after prev.
+func (s *sampler) next(m *textModel, prev int, ignoreEOS bool) int {
+	if prev < 0 || prev >= m.vocab {
+		prev = bosID
+	}
+	s.logits, s.ids = s.logits[:0], s.ids[:0]
+	for _, c := range m.succ[prev] {
+		if ignoreEOS && c.id == eosID {
+			continue
+		}
+		l := math.Log((1-floorMass)*c.prob + floorMass/float64(m.vocab))
+		if s.inCtx != nil && s.inCtx[c.id] {
+			// CTRL/vLLM repetition penalty on a logit: divide positive,
+			// multiply negative (ours are log-probabilities, all negative).
+			r := float64(s.p.RepetitionPenalty)
+			if l > 0 {
+				l /= r
+			} else {
+				l *= r
+			}
+		}
+		if s.counts != nil {
+			if n := s.counts[c.id]; n > 0 {
+				l -= float64(s.p.FrequencyPenalty)*float64(n) + float64(s.p.PresencePenalty)
+			}
+		}
+		s.logits = append(s.logits, l)
+		s.ids = append(s.ids, c.id)
+	}
+	id := s.pick()
+	if s.counts != nil {
+		s.counts[id]++
+	}
+	if s.inCtx != nil {
+		s.inCtx[id] = true
+	}
+	return id
+}
+
+func (s *sampler) pick() int {
+	best := 0
+	for i, l := range s.logits {
+		if l > s.logits[best] {
+			best = i
+		}
+	}
+	if s.p.Temperature <= 0 {
+		return s.ids[best]
+	}
+	// Softmax at temperature, in the order of the successor list (already
+	// sorted by base probability; penalties may reorder, so sort here).
+	n := len(s.logits)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return s.logits[order[a]] > s.logits[order[b]] })
+	t := float64(s.p.Temperature)
+	probs := make([]float64, n)
+	sum := 0.0
+	top := s.logits[order[0]]
+	for k, i := range order {
+		probs[k] = math.Exp((s.logits[i] - top) / t)
+		sum += probs[k]
+	}
+	for k := range probs {
+		probs[k] /= sum
+	}
+	keep := n
+	if k := s.p.TopK; k > 0 && k < keep {
+		keep = k
+	}
+	if p := float64(s.p.TopP); p > 0 && p < 1 {
+		c := 0.0
+		for k := 0; k < keep; k++ {
+			c += probs[k]
+			if c >= p {
+				keep = k + 1
+				break
+			}
+		}
+	}
+	if mp := float64(s.p.MinP); mp > 0 {
+		for k := 1; k < keep; k++ {
+			if probs[k] < mp*probs[0] {
+				keep = k
+				break
+			}
+		}
+	}
+	total := 0.0
+	for k := 0; k < keep; k++ {
+		total += probs[k]
+	}
+	u := s.rng.Float64() * total
+	for k := 0; k < keep; k++ {
+		u -= probs[k]
+		if u <= 0 {
+			return s.ids[order[k]]
+		}
+	}
+	return s.ids[order[keep-1]]
+}
