@@ -177,6 +177,7 @@ func expand(t rawTemplate, impl implInfo, weight string, ds rawDeviceSpec, dev D
 		s.DataParallel = dp
 		s.MaxNumSeqs = s.MaxConcurrency / dp
 		s.MaxTokensAllUsers = s.MaxContext * dp
+		s.SubDevice, _ = dev.DataParallelSubDevice(dp)
 	}
 	if dev.Name == "super_cluster" {
 		s.MaxTokensAllUsers = s.MaxContext * s.MaxConcurrency
