@@ -1,0 +1,155 @@
+// Package config reads ttisd's own configuration file (/etc/ttis/ttisd.toml).
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/ttis-dev/ttis/units"
+)
+
+// DefaultPath is where ttisd looks for its configuration.
+const DefaultPath = "/etc/ttis/ttisd.toml"
+
+// Config is ttisd's configuration. Every field has a default; command-line
+// flags override the file.
+type Config struct {
+	// UnitsDir holds one TOML file per unit.
+	UnitsDir string `toml:"units_dir"`
+	// StateDir holds results (runs/) and other persistent state.
+	StateDir string `toml:"state_dir"`
+	// Socket is the control API's unix socket.
+	Socket string `toml:"socket"`
+	// SocketGroup owns the socket (mode 0660). A group that does not exist
+	// is a warning, not an error, so a normal user can run ttisd.
+	SocketGroup string `toml:"socket_group"`
+	// LogFormat is "auto" (coloured text on a terminal, JSON otherwise),
+	// "text" or "json".
+	LogFormat string `toml:"log_format"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `toml:"log_level"`
+	// DeviceRoot is the folder of accelerator device nodes.
+	DeviceRoot string `toml:"device_root"`
+	// ResetCommand resets chips; the chip ids are appended.
+	ResetCommand []string `toml:"reset_command"`
+	// RescanInterval is the safety-net rescan of the units folder.
+	RescanInterval units.Duration `toml:"rescan_interval"`
+	// ServerExecutable runs units ("EXE serve UNIT_FILE"); empty means the
+	// running ttisd itself.
+	ServerExecutable string `toml:"server_executable"`
+	// LogLines is how many recent output lines each unit keeps.
+	LogLines int `toml:"log_lines"`
+}
+
+// Default returns the configuration of a system-wide install.
+func Default() Config {
+	return Config{
+		UnitsDir:       "/etc/ttis/units",
+		StateDir:       "/var/lib/ttis",
+		Socket:         "/run/ttis/ttisd.sock",
+		SocketGroup:    "ttis",
+		LogFormat:      "auto",
+		LogLevel:       "info",
+		DeviceRoot:     "/dev/tenstorrent",
+		ResetCommand:   []string{"tt-smi", "-r"},
+		RescanInterval: units.Duration{Duration: 30 * time.Second},
+		LogLines:       1000,
+	}
+}
+
+// Load reads path over the defaults. A missing file is an error only when
+// required (the user named it); the default path may be absent.
+func Load(path string, required bool) (Config, error) {
+	cfg := Default()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !required && errors.Is(err, os.ErrNotExist) {
+			return cfg, nil
+		}
+		return cfg, fmt.Errorf("read config: %w", err)
+	}
+	if err := Parse(path, data, &cfg); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// Parse decodes data strictly over cfg and validates the result. Errors
+// name path:line:col.
+func Parse(path string, data []byte, cfg *Config) error {
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		var sme *toml.StrictMissingError
+		if errors.As(err, &sme) && len(sme.Errors) > 0 {
+			e := sme.Errors[0]
+			line, col := e.Position()
+			return fmt.Errorf("%s:%d:%d: unknown key %q", path, line, col, joinKey(e.Key()))
+		}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			line, col := de.Position()
+			return fmt.Errorf("%s:%d:%d: %s", path, line, col, de.Error())
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func joinKey(k []string) string {
+	s := ""
+	for i, p := range k {
+		if i > 0 {
+			s += "."
+		}
+		s += p
+	}
+	return s
+}
+
+// Validate checks values a decoder cannot.
+func (c *Config) Validate() error {
+	switch c.LogFormat {
+	case "auto", "text", "json":
+	default:
+		return fmt.Errorf("log_format: %q is not auto, text or json", c.LogFormat)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log_level: %q is not debug, info, warn or error", c.LogLevel)
+	}
+	for name, v := range map[string]string{"units_dir": c.UnitsDir, "state_dir": c.StateDir, "socket": c.Socket} {
+		if v == "" {
+			return fmt.Errorf("%s: must not be empty", name)
+		}
+	}
+	// sun_path holds 108 bytes on Linux, including the NUL.
+	if len(c.Socket) > 107 {
+		return fmt.Errorf("socket: path %q is longer than a unix socket allows (107 bytes)", c.Socket)
+	}
+	if c.LogLines < 1 {
+		return fmt.Errorf("log_lines: %d must be at least 1", c.LogLines)
+	}
+	return nil
+}
+
+// Abs makes the paths absolute, so that the children (which may run in
+// another directory) and the API report usable paths.
+func (c *Config) Abs() error {
+	for _, p := range []*string{&c.UnitsDir, &c.StateDir, &c.Socket} {
+		a, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = a
+	}
+	return nil
+}

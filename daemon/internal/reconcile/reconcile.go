@@ -1,0 +1,562 @@
+// Package reconcile keeps the running units equal to the units folder: it
+// reads the folder, diffs it by content hash against what runs, starts new
+// units, restarts changed ones and stops removed or disabled ones. A unit
+// whose new text is broken keeps its last good version running.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/daemon/internal/logring"
+	"github.com/ttis-dev/ttis/daemon/internal/supervise"
+	"github.com/ttis-dev/ttis/units"
+)
+
+// Errors the control API maps to HTTP statuses.
+var (
+	// ErrNoUnit: no unit of that name is known.
+	ErrNoUnit = errors.New("no such unit")
+	// ErrNotRunnable: the unit has no valid version, or is disabled.
+	ErrNotRunnable = errors.New("unit cannot run")
+)
+
+// Loader reads the units folder; held units keep their chips and
+// addresses against newcomers (units.LoadDirHeld).
+type Loader func(dir string, held []*units.Unit) (*units.Set, error)
+
+// Reconciler owns the set of supervised units.
+type Reconciler struct {
+	dir      string
+	load     Loader
+	deps     supervise.Deps
+	logLines int
+	log      *slog.Logger
+	now      func() time.Time
+
+	runCtx context.Context // parent of every supervisor's Run
+
+	scanMu sync.Mutex // one reconcile pass at a time
+
+	mu       sync.Mutex
+	units    map[string]*entry
+	dirErr   string
+	lastScan time.Time
+}
+
+// entry is one unit name's state: the version that runs (good) and the
+// state of the current file text.
+type entry struct {
+	name    string
+	sup     *supervise.Supervisor
+	cancel  context.CancelFunc
+	ring    *logring.Ring
+	good    *units.Unit
+	goodAt  time.Time
+	hash    string // hash of the good version
+	path    string
+	loadErr string // problems of the current file text, empty when good
+	errHash string // file hash whose error was logged, to log it once
+	// stoppedByUser: "ttisctl stop" holds until start/restart, even across
+	// edits.
+	stoppedByUser bool
+}
+
+// Options configure a Reconciler.
+type Options struct {
+	// Dir is the units folder.
+	Dir string
+	// Load reads it; nil means units.LoadDirHeld.
+	Load Loader
+	// Deps is the template for every unit's supervisor (starter, probe,
+	// reset, clock); Logger and Ring are set per unit.
+	Deps supervise.Deps
+	// LogLines is the size of each unit's log ring.
+	LogLines int
+	Logger   *slog.Logger
+	// Now is the wall clock for load times; nil means time.Now.
+	Now func() time.Time
+}
+
+// New returns a reconciler; supervisors run under ctx, and cancelling it
+// stops every unit (Shutdown waits for that).
+func New(ctx context.Context, o Options) *Reconciler {
+	r := &Reconciler{
+		dir:      o.Dir,
+		load:     o.Load,
+		deps:     o.Deps,
+		logLines: o.LogLines,
+		log:      o.Logger,
+		now:      o.Now,
+		runCtx:   ctx,
+		units:    map[string]*entry{},
+	}
+	if r.load == nil {
+		r.load = units.LoadDirHeld
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.logLines < 1 {
+		r.logLines = 1000
+	}
+	return r
+}
+
+// Reconcile re-reads the folder and makes the running units match it.
+func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
+	r.scanMu.Lock()
+	defer r.scanMu.Unlock()
+	var res api.ReloadResult
+
+	set, err := r.load(r.dir, nil)
+	if err == nil {
+		// Units whose file is present but now broken keep running their
+		// last good version, so they keep their chips and addresses.
+		if held := r.heldBy(set); len(held) > 0 {
+			set, err = r.load(r.dir, held)
+		}
+	}
+	now := r.now()
+	if err != nil {
+		msg := fmt.Sprintf("%v; running units keep running", err)
+		r.mu.Lock()
+		if r.dirErr != msg {
+			r.log.Error("cannot read units folder", "dir", r.dir, "err", err)
+		}
+		r.dirErr, r.lastScan = msg, now
+		n := len(r.units)
+		r.mu.Unlock()
+		res.Units, res.Errors = n, []string{msg}
+		return res
+	}
+
+	type action struct {
+		e     *entry
+		kind  string // start, update, stop, remove
+		spec  supervise.Spec
+		start bool
+	}
+	var actions []action
+
+	r.mu.Lock()
+	if r.dirErr != "" {
+		r.log.Info("units folder readable again", "dir", r.dir)
+	}
+	r.dirErr, r.lastScan = "", now
+	seen := map[string]bool{}
+	for _, f := range set.Files {
+		seen[f.Name] = true
+		e := r.units[f.Name]
+		if e == nil {
+			e = &entry{name: f.Name, path: f.Path, ring: logring.New(r.logLines)}
+			r.units[f.Name] = e
+		}
+		e.path = f.Path
+		if f.Unit == nil {
+			msg := f.Err.Error()
+			if f.Hash == "" || e.errHash != f.Hash || e.loadErr != msg {
+				r.log.Error("unit file invalid", "unit", f.Name, "err", msg, "last_good", e.good != nil)
+				e.ring.Add(api.LogLine{Time: now, Stream: "ttisd", Text: "Unit file invalid: " + oneLine(msg)})
+			}
+			e.loadErr, e.errHash = msg, f.Hash
+			res.Errors = append(res.Errors, oneLine(msg))
+			continue
+		}
+		e.loadErr, e.errHash = "", ""
+		if f.Hash == e.hash && e.good != nil {
+			continue
+		}
+		first := e.good == nil
+		e.good, e.goodAt, e.hash = f.Unit, now, f.Hash
+		spec := specOf(f.Unit, f.Hash)
+		switch {
+		case f.Unit.Disabled:
+			if e.sup != nil {
+				actions = append(actions, action{e: e, kind: "stop"})
+				res.Stopped = append(res.Stopped, f.Name)
+			}
+		case e.sup == nil:
+			actions = append(actions, action{e: e, kind: "start", spec: spec})
+			res.Started = append(res.Started, f.Name)
+		default:
+			actions = append(actions, action{e: e, kind: "update", spec: spec, start: !e.stoppedByUser})
+			res.Changed = append(res.Changed, f.Name)
+		}
+		if !first {
+			e.ring.Add(api.LogLine{Time: now, Stream: "ttisd", Text: "Unit file changed (" + short(f.Hash) + ")."})
+		}
+	}
+	for name, e := range r.units {
+		if !seen[name] {
+			actions = append(actions, action{e: e, kind: "remove"})
+			res.Stopped = append(res.Stopped, name)
+			delete(r.units, name)
+		}
+	}
+	res.Units = len(r.units)
+	r.mu.Unlock()
+
+	// Stops first, so a removed unit frees its chips and port before a new
+	// unit needs them; each group runs in parallel.
+	var wg sync.WaitGroup
+	for _, a := range actions {
+		if a.kind != "stop" && a.kind != "remove" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.stopEntry(ctx, a.e, a.kind == "remove")
+		}()
+	}
+	wg.Wait()
+	for _, a := range actions {
+		switch a.kind {
+		case "start":
+			r.startEntry(ctx, a.e, a.spec)
+		case "update":
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := a.e.sup.Update(ctx, a.spec); err != nil {
+					r.log.Error("update unit", "unit", a.e.name, "err", err)
+					return
+				}
+				if a.start {
+					if err := a.e.sup.Start(ctx); err != nil {
+						r.log.Error("start unit", "unit", a.e.name, "err", err)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, l := range [][]string{res.Started, res.Stopped, res.Changed, res.Errors} {
+		sort.Strings(l)
+	}
+	if len(res.Started)+len(res.Stopped)+len(res.Changed) > 0 {
+		r.log.Info("units reconciled", "started", res.Started, "stopped", res.Stopped, "changed", res.Changed, "errors", len(res.Errors))
+	}
+	return res
+}
+
+// heldBy returns the running versions of units whose file is in set but
+// broken.
+func (r *Reconciler) heldBy(set *units.Set) []*units.Unit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var held []*units.Unit
+	for _, f := range set.Files {
+		if e := r.units[f.Name]; e != nil && f.Unit == nil && e.good != nil {
+			held = append(held, e.good)
+		}
+	}
+	return held
+}
+
+func (r *Reconciler) startEntry(ctx context.Context, e *entry, spec supervise.Spec) {
+	deps := r.deps
+	deps.Ring = e.ring
+	deps.Logger = r.log
+	sup := supervise.New(spec, deps)
+	sctx, cancel := context.WithCancel(r.runCtx)
+	go sup.Run(sctx)
+	r.mu.Lock()
+	e.sup, e.cancel = sup, cancel
+	userStopped := e.stoppedByUser
+	r.mu.Unlock()
+	if userStopped {
+		return
+	}
+	if err := sup.Start(ctx); err != nil {
+		r.log.Error("start unit", "unit", e.name, "err", err)
+	}
+}
+
+// stopEntry stops a unit's process; remove also ends its supervisor.
+func (r *Reconciler) stopEntry(ctx context.Context, e *entry, remove bool) {
+	r.mu.Lock()
+	sup, cancel := e.sup, e.cancel
+	if remove {
+		e.sup, e.cancel = nil, nil
+	}
+	r.mu.Unlock()
+	if sup == nil {
+		return
+	}
+	if err := sup.Stop(ctx); err != nil {
+		r.log.Error("stop unit", "unit", e.name, "err", err)
+	}
+	if remove {
+		cancel()
+		<-sup.Done()
+	}
+}
+
+// Shutdown stops every unit and waits until all their processes are gone.
+// The caller cancels the context passed to New first, or Shutdown does
+// the stops itself.
+func (r *Reconciler) Shutdown(ctx context.Context) {
+	r.scanMu.Lock()
+	defer r.scanMu.Unlock()
+	r.mu.Lock()
+	var sups []*supervise.Supervisor
+	for _, e := range r.units {
+		if e.sup != nil {
+			e.cancel()
+			sups = append(sups, e.sup)
+		}
+	}
+	r.mu.Unlock()
+	for _, s := range sups {
+		select {
+		case <-s.Done():
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (r *Reconciler) entry(name string) (*entry, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.units[name]
+	if e == nil {
+		return nil, fmt.Errorf("unit %q: %w", name, ErrNoUnit)
+	}
+	return e, nil
+}
+
+// Start starts a unit (clearing a failed state).
+func (r *Reconciler) Start(ctx context.Context, name string) error {
+	sup, err := r.runnable(name)
+	if err != nil {
+		return err
+	}
+	return sup.Start(ctx)
+}
+
+// Restart restarts a unit (clearing a failed state).
+func (r *Reconciler) Restart(ctx context.Context, name string) error {
+	sup, err := r.runnable(name)
+	if err != nil {
+		return err
+	}
+	return sup.Restart(ctx)
+}
+
+// runnable clears the user stop of a unit that can run and returns its
+// supervisor, creating it for a unit stopped before it ever ran.
+func (r *Reconciler) runnable(name string) (*supervise.Supervisor, error) {
+	e, err := r.entry(name)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case e.good == nil:
+		return nil, fmt.Errorf("unit %q has no valid version: %s: %w", name, oneLine(e.loadErr), ErrNotRunnable)
+	case e.good.Disabled:
+		return nil, fmt.Errorf("unit %q is disabled in %s: %w", name, e.path, ErrNotRunnable)
+	case e.sup == nil:
+		return nil, fmt.Errorf("unit %q is being removed: %w", name, ErrNotRunnable)
+	}
+	e.stoppedByUser = false
+	return e.sup, nil
+}
+
+// Stop stops a unit until it is started again or the daemon restarts.
+func (r *Reconciler) Stop(ctx context.Context, name string) error {
+	e, err := r.entry(name)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	e.stoppedByUser = true
+	sup := e.sup
+	r.mu.Unlock()
+	if sup == nil {
+		return nil
+	}
+	return sup.Stop(ctx)
+}
+
+// Ring returns a unit's log ring.
+func (r *Reconciler) Ring(name string) (*logring.Ring, error) {
+	e, err := r.entry(name)
+	if err != nil {
+		return nil, err
+	}
+	return e.ring, nil
+}
+
+// List returns every unit's state, in name order.
+func (r *Reconciler) List() api.UnitList {
+	r.mu.Lock()
+	entries := make([]*entry, 0, len(r.units))
+	for _, e := range r.units {
+		entries = append(entries, e)
+	}
+	dirErr := r.dirErr
+	r.mu.Unlock()
+	slices.SortFunc(entries, func(a, b *entry) int { return strings.Compare(a.name, b.name) })
+	out := api.UnitList{Units: make([]api.Unit, 0, len(entries))}
+	for _, e := range entries {
+		out.Units = append(out.Units, r.unitOf(e))
+	}
+	if dirErr != "" {
+		out.Errors = []string{dirErr}
+	}
+	return out
+}
+
+// Unit returns one unit's detail with its last logLines log lines.
+func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
+	e, err := r.entry(name)
+	if err != nil {
+		return api.UnitDetail{}, err
+	}
+	d := api.UnitDetail{Unit: r.unitOf(e)}
+	r.mu.Lock()
+	good, goodAt, loadErr := e.good, e.goodAt, e.loadErr
+	r.mu.Unlock()
+	switch {
+	case good != nil && loadErr != "":
+		d.Detail = fmt.Sprintf("using last good version from %s; new version invalid: %s", goodAt.Format(time.RFC3339), oneLine(loadErr))
+	case good == nil:
+		d.Detail = "unit file invalid: " + oneLine(loadErr)
+	case good.Disabled:
+		d.Detail = "disabled in the unit file"
+	}
+	if good != nil {
+		d.AuthMode, d.AuthSecretFile = good.Auth.Mode, good.Auth.SecretFile
+	}
+	if logLines > 0 {
+		d.Logs = e.ring.Tail(logLines)
+	}
+	return d, nil
+}
+
+func (r *Reconciler) unitOf(e *entry) api.Unit {
+	r.mu.Lock()
+	good, goodAt, hash, loadErr, path, sup := e.good, e.goodAt, e.hash, e.loadErr, e.path, e.sup
+	r.mu.Unlock()
+	u := api.Unit{Name: e.name, Path: path, LoadState: api.LoadLoaded, LoadError: oneLine(loadErr)}
+	if good != nil {
+		u.Description, u.Model, u.Device = good.Description, good.Model, good.Device
+		u.Chips, u.Runtime, u.Listen, u.Disabled = slices.Clone(good.Chips), good.Runtime, good.Listen, good.Disabled
+		u.Hash, u.LoadedAt = hash, goodAt
+		if loadErr != "" {
+			u.LoadState = api.LoadStale
+		}
+	} else {
+		u.LoadState = api.LoadError
+	}
+	if sup != nil {
+		st := sup.Status()
+		u.State, u.SubState, u.Result = st.State, st.SubState, st.Result
+		u.PID, u.Restarts, u.Since = st.PID, st.Restarts, st.Since
+		u.LastExit, u.LastError = st.LastExit, st.LastError
+	} else {
+		u.State, u.SubState, u.Since = api.StateInactive, api.SubDead, goodAt
+		if good == nil {
+			u.State, u.SubState = api.StateFailed, api.SubFailed
+		}
+	}
+	if loadErr != "" {
+		// The newest problem the operator must see is the broken file.
+		u.LastError = oneLine(loadErr)
+	}
+	return u
+}
+
+// Holders maps each chip claimed by an enabled unit to the unit's name.
+func (r *Reconciler) Holders() map[int]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[int]string{}
+	for _, e := range r.units {
+		if e.good == nil || e.good.Disabled {
+			continue
+		}
+		for _, c := range e.good.Chips {
+			out[c] = e.name
+		}
+	}
+	return out
+}
+
+// LastScan is when the folder was last read.
+func (r *Reconciler) LastScan() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastScan
+}
+
+// Summary is a one-line state of all units, for sd_notify STATUS.
+func (r *Reconciler) Summary() string {
+	l := r.List()
+	var active, failed, broken int
+	for _, u := range l.Units {
+		switch u.State {
+		case api.StateActive:
+			active++
+		case api.StateFailed:
+			failed++
+		}
+		if u.LoadError != "" {
+			broken++
+		}
+	}
+	s := fmt.Sprintf("%d units: %d active, %d failed", len(l.Units), active, failed)
+	if broken > 0 {
+		s += fmt.Sprintf(", %d with file errors", broken)
+	}
+	if len(l.Errors) > 0 {
+		s += "; " + l.Errors[0]
+	}
+	return s
+}
+
+func specOf(u *units.Unit, hash string) supervise.Spec {
+	rs := u.Restart
+	return supervise.Spec{
+		Name:     u.Name,
+		UnitFile: u.Path,
+		Listen:   u.Listen,
+		Chips:    slices.Clone(u.Chips),
+		Hash:     hash,
+		Restart: supervise.Policy{
+			Policy:       rs.Policy,
+			Delay:        rs.Delay.Duration,
+			MaxDelay:     rs.MaxDelay.Duration,
+			Burst:        rs.Burst,
+			Interval:     rs.Interval.Duration,
+			ReadyTimeout: rs.ReadyTimeout.Duration,
+			StopTimeout:  rs.StopTimeout.Duration,
+			ResetDevice:  rs.ResetDevice,
+		},
+	}
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
