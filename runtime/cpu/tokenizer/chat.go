@@ -1,0 +1,258 @@
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nikolalohinski/gonja/v2/builtins"
+	"github.com/nikolalohinski/gonja/v2/config"
+	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/loaders"
+	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+)
+
+// Family names a built-in chat format, used when a GGUF has no
+// tokenizer.chat_template or its template cannot be parsed.
+type Family string
+
+// Built-in chat formats.
+const (
+	FamilyLlama2  Family = "llama2"  // <s>[INST] <<SYS>>...<</SYS>> user [/INST] answer </s>
+	FamilyLlama3  Family = "llama3"  // <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>
+	FamilyChatML  Family = "chatml"  // <|im_start|>role\ncontent<|im_end|>\n (Qwen 2/3)
+	FamilyMistral Family = "mistral" // <s>[INST] user [/INST]answer</s>
+)
+
+// chatTemplate renders conversations: with the GGUF's Jinja template when
+// it parsed, otherwise with the family's built-in format.
+type chatTemplate struct {
+	source     string
+	tmpl       *exec.Template
+	parseErr   error
+	family     Family
+	bos, eos   string
+	newContext func() *exec.Context
+}
+
+// ChatTemplate describes what ChatPrompt renders with.
+type ChatTemplate struct {
+	// Source is tokenizer.chat_template ("" when absent).
+	Source string
+	// Family is the built-in format used when Source is empty or failed to
+	// parse; ParseError says why it failed.
+	Family     Family
+	ParseError error
+	// Builtin is true when ChatPrompt uses the family's built-in format.
+	Builtin bool
+}
+
+// ChatTemplate reports which template ChatPrompt uses.
+func (t *Tokenizer) ChatTemplate() ChatTemplate {
+	c := t.chat
+	return ChatTemplate{Source: c.source, Family: c.family, ParseError: c.parseErr, Builtin: c.tmpl == nil}
+}
+
+func (t *Tokenizer) initChat(f *gguf.File) error {
+	c := &chatTemplate{family: t.guessFamily(f.Architecture())}
+	if t.bos >= 0 {
+		c.bos = t.tokens[t.bos]
+	}
+	if t.eos >= 0 {
+		c.eos = t.tokens[t.eos]
+	}
+	if v, present := f.Value("tokenizer.chat_template"); present {
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("tokenizer.chat_template holds %T, want string", v)
+		}
+		c.source = s
+	}
+	if c.source != "" {
+		c.tmpl, c.newContext, c.parseErr = compileTemplate(c.source)
+	}
+	t.chat = c
+	return nil
+}
+
+// guessFamily picks the built-in format from the vocabulary's chat markers,
+// then the architecture, then the tokenizer model.
+func (t *Tokenizer) guessFamily(arch string) Family {
+	has := func(s string) bool { _, ok := t.index[s]; return ok }
+	switch {
+	case has("<|start_header_id|>") && has("<|eot_id|>"):
+		return FamilyLlama3
+	case has("<|im_start|>") && has("<|im_end|>"):
+		return FamilyChatML
+	case arch == "qwen2" || arch == "qwen3" || arch == "qwen2moe" || arch == "qwen3moe":
+		return FamilyChatML
+	case has("[INST]") && t.types[t.index["[INST]"]] == TypeControl:
+		return FamilyMistral
+	case t.model == ModelSPM:
+		return FamilyLlama2
+	}
+	return FamilyChatML
+}
+
+// compileTemplate parses a Hugging Face chat template with the settings
+// transformers uses (trim_blocks, lstrip_blocks) and an environment holding
+// the Jinja built-ins plus raise_exception.
+func compileTemplate(source string) (*exec.Template, func() *exec.Context, error) {
+	cfg := config.New()
+	cfg.TrimBlocks = true
+	cfg.LeftStripBlocks = true
+	cfg.KeepTrailingNewline = false
+	const name = "chat_template"
+	loader, err := loaders.NewMemoryLoader(map[string]string{name: source})
+	if err != nil {
+		return nil, nil, fmt.Errorf("chat template: %w", err)
+	}
+	newContext := func() *exec.Context {
+		ctx := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+		ctx.Set("raise_exception", func(msg string) (string, error) {
+			return "", &TemplateError{Message: msg}
+		})
+		return ctx
+	}
+	env := &exec.Environment{
+		Context:           newContext(),
+		Filters:           builtins.Filters,
+		Tests:             builtins.Tests,
+		ControlStructures: builtins.ControlStructures,
+		Methods:           builtins.Methods,
+	}
+	tmpl, err := parseGuarded(name, cfg, loader, env)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chat template: %w", err)
+	}
+	return tmpl, newContext, nil
+}
+
+// parseGuarded turns a panic inside the template library into an error:
+// GGUF templates are untrusted input.
+func parseGuarded(name string, cfg *config.Config, loader loaders.Loader, env *exec.Environment) (tmpl *exec.Template, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("template library panicked: %v", r)
+		}
+	}()
+	return exec.NewTemplate(name, cfg, loader, env)
+}
+
+// TemplateError is raised by a chat template's raise_exception call: the
+// conversation does not suit the model (roles not alternating, say).
+type TemplateError struct{ Message string }
+
+func (e *TemplateError) Error() string { return "chat template: " + e.Message }
+
+// ChatPrompt renders messages with the model's chat template, ending with
+// the assistant turn's opening when addGenerationPrompt.
+func (t *Tokenizer) ChatPrompt(messages []runtime.ChatMessage, addGenerationPrompt bool) (string, error) {
+	c := t.chat
+	if c.tmpl == nil {
+		return renderBuiltin(c.family, messages, addGenerationPrompt, c.bos, c.eos)
+	}
+	msgs := make([]map[string]any, len(messages))
+	for i, m := range messages {
+		msgs[i] = map[string]any{"role": m.Role, "content": m.Content}
+	}
+	ctx := c.newContext()
+	ctx.Set("messages", msgs)
+	ctx.Set("add_generation_prompt", addGenerationPrompt)
+	ctx.Set("bos_token", c.bos)
+	ctx.Set("eos_token", c.eos)
+	out, err := executeGuarded(c.tmpl, ctx)
+	if err != nil {
+		var te *TemplateError
+		if errors.As(err, &te) {
+			return "", te
+		}
+		return "", fmt.Errorf("render chat template: %w", err)
+	}
+	return out, nil
+}
+
+func executeGuarded(tmpl *exec.Template, ctx *exec.Context) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("template library panicked: %v", r)
+		}
+	}()
+	return tmpl.ExecuteToString(ctx)
+}
+
+// renderBuiltin renders the built-in format of a family.
+func renderBuiltin(family Family, messages []runtime.ChatMessage, addGenerationPrompt bool, bos, eos string) (string, error) {
+	var sb strings.Builder
+	switch family {
+	case FamilyChatML:
+		for _, m := range messages {
+			fmt.Fprintf(&sb, "<|im_start|>%s\n%s<|im_end|>\n", m.Role, m.Content)
+		}
+		if addGenerationPrompt {
+			sb.WriteString("<|im_start|>assistant\n")
+		}
+	case FamilyLlama3:
+		sb.WriteString(bos)
+		for _, m := range messages {
+			fmt.Fprintf(&sb, "<|start_header_id|>%s<|end_header_id|>\n\n%s<|eot_id|>", m.Role, strings.TrimSpace(m.Content))
+		}
+		if addGenerationPrompt {
+			sb.WriteString("<|start_header_id|>assistant<|end_header_id|>\n\n")
+		}
+	case FamilyLlama2, FamilyMistral:
+		system, turns, err := alternatingTurns(messages)
+		if err != nil {
+			return "", err
+		}
+		for i, m := range turns {
+			if m.Role == "assistant" {
+				if family == FamilyLlama2 {
+					fmt.Fprintf(&sb, " %s %s", strings.TrimSpace(m.Content), eos)
+				} else {
+					fmt.Fprintf(&sb, "%s%s", strings.TrimSpace(m.Content), eos)
+				}
+				continue
+			}
+			content := strings.TrimSpace(m.Content)
+			if i == 0 && system != "" {
+				if family == FamilyLlama2 {
+					content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content
+				} else {
+					content = system + "\n\n" + content
+				}
+			}
+			if family == FamilyLlama2 || i == 0 {
+				sb.WriteString(bos)
+			}
+			fmt.Fprintf(&sb, "[INST] %s [/INST]", content)
+		}
+		// The [INST] format opens the assistant turn by closing the user's,
+		// so there is nothing to add for the generation prompt.
+	default:
+		return "", fmt.Errorf("unknown chat format %q", family)
+	}
+	return sb.String(), nil
+}
+
+// alternatingTurns checks the [INST] formats' conversation shape: an
+// optional leading system message, then user and assistant alternating,
+// starting with user.
+func alternatingTurns(messages []runtime.ChatMessage) (string, []runtime.ChatMessage, error) {
+	system := ""
+	if len(messages) > 0 && messages[0].Role == "system" {
+		system = strings.TrimSpace(messages[0].Content)
+		messages = messages[1:]
+	}
+	for i, m := range messages {
+		want := "user"
+		if i%2 == 1 {
+			want = "assistant"
+		}
+		if m.Role != want {
+			return "", nil, &TemplateError{Message: fmt.Sprintf("message %d has role %q: conversation roles must alternate user/assistant/user/assistant/...", i, m.Role)}
+		}
+	}
+	return system, messages, nil
+}
