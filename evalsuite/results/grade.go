@@ -1,0 +1,125 @@
+package results
+
+import (
+	"math"
+	"strings"
+
+	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/units/catalog"
+)
+
+// Check is an accuracy verdict.
+type Check string
+
+// The verdicts: NA when no reference exists (or no score could be read).
+const (
+	Pass Check = "PASS"
+	Fail Check = "FAIL"
+	NA   Check = "NA"
+)
+
+// Grade is one task's score against its catalog reference, in the shape
+// of tt-inference-server's eval block.
+type Grade struct {
+	Task string `json:"task_name"`
+	// ScoreKeys are the result keys the score was read from.
+	ScoreKeys []string `json:"score_keys"`
+	// Score is in percent.
+	Score            *float64 `json:"score"`
+	Published        *float64 `json:"published_score"`
+	GPUReference     *float64 `json:"gpu_reference_score"`
+	SubsetReference  *float64 `json:"subset_reference_score,omitempty"`
+	Tolerance        float64  `json:"tolerance"`
+	RatioToPublished *float64 `json:"ratio_to_published"`
+	RatioToReference *float64 `json:"ratio_to_reference"`
+	Check            Check    `json:"accuracy_check"`
+	// Basis says which reference decided the check.
+	Basis string `json:"basis"`
+}
+
+// GradeTask scores aggregates against ref (nil when the catalog has no
+// reference for the model and task). The score follows the reference's
+// score function: task_single_key reads the first key, task_keys_mean
+// averages the keys; a missing key falls back to the first metric
+// present, as tt-inference-server does. mode ("smoke_test", "ci_nightly"…,
+// or "") selects a subset reference when the catalog gives one. Pass means
+// score / reference ≥ 1 − tolerance, with the GPU reference first and the
+// published score next.
+func GradeTask(task string, aggs []evalsuite.Aggregate, ref *catalog.EvalRef, mode string) Grade {
+	g := Grade{Task: task, Check: NA, Tolerance: 0.05}
+	values := map[string]float64{}
+	for _, a := range aggs {
+		if !math.IsNaN(a.Value) {
+			values[a.Key()] = a.Value
+		}
+	}
+	var keys []string
+	fn := "task_single_key"
+	if ref != nil {
+		g.Tolerance = ref.Tolerance
+		g.Published, g.GPUReference = ref.Published, ref.GPUReference
+		keys = ref.ScoreKeys
+		fn = ref.ScoreFn
+		if v, ok := ref.SubsetReference[mode]; ok && mode != "" {
+			g.SubsetReference = &v
+		}
+	}
+	var picked []string
+	for _, k := range keys {
+		if _, ok := values[k]; ok {
+			picked = append(picked, k)
+			if fn != "task_keys_mean" {
+				break
+			}
+		}
+	}
+	if len(picked) == 0 {
+		for _, a := range aggs {
+			if !math.IsNaN(a.Value) {
+				picked = []string{a.Key()}
+				break
+			}
+		}
+	}
+	g.ScoreKeys = picked
+	if len(picked) == 0 {
+		g.Basis = "no score"
+		return g
+	}
+	var sum float64
+	for _, k := range picked {
+		sum += values[k]
+	}
+	score := 100 * sum / float64(len(picked))
+	if ref != nil && strings.EqualFold(ref.Unit, "WER") {
+		score = 100 - score
+	}
+	g.Score = &score
+	ratio := func(ref *float64) *float64 {
+		if ref == nil || *ref == 0 {
+			return nil
+		}
+		r := score / *ref
+		return &r
+	}
+	g.RatioToPublished = ratio(g.Published)
+	g.RatioToReference = ratio(g.GPUReference)
+	var decider *float64
+	switch {
+	case g.SubsetReference != nil:
+		decider, g.Basis = ratio(g.SubsetReference), "subset reference ("+mode+")"
+	case g.RatioToReference != nil:
+		decider, g.Basis = g.RatioToReference, "GPU reference"
+	case g.RatioToPublished != nil:
+		decider, g.Basis = g.RatioToPublished, "published score"
+	default:
+		g.Basis = "no reference"
+		return g
+	}
+	if *decider >= 1-g.Tolerance-1e-12 {
+		g.Check = Pass
+	} else {
+		g.Check = Fail
+	}
+	return g
+}

@@ -1,0 +1,467 @@
+// Package tasks is the registry of evaluation tasks: lm-eval's gsm8k, mmlu,
+// mmlu_generative and ifeval definitions applied to local dataset files,
+// and the built-in generated tasks (ttis_arith, ttis_arith_mc,
+// ttis_arith_mc_generative) that need no download.
+package tasks
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/evalsuite/builtin"
+	"github.com/ttis-dev/ttis/evalsuite/dataset"
+	"github.com/ttis-dev/ttis/evalsuite/filter"
+	"github.com/ttis-dev/ttis/evalsuite/ifeval"
+	"github.com/ttis-dev/ttis/evalsuite/metric"
+)
+
+// Source says where a task's documents come from.
+type Source struct {
+	// Dataset is the local file of the evaluated documents (required for
+	// the lm-eval tasks, ignored by built-in ones).
+	Dataset string
+	// FewShotDataset is the local file few-shot examples are drawn from
+	// (the first NumFewShot rows); empty means no examples for dataset
+	// tasks and a generated pool for built-in ones.
+	FewShotDataset string
+	// NumFewShot overrides the task's default; negative keeps the default.
+	NumFewShot int
+	// Format, Mapping and Columns configure dataset reading.
+	Format  string
+	Mapping dataset.Mapping
+	Columns []string
+	// Size is the number of generated documents of a built-in task (0 =
+	// the task's default).
+	Size int
+	// Seed overrides a built-in task's generator seed (0 = default).
+	Seed uint64
+}
+
+// Info describes a registered task.
+type Info struct {
+	Name        string
+	Output      evalsuite.OutputType
+	Builtin     bool
+	Description string
+}
+
+type builder struct {
+	info  Info
+	build func(src Source) (*evalsuite.Task, error)
+}
+
+var registry = map[string]builder{
+	"gsm8k":                    {Info{"gsm8k", evalsuite.GenerateUntil, false, "grade-school math, lm-eval gsm8k v3 (fields question, answer); 5-shot when a few-shot file is given"}, buildGSM8K},
+	"mmlu":                     {Info{"mmlu", evalsuite.MultipleChoice, false, "MMLU by log-likelihood, lm-eval mmlu (fields question, choices or A-D, answer, optional subject); completions API only"}, buildMMLU},
+	"mmlu_generative":          {Info{"mmlu_generative", evalsuite.GenerateUntil, false, "MMLU answered with a generated letter (chat-friendly)"}, buildMMLUGenerative},
+	"ifeval":                   {Info{"ifeval", evalsuite.GenerateUntil, false, "instruction following, a documented subset of IFEval's checks (fields prompt, instruction_id_list, kwargs)"}, buildIFEval},
+	"ttis_arith":               {Info{"ttis_arith", evalsuite.GenerateUntil, true, "generated arithmetic word problems, GSM8K format and filters (default 200 docs, 3-shot)"}, buildArith},
+	"ttis_arith_mc":            {Info{"ttis_arith_mc", evalsuite.MultipleChoice, true, "generated arithmetic multiple choice, MMLU format, by log-likelihood (default 200 docs)"}, buildArithMC},
+	"ttis_arith_mc_generative": {Info{"ttis_arith_mc_generative", evalsuite.GenerateUntil, true, "generated arithmetic multiple choice answered with a letter (chat-friendly)"}, buildArithMCGen},
+}
+
+// List returns every task, sorted by name.
+func List() []Info {
+	out := make([]Info, 0, len(registry))
+	for _, b := range registry {
+		out = append(out, b.info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Build returns the named task with its documents loaded.
+func Build(name string, src Source) (*evalsuite.Task, error) {
+	b, ok := registry[name]
+	if !ok {
+		names := make([]string, 0, len(registry))
+		for k := range registry {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("unknown task %q (known: %s)", name, strings.Join(names, ", "))
+	}
+	if !b.info.Builtin && src.Dataset == "" {
+		return nil, fmt.Errorf("task %s reads a local dataset file: pass its path (real benchmark data is never downloaded)", name)
+	}
+	t, err := b.build(src)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", name, err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func load(path string, src Source) ([]evalsuite.Doc, error) {
+	if path == "" {
+		return nil, nil
+	}
+	return dataset.Load(path, dataset.Options{Format: src.Format, Mapping: src.Mapping, Columns: src.Columns})
+}
+
+// fewShot loads the example pool and settles the shot count.
+func fewShot(src Source, def int) ([]evalsuite.Doc, int, error) {
+	pool, err := load(src.FewShotDataset, src)
+	if err != nil {
+		return nil, 0, fmt.Errorf("few-shot dataset: %w", err)
+	}
+	for _, d := range pool {
+		if d.Invalid != nil {
+			return nil, 0, fmt.Errorf("few-shot dataset: %w", d.Invalid)
+		}
+	}
+	n := def
+	if src.FewShotDataset == "" {
+		n = 0
+	}
+	if src.NumFewShot >= 0 {
+		n = src.NumFewShot
+	}
+	return pool, n, nil
+}
+
+// gsm8kExactMatch is gsm8k's exact_match configuration.
+func gsm8kExactMatch() *metric.ExactMatchOptions {
+	return &metric.ExactMatchOptions{IgnoreCase: true, RegexesToIgnore: []string{",", `\$`, `(?s).*#### `, `\.$`}}
+}
+
+func gsm8kTask(name string, docs, pool []evalsuite.Doc, shots int) *evalsuite.Task {
+	return &evalsuite.Task{
+		Name: name, Version: "3", Output: evalsuite.GenerateUntil,
+		Docs: docs, FewShot: pool, NumFewShot: shots,
+		TargetDelimiter: " ", FewshotDelimiter: "\n\n",
+		DocToText: func(d evalsuite.Doc) (string, error) {
+			q, err := d.Str("question")
+			return "Question: " + q + "\nAnswer:", err
+		},
+		DocToTarget: func(d evalsuite.Doc) (string, error) { return d.Str("answer") },
+		Gen:         evalsuite.GenKwargs{Until: []string{"Question:", "</s>", "<|im_end|>"}, MaxGenToks: 256, Temperature: 0},
+		Filters:     []filter.Chain{filter.GSM8KStrict(), filter.GSM8KFlexible()},
+		Metrics:     []evalsuite.MetricSpec{{Name: "exact_match", Aggregation: "mean", HigherIsBetter: true, ExactMatch: gsm8kExactMatch()}},
+		Config: map[string]any{
+			"task": name, "output_type": "generate_until", "doc_to_text": "Question: {{question}}\nAnswer:",
+			"doc_to_target": "{{answer}}", "target_delimiter": " ", "fewshot_delimiter": "\n\n", "num_fewshot": shots,
+			"generation_kwargs": map[string]any{"until": []string{"Question:", "</s>", "<|im_end|>"}, "do_sample": false, "temperature": 0.0, "max_gen_toks": 256},
+			"filter_list": []map[string]any{
+				{"name": "strict-match", "filter": []map[string]any{{"function": "regex", "regex_pattern": `#### (\-?[0-9\.\,]+)`}, {"function": "take_first"}}},
+				{"name": "flexible-extract", "filter": []map[string]any{{"function": "regex", "group_select": -1, "regex_pattern": `(-?[$0-9.,]{2,})|(-?[0-9]+)`}, {"function": "take_first"}}},
+			},
+			"metric_list": []map[string]any{{"metric": "exact_match", "aggregation": "mean", "higher_is_better": true, "ignore_case": true, "ignore_punctuation": false, "regexes_to_ignore": []string{",", `\$`, `(?s).*#### `, `\.$`}}},
+		},
+	}
+}
+
+func buildGSM8K(src Source) (*evalsuite.Task, error) {
+	docs, err := load(src.Dataset, src)
+	if err != nil {
+		return nil, err
+	}
+	pool, shots, err := fewShot(src, 5)
+	if err != nil {
+		return nil, err
+	}
+	return gsm8kTask("gsm8k", docs, pool, shots), nil
+}
+
+func buildArith(src Source) (*evalsuite.Task, error) {
+	n := src.Size
+	if n <= 0 {
+		n = 200
+	}
+	seed := src.Seed
+	if seed == 0 {
+		seed = builtin.TestSeed
+	}
+	shots := 3
+	if src.NumFewShot >= 0 {
+		shots = src.NumFewShot
+	}
+	docs := builtin.Arithmetic(n, seed, "ttis_arith")
+	pool := builtin.Arithmetic(max(shots, 1), seed+1, "ttis_arith_fewshot")
+	t := gsm8kTask("ttis_arith", docs, pool, shots)
+	t.Version = "1"
+	t.Config["task"] = "ttis_arith"
+	t.Config["dataset"] = map[string]any{"generator": "builtin.Arithmetic", "size": n, "seed": seed}
+	return t, nil
+}
+
+// mmluQuestion formats lm-eval's MMLU prompt; choices come from a choices
+// list or from A-D columns (the original CSV layout).
+func mmluChoices(d evalsuite.Doc) ([]string, error) {
+	if _, ok := d.Fields["choices"]; ok {
+		return d.Strings("choices")
+	}
+	out := make([]string, 4)
+	for i, k := range []string{"A", "B", "C", "D"} {
+		v, err := d.Str(k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func mmluText(d evalsuite.Doc) (string, error) {
+	q, err := d.Str("question")
+	if err != nil {
+		return "", err
+	}
+	choices, err := mmluChoices(d)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(q))
+	for i, c := range choices {
+		fmt.Fprintf(&b, "\n%s. %s", metric.Letter(i), c)
+	}
+	b.WriteString("\nAnswer:")
+	return b.String(), nil
+}
+
+// mmluGold accepts an index (0-3) or a letter.
+func mmluGold(d evalsuite.Doc) (int, error) {
+	if s, ok := d.Fields["answer"].(string); ok {
+		s = strings.TrimSpace(s)
+		if len(s) == 1 && s[0] >= 'A' && s[0] <= 'Z' {
+			return int(s[0] - 'A'), nil
+		}
+	}
+	return d.Int("answer")
+}
+
+func letters(d evalsuite.Doc) ([]string, error) {
+	c, err := mmluChoices(d)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(c))
+	for i := range c {
+		out[i] = metric.Letter(i)
+	}
+	return out, nil
+}
+
+// mmluSubject is a document's subject, or "" when the file has none.
+func mmluSubject(d evalsuite.Doc) string {
+	s, _ := d.Fields["subject"].(string)
+	return strings.TrimSpace(s)
+}
+
+func mmluDescription(d evalsuite.Doc) string {
+	s := mmluSubject(d)
+	if s == "" {
+		return ""
+	}
+	return "The following are multiple choice questions (with answers) about " + strings.ReplaceAll(s, "_", " ") + ".\n\n"
+}
+
+// hasSubjects reports whether the documents carry more than one subject,
+// which makes the task a group of per-subject subtasks.
+func hasSubjects(docs []evalsuite.Doc) bool {
+	first := ""
+	for _, d := range docs {
+		s := mmluSubject(d)
+		if s == "" {
+			continue
+		}
+		if first == "" {
+			first = s
+		} else if s != first {
+			return true
+		}
+	}
+	return false
+}
+
+func mmluTask(name string, docs, pool []evalsuite.Doc, shots int) *evalsuite.Task {
+	return &evalsuite.Task{
+		Name: name, Version: "1", Output: evalsuite.MultipleChoice,
+		DescriptionFor: mmluDescription,
+		Docs:           docs, FewShot: pool, NumFewShot: shots,
+		TargetDelimiter: " ", FewshotDelimiter: "\n\n",
+		DocToText:    mmluText,
+		DocToChoices: letters,
+		DocToGold:    mmluGold,
+		Metrics: []evalsuite.MetricSpec{
+			{Name: "acc", Aggregation: "mean", HigherIsBetter: true},
+			{Name: "acc_norm", Aggregation: "mean", HigherIsBetter: true},
+		},
+		Config: map[string]any{
+			"task": name, "output_type": "multiple_choice",
+			"doc_to_text":   "{{question.strip()}}\nA. {{choices[0]}}\nB. {{choices[1]}}\nC. {{choices[2]}}\nD. {{choices[3]}}\nAnswer:",
+			"doc_to_choice": []string{"A", "B", "C", "D"}, "doc_to_target": "answer", "num_fewshot": shots,
+			"target_delimiter": " ", "fewshot_delimiter": "\n\n",
+			"metric_list": []map[string]any{{"metric": "acc", "aggregation": "mean", "higher_is_better": true}, {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": true}},
+		},
+	}
+}
+
+// generativeLetter turns a lettered multiple-choice task into
+// generate_until: the model writes the letter, scored with
+// mmlu_generative's get_response filter and a letter-extract filter (the
+// first standalone capital letter A-Z), exact_match ignoring case and
+// punctuation.
+func generativeLetter(mc *evalsuite.Task, name string) *evalsuite.Task {
+	t := *mc
+	t.Name = name
+	t.Output = evalsuite.GenerateUntil
+	t.DocToTarget = func(d evalsuite.Doc) (string, error) {
+		g, err := mc.DocToGold(d)
+		if err != nil {
+			return "", err
+		}
+		return metric.Letter(g), nil
+	}
+	t.DocToChoices, t.DocToGold = nil, nil
+	t.Gen = evalsuite.GenKwargs{Until: []string{"</s>", "\n"}, MaxGenToks: 16, Temperature: 0}
+	letterExtract := filter.Chain{Name: "letter-extract", Steps: []filter.Step{filter.MustRegex(`\b([A-Z])\b`, 0), filter.TakeFirst{}}}
+	t.Filters = []filter.Chain{filter.GetResponse(), letterExtract}
+	t.Metrics = []evalsuite.MetricSpec{{Name: "exact_match", Aggregation: "mean", HigherIsBetter: true, ExactMatch: &metric.ExactMatchOptions{IgnoreCase: true, IgnorePunctuation: true}}}
+	cfg := map[string]any{}
+	for k, v := range mc.Config {
+		cfg[k] = v
+	}
+	cfg["task"] = name
+	cfg["output_type"] = "generate_until"
+	cfg["doc_to_target"] = "{{['A','B','C','D'][answer]}}"
+	cfg["generation_kwargs"] = map[string]any{"until": []string{"</s>", "\n"}, "max_gen_toks": 16, "temperature": 0.0, "do_sample": false}
+	cfg["filter_list"] = []map[string]any{
+		{"name": "get_response", "filter": []map[string]any{{"function": "regex", "regex_pattern": `^(.*?)(?=\n|$)`}, {"function": "remove_whitespace"}, {"function": "take_first"}}},
+		{"name": "letter-extract", "filter": []map[string]any{{"function": "regex", "regex_pattern": `\b([A-Z])\b`}, {"function": "take_first"}}},
+	}
+	cfg["metric_list"] = []map[string]any{{"metric": "exact_match", "aggregation": "mean", "higher_is_better": true, "ignore_case": true, "ignore_punctuation": true}}
+	delete(cfg, "doc_to_choice")
+	t.Config = cfg
+	return &t
+}
+
+func buildMMLU(src Source) (*evalsuite.Task, error) {
+	docs, err := load(src.Dataset, src)
+	if err != nil {
+		return nil, err
+	}
+	pool, shots, err := fewShot(src, 5)
+	if err != nil {
+		return nil, err
+	}
+	t := mmluTask("mmlu", docs, pool, shots)
+	if hasSubjects(docs) {
+		t.SubtaskOf = func(d evalsuite.Doc) string {
+			if s := mmluSubject(d); s != "" {
+				return "mmlu_" + s
+			}
+			return "mmlu_unknown_subject"
+		}
+	}
+	return t, nil
+}
+
+func buildMMLUGenerative(src Source) (*evalsuite.Task, error) {
+	t, err := buildMMLU(src)
+	if err != nil {
+		return nil, err
+	}
+	return generativeLetter(t, "mmlu_generative"), nil
+}
+
+func arithMC(src Source, name string) *evalsuite.Task {
+	n := src.Size
+	if n <= 0 {
+		n = 200
+	}
+	seed := src.Seed
+	if seed == 0 {
+		seed = builtin.TestSeed
+	}
+	shots := 3
+	if src.NumFewShot >= 0 {
+		shots = src.NumFewShot
+	}
+	docs := builtin.MultipleChoice(n, seed, name)
+	pool := builtin.MultipleChoice(max(shots, 1), seed+1, name+"_fewshot")
+	t := mmluTask(name, docs, pool, shots)
+	t.Config["dataset"] = map[string]any{"generator": "builtin.MultipleChoice", "size": n, "seed": seed}
+	return t
+}
+
+func buildArithMC(src Source) (*evalsuite.Task, error) {
+	return arithMC(src, "ttis_arith_mc"), nil
+}
+
+func buildArithMCGen(src Source) (*evalsuite.Task, error) {
+	return generativeLetter(arithMC(src, "ttis_arith_mc_generative"), "ttis_arith_mc_generative"), nil
+}
+
+func buildIFEval(src Source) (*evalsuite.Task, error) {
+	docs, err := load(src.Dataset, src)
+	if err != nil {
+		return nil, err
+	}
+	return &evalsuite.Task{
+		Name: "ifeval", Version: "4", Output: evalsuite.GenerateUntil, Docs: docs,
+		DocToText: func(d evalsuite.Doc) (string, error) { return d.Str("prompt") },
+		Gen:       evalsuite.GenKwargs{Until: nil, MaxGenToks: 1280, Temperature: 0},
+		Process:   processIFEval,
+		Metrics: []evalsuite.MetricSpec{
+			{Name: "prompt_level_strict_acc", Aggregation: "mean", HigherIsBetter: true},
+			{Name: "inst_level_strict_acc", Aggregation: "agg_inst_level_acc", HigherIsBetter: true},
+			{Name: "prompt_level_loose_acc", Aggregation: "mean", HigherIsBetter: true},
+			{Name: "inst_level_loose_acc", Aggregation: "agg_inst_level_acc", HigherIsBetter: true},
+		},
+		Config: map[string]any{
+			"task": "ifeval", "output_type": "generate_until", "doc_to_text": "prompt", "num_fewshot": 0,
+			"generation_kwargs":      map[string]any{"until": []string{}, "do_sample": false, "temperature": 0.0, "max_gen_toks": 1280},
+			"supported_instructions": ifeval.Supported(),
+		},
+	}, nil
+}
+
+func processIFEval(d evalsuite.Doc, resp string) (evalsuite.Scores, error) {
+	ids, err := d.Strings("instruction_id_list")
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := d.Fields["kwargs"].([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: field \"kwargs\" must be a list of objects", d.Source)
+	}
+	kws := make([]ifeval.Kwargs, len(raw))
+	for i, k := range raw {
+		m, ok := k.(map[string]any)
+		if !ok && k != nil {
+			return nil, fmt.Errorf("%s: kwargs[%d] is a %T, want an object", d.Source, i, k)
+		}
+		kw := ifeval.Kwargs{}
+		for key, v := range m {
+			if v != nil && v != "" && v != float64(0) {
+				kw[key] = v
+			}
+		}
+		kws[i] = kw
+	}
+	res, err := ifeval.Check(resp, ids, kws)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Source, err)
+	}
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	s := evalsuite.Scores{
+		"prompt_level_strict_acc": {b(res.PromptStrict())},
+		"prompt_level_loose_acc":  {b(res.PromptLoose())},
+	}
+	for i := range res.Strict {
+		s["inst_level_strict_acc"] = append(s["inst_level_strict_acc"], b(res.Strict[i]))
+		s["inst_level_loose_acc"] = append(s["inst_level_loose_acc"], b(res.Loose[i]))
+	}
+	return s, nil
+}
