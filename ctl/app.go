@@ -18,6 +18,9 @@ func App(version string) *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {},
 		Flags:                globalFlags(),
 		// One entry per command; each lives in its own file.
-		Commands: []*cli.Command{},
+		Commands: []*cli.Command{
+			validateCommand(),
+			catalogCommand(),
+		},
 	}
 }

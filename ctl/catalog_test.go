@@ -1,0 +1,51 @@
+package ctl
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ttis-dev/ttis/units/catalog"
+)
+
+func TestCatalogCommand(t *testing.T) {
+	out, code := runCtl(t, "catalog")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, out)
+	}
+	for _, want := range []string{"MODEL", "Llama-3.1-8B-Instruct", "n300:32/128k", "Qwen3-8B", "n150:32/40k", "FUNCTIONAL"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	out, code = runCtl(t, "catalog", "--device", "n300", "meta-llama/Llama-3.1-8B-Instruct")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, out)
+	}
+	for _, want := range []string{"meta-llama/Llama-3.1-8B-Instruct on n300", "id_tt-transformers_Llama-3.1-8B-Instruct_n300", "must pass: functional, complete", "functional   128/128   1      400"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("detail lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "on n150") {
+		t.Errorf("--device n300 shows other devices:\n%s", out)
+	}
+	out, code = runCtl(t, "-o", "json", "catalog", "Llama-3.2-1B-Instruct")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, out)
+	}
+	var specs []catalog.Spec
+	if err := json.Unmarshal([]byte(out), &specs); err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 3 || specs[0].ModelName != "Llama-3.2-1B-Instruct" {
+		t.Errorf("specs %+v", specs)
+	}
+	out, code = runCtl(t, "catalog", "Lama-3.2-1B-Instruct")
+	if code != 4 || !strings.Contains(out, "did you mean Llama-3.2-1B-Instruct") {
+		t.Errorf("unknown model: code %d, %s", code, out)
+	}
+	if _, code := runCtl(t, "catalog", "--device", "nope", "Qwen3-8B"); code != 2 {
+		t.Errorf("bad device: code %d", code)
+	}
+}
