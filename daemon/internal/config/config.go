@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/ttis-dev/ttis/runtime/device"
 	"github.com/ttis-dev/ttis/units"
 )
 
@@ -35,7 +36,8 @@ type Config struct {
 	LogLevel string `toml:"log_level"`
 	// DeviceRoot is the folder of accelerator device nodes.
 	DeviceRoot string `toml:"device_root"`
-	// ResetCommand resets chips; the chip ids are appended.
+	// ResetCommand resets chips; "<ids>" in an argument becomes the
+	// comma-joined chip ids.
 	ResetCommand []string `toml:"reset_command"`
 	// RescanInterval is the safety-net rescan of the units folder.
 	RescanInterval units.Duration `toml:"rescan_interval"`
@@ -55,8 +57,8 @@ func Default() Config {
 		SocketGroup:    "ttis",
 		LogFormat:      "auto",
 		LogLevel:       "info",
-		DeviceRoot:     "/dev/tenstorrent",
-		ResetCommand:   []string{"tt-smi", "-r"},
+		DeviceRoot:     device.DefaultRoot,
+		ResetCommand:   device.DefaultResetCommand(),
 		RescanInterval: units.Duration{Duration: 30 * time.Second},
 		LogLines:       1000,
 	}

@@ -13,7 +13,9 @@ func TestParse(t *testing.T) {
 		name, data, wantErr string
 		check               func(Config) bool
 	}{
-		{name: "empty", data: "", check: func(c Config) bool { return c.UnitsDir == "/etc/ttis/units" && c.RescanInterval.Duration == 30*time.Second }},
+		{name: "empty", data: "", check: func(c Config) bool {
+			return c.UnitsDir == "/etc/ttis/units" && c.RescanInterval.Duration == 30*time.Second
+		}},
 		{name: "override", data: "units_dir = \"/u\"\nrescan_interval = \"5s\"\nreset_command = [\"r\"]\n",
 			check: func(c Config) bool {
 				return c.UnitsDir == "/u" && c.RescanInterval.Duration == 5*time.Second && len(c.ResetCommand) == 1

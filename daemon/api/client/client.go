@@ -1,0 +1,266 @@
+// Package client is the Go client of ttisd's control API. ttisctl uses it,
+// and so do the bench and eval workflows to find a unit's address, model,
+// device and credentials.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/ttis-dev/ttis/daemon/api"
+)
+
+// DefaultSocket is where a system-wide ttisd listens.
+const DefaultSocket = "/run/ttis/ttisd.sock"
+
+// Client talks to one ttisd over its unix socket. It is safe for
+// concurrent use.
+type Client struct {
+	socket string
+	hc     *http.Client
+}
+
+// New returns a client for the daemon listening on socket.
+func New(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns:    2,
+		IdleConnTimeout: 30 * time.Second,
+	}
+	return &Client{socket: socket, hc: &http.Client{Transport: tr}}
+}
+
+// Socket returns the socket path the client dials.
+func (c *Client) Socket() string { return c.socket }
+
+// UnreachableError means no daemon answered on the socket.
+type UnreachableError struct {
+	Socket string
+	Err    error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("cannot reach ttisd at %s: is it running? (%v)", e.Socket, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Error is a non-2xx answer of the daemon.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// IsNotFound reports whether err says the unit does not exist.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == api.CodeNotFound
+}
+
+// IsUnreachable reports whether err says the daemon could not be reached.
+func IsUnreachable(err error) bool {
+	var e *UnreachableError
+	return errors.As(err, &e)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, q url.Values) (*http.Response, error) {
+	u := "http://ttisd" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() == nil && dialFailed(err) {
+			return nil, &UnreachableError{Socket: c.socket, Err: err}
+		}
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var eb api.ErrorBody
+		if json.Unmarshal(body, &eb) == nil && eb.Error.Message != "" {
+			return nil, &Error{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+		}
+		return nil, &Error{Status: resp.StatusCode, Code: api.CodeInternal, Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(body))}
+	}
+	return resp, nil
+}
+
+// dialFailed tells a daemon that is not there (no socket, nobody
+// listening, no permission) from a failure in the middle of a request.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.EACCES)
+}
+
+func (c *Client) getJSON(ctx context.Context, method, path string, q url.Values, v any) error {
+	resp, err := c.do(ctx, method, path, q)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// Info returns where the daemon keeps its state.
+func (c *Client) Info(ctx context.Context) (api.Info, error) {
+	var v api.Info
+	return v, c.getJSON(ctx, http.MethodGet, "/v1/info", nil, &v)
+}
+
+// Units lists every unit.
+func (c *Client) Units(ctx context.Context) (api.UnitList, error) {
+	var v api.UnitList
+	return v, c.getJSON(ctx, http.MethodGet, "/v1/units", nil, &v)
+}
+
+// Unit returns one unit with its last lines log lines.
+func (c *Client) Unit(ctx context.Context, name string, lines int) (api.UnitDetail, error) {
+	var v api.UnitDetail
+	return v, c.getJSON(ctx, http.MethodGet, "/v1/units/"+url.PathEscape(name), url.Values{"lines": {strconv.Itoa(lines)}}, &v)
+}
+
+// Start starts a unit, clearing a failed state, and returns its state.
+func (c *Client) Start(ctx context.Context, name string) (api.UnitDetail, error) {
+	return c.action(ctx, name, "start")
+}
+
+// Stop stops a unit and returns once its server is gone.
+func (c *Client) Stop(ctx context.Context, name string) (api.UnitDetail, error) {
+	return c.action(ctx, name, "stop")
+}
+
+// Restart restarts a unit, clearing a failed state.
+func (c *Client) Restart(ctx context.Context, name string) (api.UnitDetail, error) {
+	return c.action(ctx, name, "restart")
+}
+
+func (c *Client) action(ctx context.Context, name, verb string) (api.UnitDetail, error) {
+	var v api.UnitDetail
+	return v, c.getJSON(ctx, http.MethodPost, "/v1/units/"+url.PathEscape(name)+"/"+verb, nil, &v)
+}
+
+// Reload re-reads the units folder and returns when the pass is done.
+func (c *Client) Reload(ctx context.Context) (api.ReloadResult, error) {
+	var v api.ReloadResult
+	return v, c.getJSON(ctx, http.MethodPost, "/v1/reload", nil, &v)
+}
+
+// Devices lists the host's chips and their holders.
+func (c *Client) Devices(ctx context.Context) (api.Devices, error) {
+	var v api.Devices
+	return v, c.getJSON(ctx, http.MethodGet, "/v1/devices", nil, &v)
+}
+
+// Logs calls fn with a unit's last lines log lines and, with follow, every
+// later line until ctx ends or the daemon closes the stream. An error from
+// fn ends the stream and is returned.
+func (c *Client) Logs(ctx context.Context, name string, lines int, follow bool, fn func(api.LogLine) error) error {
+	q := url.Values{"lines": {strconv.Itoa(lines)}, "follow": {strconv.FormatBool(follow)}}
+	resp, err := c.do(ctx, http.MethodGet, "/v1/units/"+url.PathEscape(name)+"/logs", q)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var l api.LogLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return fmt.Errorf("logs of %s: %w", name, err)
+		}
+		if err := fn(l); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("logs of %s: %w", name, err)
+	}
+	return nil
+}
+
+// Endpoint is what a client of a unit's inference API needs: the bench and
+// eval workflows resolve "ttisctl bench UNIT" with it.
+type Endpoint struct {
+	Unit string
+	// BaseURL is "http://host:port" (a wildcard listen host becomes
+	// loopback); the OpenAI API is under BaseURL + "/v1".
+	BaseURL string
+	Model   string
+	Device  string
+	Runtime string
+	// AuthMode is "none", "api-key" or "jwt"; SecretFile holds the key or
+	// the JWT secret.
+	AuthMode   string
+	SecretFile string
+	// State is the unit's state ("active" when it serves).
+	State string
+	// RunsDir is the daemon's results folder (state_dir/runs).
+	RunsDir string
+}
+
+// Endpoint resolves a unit's address, model, device and credentials.
+func (c *Client) Endpoint(ctx context.Context, name string) (Endpoint, error) {
+	d, err := c.Unit(ctx, name, 0)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if d.Listen == "" {
+		return Endpoint{}, fmt.Errorf("unit %s has no valid version: %s", name, d.LoadError)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	base, err := BaseURL(d.Listen)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("unit %s: %w", name, err)
+	}
+	return Endpoint{
+		Unit: name, BaseURL: base, Model: d.Model, Device: d.Device, Runtime: d.Runtime,
+		AuthMode: d.AuthMode, SecretFile: d.AuthSecretFile, State: d.State, RunsDir: info.RunsDir,
+	}, nil
+}
+
+// BaseURL turns a listen address into the URL a local client dials.
+func BaseURL(listen string) (string, error) {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("listen address %q: %w", listen, err)
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return "http://" + net.JoinHostPort(host, port), nil
+}

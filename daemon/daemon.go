@@ -1,0 +1,278 @@
+// Package daemon is ttisd's supervisor mode: it watches the units folder,
+// keeps one server process per enabled unit running, and serves the control
+// API on a unix socket. cmd/ttisd is a thin main around Run.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/daemon/internal/config"
+	"github.com/ttis-dev/ttis/daemon/internal/control"
+	"github.com/ttis-dev/ttis/daemon/internal/logring"
+	"github.com/ttis-dev/ttis/daemon/internal/reconcile"
+	"github.com/ttis-dev/ttis/daemon/internal/sdnotify"
+	"github.com/ttis-dev/ttis/daemon/internal/supervise"
+	"github.com/ttis-dev/ttis/daemon/internal/watch"
+	"github.com/ttis-dev/ttis/runtime/device"
+)
+
+// Config is ttisd's configuration (the TOML file /etc/ttis/ttisd.toml).
+type Config = config.Config
+
+// DefaultConfigPath is where ttisd reads its configuration by default.
+const DefaultConfigPath = config.DefaultPath
+
+// DefaultConfig returns the configuration of a system-wide install.
+func DefaultConfig() Config { return config.Default() }
+
+// LoadConfig reads a configuration file over the defaults; a missing file
+// is an error only when required.
+func LoadConfig(path string, required bool) (Config, error) { return config.Load(path, required) }
+
+// Options are the parts of a daemon run that are not configuration.
+type Options struct {
+	Version string
+	Logger  *slog.Logger
+}
+
+// Run runs the daemon until ctx is cancelled (SIGTERM), then stops every
+// unit, waits until their processes are gone and returns nil. SIGHUP
+// re-reads the units folder.
+func Run(ctx context.Context, cfg Config, o Options) error {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Abs(); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	runsDir := filepath.Join(cfg.StateDir, "runs")
+	if err := os.MkdirAll(runsDir, 0o750); err != nil {
+		return fmt.Errorf("state folder: %w", err)
+	}
+	exe := cfg.ServerExecutable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("find the ttisd executable for unit servers: %w", err)
+		}
+	}
+
+	ln, err := control.Listen(cfg.Socket, cfg.SocketGroup, log)
+	if err != nil {
+		return err
+	}
+	notify := &sdnotify.Notifier{Logger: log}
+
+	// Units run under their own context: on shutdown the API closes first,
+	// then every unit is stopped in parallel.
+	unitsCtx, stopUnits := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopUnits()
+	resetter := &device.Resetter{Command: cfg.ResetCommand}
+	rec := reconcile.New(unitsCtx, reconcile.Options{
+		Dir: cfg.UnitsDir,
+		Deps: supervise.Deps{
+			Starter: supervise.ExecStarter{Path: exe, Args: []string{"serve"}},
+			Reset:   resetter.Reset,
+		},
+		LogLines: cfg.LogLines,
+		Logger:   log,
+	})
+
+	d := &daemon{
+		cfg: cfg, rec: rec, log: log, notify: notify, version: o.Version,
+		started: time.Now(), pid: os.Getpid(), runsDir: runsDir,
+		reloads: make(chan reloadRequest),
+	}
+	apiDone := make(chan struct{})
+	srv := control.NewHTTPServer((&control.Server{Backend: d, Logger: log, Done: apiDone}).Handler())
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	triggers := make(chan string, 1)
+	w := &watch.Watcher{Dir: cfg.UnitsDir, Rescan: cfg.RescanInterval.Duration, Logger: log}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan error, 1)
+	go func() {
+		watchDone <- w.Run(watchCtx, func(reason string) {
+			select {
+			case triggers <- reason:
+			default: // a pass is already due; it reads everything anyway
+			}
+		})
+	}()
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	log.Info("ttisd started", "version", o.Version, "units_dir", cfg.UnitsDir, "socket", cfg.Socket, "state_dir", cfg.StateDir, "server", exe)
+	loopErr := d.loop(ctx, triggers, hup, serveErr)
+
+	// Shutdown: stop reading the folder, close the API, stop every unit.
+	notify.Stopping()
+	log.Info("ttisd stopping; stopping every unit")
+	stopWatch()
+	<-watchDone
+	close(apiDone)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = srv.Shutdown(sctx)
+	cancel()
+	stopUnits()
+	rec.Shutdown(context.Background())
+	log.Info("ttisd stopped")
+	return loopErr
+}
+
+type reloadRequest struct {
+	ctx   context.Context
+	reply chan api.ReloadResult
+}
+
+// daemon implements the control API's backend and owns the event loop.
+type daemon struct {
+	cfg     Config
+	rec     *reconcile.Reconciler
+	log     *slog.Logger
+	notify  *sdnotify.Notifier
+	version string
+	started time.Time
+	pid     int
+	runsDir string
+	reloads chan reloadRequest
+}
+
+// loop runs every reconcile pass (folder changes, SIGHUP, API reloads) and
+// pings the systemd watchdog from the same goroutine, so a wedged pass
+// stops the pings.
+func (d *daemon) loop(ctx context.Context, triggers <-chan string, hup <-chan os.Signal, serveErr <-chan error) error {
+	var wdC <-chan time.Time
+	if iv := sdnotify.WatchdogInterval(); iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		wdC = t.C
+	}
+	status := time.NewTicker(5 * time.Second)
+	defer status.Stop()
+	ready := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-serveErr:
+			if errors.Is(err, http.ErrServerClosed) {
+				return nil
+			}
+			return fmt.Errorf("control API: %w", err)
+		case reason := <-triggers:
+			d.log.Debug("reading units folder", "reason", reason)
+			d.rec.Reconcile(ctx)
+			if !ready {
+				// The socket listens and the first pass has started every
+				// unit: systemd may consider ttisd started. Models load
+				// afterwards; their readiness is per unit.
+				d.notify.Ready(d.rec.Summary())
+				ready = true
+			} else {
+				d.notify.Status(d.rec.Summary())
+			}
+		case <-hup:
+			d.log.Info("SIGHUP: reloading units")
+			d.reload(ctx)
+		case req := <-d.reloads:
+			req.reply <- d.reload(req.ctx)
+		case <-wdC:
+			d.notify.Watchdog()
+		case <-status.C:
+			d.notify.Status(d.rec.Summary())
+		}
+	}
+}
+
+func (d *daemon) reload(ctx context.Context) api.ReloadResult {
+	d.notify.Reloading()
+	res := d.rec.Reconcile(ctx)
+	d.notify.Ready(d.rec.Summary())
+	return res
+}
+
+// Info implements control.Backend.
+func (d *daemon) Info() api.Info {
+	return api.Info{
+		Version: d.version, PID: d.pid, Started: d.started,
+		UnitsDir: d.cfg.UnitsDir, StateDir: d.cfg.StateDir, Socket: d.cfg.Socket, RunsDir: d.runsDir,
+		LastScan: d.rec.LastScan(),
+	}
+}
+
+// List implements control.Backend.
+func (d *daemon) List() api.UnitList { return d.rec.List() }
+
+// Unit implements control.Backend.
+func (d *daemon) Unit(name string, lines int) (api.UnitDetail, error) { return d.rec.Unit(name, lines) }
+
+// Start implements control.Backend.
+func (d *daemon) Start(ctx context.Context, name string) error { return d.rec.Start(ctx, name) }
+
+// Stop implements control.Backend.
+func (d *daemon) Stop(ctx context.Context, name string) error { return d.rec.Stop(ctx, name) }
+
+// Restart implements control.Backend.
+func (d *daemon) Restart(ctx context.Context, name string) error { return d.rec.Restart(ctx, name) }
+
+// Ring implements control.Backend.
+func (d *daemon) Ring(name string) (*logring.Ring, error) { return d.rec.Ring(name) }
+
+// Reload implements control.Backend: the pass runs on the event loop, and
+// the call returns when it is done.
+func (d *daemon) Reload(ctx context.Context) (api.ReloadResult, error) {
+	req := reloadRequest{ctx: ctx, reply: make(chan api.ReloadResult, 1)}
+	select {
+	case d.reloads <- req:
+	case <-ctx.Done():
+		return api.ReloadResult{}, ctx.Err()
+	}
+	select {
+	case res := <-req.reply:
+		return res, nil
+	case <-ctx.Done():
+		return api.ReloadResult{}, ctx.Err()
+	}
+}
+
+// Devices implements control.Backend: the host's chips and the units that
+// claim them (a claimed chip the host lacks is listed as not present).
+func (d *daemon) Devices() api.Devices {
+	out := api.Devices{Root: d.cfg.DeviceRoot, Chips: []api.Chip{}}
+	chips, err := device.Discover(d.cfg.DeviceRoot)
+	if err != nil {
+		out.Error = err.Error()
+	}
+	holders := d.rec.Holders()
+	seen := map[int]bool{}
+	for _, c := range chips {
+		seen[c.ID] = true
+		out.Chips = append(out.Chips, api.Chip{ID: c.ID, Path: c.Path, Present: true, Holder: holders[c.ID]})
+	}
+	for id, h := range holders {
+		if !seen[id] {
+			out.Chips = append(out.Chips, api.Chip{ID: id, Present: false, Holder: h})
+		}
+	}
+	slices.SortFunc(out.Chips, func(a, b api.Chip) int { return a.ID - b.ID })
+	return out
+}
