@@ -442,3 +442,45 @@ func errorMessage(raw []byte) string {
 	}
 	return s
 }
+
+// FirstModel asks GET /v1/models for the served model's id.
+func (c *Client) FirstModel(ctx context.Context) (string, error) {
+	return FirstModel(ctx, c.cfg.HTTP, c.root, c.cfg.APIKey)
+}
+
+// FirstModel asks a server root's GET /v1/models for the first model id.
+func FirstModel(ctx context.Context, hc *http.Client, baseURL, apiKey string) (string, error) {
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	root := strings.TrimRight(strings.TrimSpace(baseURL), "/")
+	root = strings.TrimSuffix(root, "/v1")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/v1/models", nil)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("list models: HTTP %d: %s", resp.StatusCode, errorMessage(raw))
+	}
+	var body struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil || len(body.Data) == 0 || body.Data[0].ID == "" {
+		return "", fmt.Errorf("list models: no model id in the answer of GET /v1/models")
+	}
+	return body.Data[0].ID, nil
+}

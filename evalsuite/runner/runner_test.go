@@ -65,11 +65,6 @@ func lastQuestion(prompt string) string {
 	return q
 }
 
-type mcQuestion struct {
-	gold   string
-	letter string // the letter being scored
-}
-
 var mcLine = regexp.MustCompile(`(?m)^([A-D])\. (\d+)$`)
 
 // parseMC finds the last "What is X op Y?" block of a prompt and the
