@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 // FuzzParse feeds arbitrary text to the unit parser: it must never panic,
@@ -38,10 +40,18 @@ func FuzzParse(f *testing.F) {
 		if len(list) == 0 {
 			t.Fatalf("error %v has no entries", err)
 		}
+		positioned := false
 		for _, e := range list {
 			if e.File != path || e.Msg == "" {
 				t.Fatalf("entry without file or message: %#v", e)
 			}
+			positioned = positioned || e.Line > 0
+		}
+		// Text that is not TOML at all fails in the decoder, whose errors
+		// always carry a position.
+		var doc map[string]any
+		if toml.Unmarshal(data, &doc) != nil && !positioned {
+			t.Fatalf("syntax error without position: %v", err)
 		}
 	})
 }
