@@ -4,6 +4,8 @@
 package ctl
 
 import (
+	"fmt"
+
 	"github.com/urfave/cli/v2"
 )
 
@@ -17,10 +19,26 @@ func App(version string) *cli.App {
 		Suggest:              true,
 		ExitErrHandler:       func(*cli.Context, error) {},
 		Flags:                globalFlags(),
+		// An unknown command is a usage error (exit 2); urfave/cli's own
+		// "No help topic" exits 3, which means "not active" here.
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return cli.Exit(fmt.Sprintf("unknown command %q (see \"ttisctl --help\")", c.Args().First()), exitUsage)
+			}
+			return cli.ShowAppHelp(c)
+		},
 		// One entry per command; each lives in its own file.
 		Commands: []*cli.Command{
+			statusCommand(),
+			startCommand(),
+			stopCommand(),
+			restartCommand(),
+			reloadCommand(),
+			logsCommand(),
+			devicesCommand(),
 			validateCommand(),
 			catalogCommand(),
+			benchCommand(),
 			evalCommand(),
 		},
 	}
