@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ttis-dev/ttis/bench/metrics"
@@ -86,6 +87,9 @@ type Client struct {
 	base    string
 	http    *http.Client
 	counter TextCounter
+	// noContinuousUsage is set once the server has rejected
+	// continuous_usage_stats; later requests leave it out.
+	noContinuousUsage atomic.Bool
 }
 
 // New checks cfg and builds a Client. counter may be nil.
@@ -159,7 +163,7 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 	m["model"] = c.cfg.Model
 	m["stream"] = true
 	so := map[string]any{"include_usage": true}
-	if c.cfg.ContinuousUsage {
+	if c.cfg.ContinuousUsage && !c.noContinuousUsage.Load() {
 		so["continuous_usage_stats"] = true
 	}
 	m["stream_options"] = so
@@ -181,6 +185,18 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 // moment just before the request is written. Failures are recorded in the
 // result (Success false, Error set), never returned.
 func (c *Client) Do(ctx context.Context, p Prompt, requestID string) metrics.Request {
+	rec := c.do(ctx, p, requestID)
+	if !rec.Success && c.cfg.ContinuousUsage && !c.noContinuousUsage.Load() &&
+		strings.HasPrefix(rec.Error, "HTTP 400") && strings.Contains(rec.Error, "continuous_usage_stats") {
+		// The server does not do per-chunk usage: fall back to counting
+		// chunks, for this and every later request.
+		c.noContinuousUsage.Store(true)
+		rec = c.do(ctx, p, requestID)
+	}
+	return rec
+}
+
+func (c *Client) do(ctx context.Context, p Prompt, requestID string) metrics.Request {
 	rec := metrics.Request{PromptTokens: p.PromptTokens}
 	body, err := c.body(p)
 	if err != nil {

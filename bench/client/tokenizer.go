@@ -97,8 +97,17 @@ func (t *Tokenizer) post(ctx context.Context, path string, in, out any) error {
 	return nil
 }
 
-// ListModels returns the ids served at base (GET /v1/models).
-func ListModels(ctx context.Context, base string, header http.Header) ([]string, error) {
+// ModelCard is one entry of GET /v1/models; Runtime and Simulated are
+// ttis extensions (absent on other servers).
+type ModelCard struct {
+	ID          string `json:"id"`
+	MaxModelLen int    `json:"max_model_len"`
+	Runtime     string `json:"runtime"`
+	Simulated   bool   `json:"simulated"`
+}
+
+// ListModels returns the models served at base (GET /v1/models).
+func ListModels(ctx context.Context, base string, header http.Header) ([]ModelCard, error) {
 	b, err := NormalizeBaseURL(base)
 	if err != nil {
 		return nil, err
@@ -120,16 +129,10 @@ func ListModels(ctx context.Context, base string, header http.Header) ([]string,
 		return nil, fmt.Errorf("GET %s/v1/models: %s", b, httpError(resp))
 	}
 	var out struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+		Data []ModelCard `json:"data"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&out); err != nil {
 		return nil, fmt.Errorf("GET %s/v1/models: decode: %w", b, err)
 	}
-	ids := make([]string, 0, len(out.Data))
-	for _, d := range out.Data {
-		ids = append(ids, d.ID)
-	}
-	return ids, nil
+	return out.Data, nil
 }

@@ -97,6 +97,9 @@ func Run(ctx context.Context, d Doer, prompts []dataset.Prompt, o Options) (*Out
 	out.StartedAt = start
 	var wg sync.WaitGroup
 	var progressMu sync.Mutex
+	// The dispatcher releases requests in order: it waits for each one's
+	// scheduled arrival, then for a free slot. Arrival times are the
+	// schedule's, so time spent waiting for a slot shows as queue time.
 	var next time.Duration
 	for i := range prompts {
 		next += gaps[i]
@@ -110,16 +113,16 @@ func Run(ctx context.Context, d Doer, prompts []dataset.Prompt, o Options) (*Out
 			case <-t.C:
 			}
 		}
-		arrival := now().Sub(start).Seconds()
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return nil, ctx.Err()
+		}
+		arrival := next.Seconds()
 		wg.Add(1)
-		go func(i int, arrival float64) {
+		go func(i int) {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				out.Requests[i] = metrics.Request{ArrivalS: arrival, StartS: arrival, Error: "cancelled before dispatch"}
-				return
-			}
 			defer func() { <-sem }()
 			startS := now().Sub(start).Seconds()
 			rec := d.Do(ctx, toClient(prompts[i]), fmt.Sprintf("%s%d", o.RequestIDPrefix, i))
@@ -130,7 +133,7 @@ func Run(ctx context.Context, d Doer, prompts []dataset.Prompt, o Options) (*Out
 				o.OnDone(rec)
 				progressMu.Unlock()
 			}
-		}(i, arrival)
+		}(i)
 	}
 	wg.Wait()
 	out.DurationS = now().Sub(start).Seconds()

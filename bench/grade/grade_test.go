@@ -1,0 +1,76 @@
+package grade
+
+import (
+	"math"
+	"testing"
+
+	"github.com/ttis-dev/ttis/units/catalog"
+)
+
+func TestGrade(t *testing.T) {
+	target := &catalog.PerfTarget{ISL: 128, OSL: 128, Concurrency: 1, TTFTms: 50, TputUser: 20, Tput: 20}
+	noTput := &catalog.PerfTarget{ISL: 128, OSL: 128, Concurrency: 1, TTFTms: 50, TputUser: 20}
+	f := Factors(nil)
+	all := catalog.RequiredTiers(catalog.StatusTopPerf)
+	complete := catalog.RequiredTiers(catalog.StatusComplete)
+	tests := []struct {
+		name        string
+		in          Input
+		status      string
+		targetCheck Verdict
+		tiers       []Verdict // functional, complete, target
+		blockers    int
+		waived      int
+	}{
+		{"meets target", Input{Target: target, Factors: f, Required: all, Measured: Measured{TTFTms: 40, TputUser: 25, Tput: 25}, Completed: 8},
+			StatusPass, Pass, []Verdict{Pass, Pass, Pass}, 0, 0},
+		{"complete tier only", Input{Target: target, Factors: f, Required: all, Measured: Measured{TTFTms: 80, TputUser: 15, Tput: 15}, Completed: 8},
+			StatusPass, Fail, []Verdict{Pass, Pass, Fail}, 0, 0},
+		{"equal to threshold fails (tolerance 0)", Input{Target: target, Factors: f, Required: all, Measured: Measured{TTFTms: 500, TputUser: 2, Tput: 2}, Completed: 8},
+			StatusFail, Fail, []Verdict{Fail, Fail, Fail}, 9, 0},
+		{"enforced failures block, others waived", Input{Target: target, Factors: f, Required: complete, Measured: Measured{TTFTms: 600, TputUser: 1, Tput: 30}, Completed: 8},
+			StatusFail, Fail, []Verdict{Fail, Fail, Fail}, 4, 2},
+		{"experimental: all waived", Input{Target: target, Factors: f, Required: nil, Measured: Measured{TTFTms: 600, TputUser: 1, Tput: 1}, Completed: 8},
+			StatusWaived, Fail, []Verdict{Fail, Fail, Fail}, 0, 9},
+		{"missing target and measurement are NA", Input{Target: noTput, Factors: f, Required: all, Measured: Measured{TTFTms: 40, TputUser: Missing, Tput: 99}, Completed: 8},
+			StatusPass, Pass, []Verdict{Pass, Pass, Pass}, 0, 0},
+		{"nothing measurable", Input{Target: noTput, Factors: f, Required: all, Measured: Measured{TTFTms: Missing, TputUser: Missing, Tput: Missing}, Completed: 8},
+			StatusNA, NA, []Verdict{NA, NA, NA}, 0, 0},
+		{"no target", Input{Factors: f, Required: all, Measured: Measured{TTFTms: 1}, Completed: 8},
+			StatusNA, NA, nil, 0, 0},
+		{"failed requests", Input{Target: target, Factors: f, Required: all, Measured: Measured{TTFTms: 40, TputUser: 25, Tput: 25}, Completed: 6, Failed: 2},
+			StatusError, Pass, []Verdict{Pass, Pass, Pass}, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Grade(tc.in)
+			if p.Status != tc.status || p.TargetCheck != tc.targetCheck || len(p.Blockers) != tc.blockers || len(p.Waived) != tc.waived {
+				t.Errorf("got status %s target %s blockers %q waived %q", p.Status, p.TargetCheck, p.Blockers, p.Waived)
+			}
+			if len(p.Tiers) != len(tc.tiers) {
+				t.Fatalf("tiers %+v", p.Tiers)
+			}
+			for i, v := range tc.tiers {
+				if p.Tiers[i].Verdict != v {
+					t.Errorf("tier %s verdict %s, want %s", p.Tiers[i].Name, p.Tiers[i].Verdict, v)
+				}
+			}
+		})
+	}
+}
+
+func TestGradeThresholdsAndRatios(t *testing.T) {
+	target := &catalog.PerfTarget{TTFTms: 50, TputUser: 20, Tput: 40}
+	p := Grade(Input{Target: target, Factors: Factors(nil), Measured: Measured{TTFTms: 100, TputUser: 10, Tput: 10}, Completed: 1})
+	fn := p.Tiers[0] // functional: ttft <= 500, tput_user >= 2, tput >= 4
+	if fn.Name != catalog.TierFunctional || fn.Checks[0].Threshold != 500 || math.Abs(fn.Checks[1].Threshold-2) > 1e-9 || math.Abs(fn.Checks[2].Threshold-4) > 1e-9 {
+		t.Errorf("functional thresholds %+v", fn.Checks)
+	}
+	if math.Abs(fn.Checks[0].Ratio-0.2) > 1e-9 || math.Abs(fn.Checks[1].Ratio-5) > 1e-9 {
+		t.Errorf("functional ratios %+v", fn.Checks)
+	}
+	custom := Factors(map[string]float64{"functional": 0.2, "target": 1})
+	if len(custom) != 2 || custom[0].Factor != 0.2 || custom[1].Name != "target" {
+		t.Errorf("custom factors %+v", custom)
+	}
+}

@@ -1,0 +1,338 @@
+// Package report renders a benchmark sweep: a markdown summary with the
+// columns of tt-inference-server's release report, a CSV of the same rows
+// and a JSON data file for tooling.
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/ttis-dev/ttis/bench/grade"
+)
+
+// Metadata describes the sweep.
+type Metadata struct {
+	ReportID    string `json:"report_id"`
+	Model       string `json:"model_name"`
+	Device      string `json:"device"`
+	Unit        string `json:"unit,omitempty"`
+	BaseURL     string `json:"base_url"`
+	Endpoint    string `json:"endpoint"`
+	ModelStatus string `json:"model_status,omitempty"`
+	Limit       string `json:"limit"`
+	GeneratedAt string `json:"generated_at"`
+	Tokenizer   string `json:"tokenizer"`
+	Simulated   bool   `json:"simulated"`
+	// TargetsSource says where targets came from ("catalog", a file, or
+	// "none").
+	TargetsSource string `json:"targets_source"`
+}
+
+// Point is one measured sweep point. Metric fields are NaN when not
+// measured (the point failed to run, or a percentile was not computed).
+type Point struct {
+	ISL           int     `json:"isl"`
+	OSL           int     `json:"osl"`
+	Concurrency   int     `json:"concurrency"`
+	NumPrompts    int     `json:"num_prompts"`
+	Source        string  `json:"source"`
+	Completed     int     `json:"num_requests"`
+	Failed        int     `json:"errors"`
+	MeanInputLen  float64 `json:"input_sequence_length"`
+	MeanOutputLen float64 `json:"output_sequence_length"`
+	TTFTms        float64 `json:"mean_ttft_ms"`
+	P50TTFTms     float64 `json:"p50_ttft_ms"`
+	P99TTFTms     float64 `json:"p99_ttft_ms"`
+	TPOTms        float64 `json:"mean_tpot_ms"`
+	ITLms         float64 `json:"mean_itl_ms"`
+	E2ELms        float64 `json:"mean_e2el_ms"`
+	TputUser      float64 `json:"tput_user"`
+	TputInput     float64 `json:"tps_input_throughput"`
+	TputOutput    float64 `json:"tps_output_throughput"`
+	TputTotal     float64 `json:"tps_total_throughput"`
+	ReqTput       float64 `json:"request_throughput"`
+	// ResultFile is the raw result's file name.
+	ResultFile string `json:"result_file,omitempty"`
+	// Error says why the point could not run at all.
+	Error string      `json:"error,omitempty"`
+	Grade grade.Point `json:"grade"`
+}
+
+// Acceptance summarises the sweep's grading.
+type Acceptance struct {
+	Passed   bool     `json:"acceptance_criteria"`
+	Total    int      `json:"total"`
+	Pass     int      `json:"passed"`
+	Failed   int      `json:"failed"`
+	Errors   int      `json:"errors"`
+	Waived   int      `json:"waived"`
+	NA       int      `json:"na"`
+	Blockers []string `json:"blockers"`
+}
+
+// Accept derives the acceptance of a set of points: it passes when no point
+// failed or errored and at least one graded point passed.
+func Accept(pts []Point) Acceptance {
+	a := Acceptance{Total: len(pts), Blockers: []string{}}
+	for _, p := range pts {
+		switch p.Grade.Status {
+		case grade.StatusPass:
+			a.Pass++
+		case grade.StatusFail:
+			a.Failed++
+		case grade.StatusError:
+			a.Errors++
+		case grade.StatusWaived:
+			a.Waived++
+		default:
+			a.NA++
+		}
+		for _, b := range p.Grade.Blockers {
+			a.Blockers = append(a.Blockers, fmt.Sprintf("isl-%d_osl-%d_c-%d: %s", p.ISL, p.OSL, p.Concurrency, b))
+		}
+		if p.Error != "" {
+			a.Blockers = append(a.Blockers, fmt.Sprintf("isl-%d_osl-%d_c-%d: %s", p.ISL, p.OSL, p.Concurrency, p.Error))
+		}
+	}
+	a.Passed = a.Failed == 0 && a.Errors == 0 && a.Pass > 0
+	return a
+}
+
+// Data is the JSON data file.
+type Data struct {
+	Metadata   Metadata   `json:"metadata"`
+	Acceptance Acceptance `json:"acceptance"`
+	Points     []Point    `json:"points"`
+}
+
+// JSON renders the data file; NaN metrics become null.
+func JSON(md Metadata, pts []Point) ([]byte, error) {
+	clean := make([]jsonPoint, len(pts))
+	for i := range pts {
+		clean[i] = jsonPoint(pts[i])
+	}
+	b, err := json.MarshalIndent(struct {
+		Metadata   Metadata    `json:"metadata"`
+		Acceptance Acceptance  `json:"acceptance"`
+		Points     []jsonPoint `json:"points"`
+	}{md, Accept(pts), clean}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("render report JSON: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// jsonPoint marshals NaN fields as null.
+type jsonPoint Point
+
+// MarshalJSON implements json.Marshaler.
+func (p jsonPoint) MarshalJSON() ([]byte, error) {
+	type plain Point
+	q := plain(p)
+	fields := map[string]*float64{
+		"input_sequence_length": &q.MeanInputLen, "output_sequence_length": &q.MeanOutputLen,
+		"mean_ttft_ms": &q.TTFTms, "p50_ttft_ms": &q.P50TTFTms, "p99_ttft_ms": &q.P99TTFTms,
+		"mean_tpot_ms": &q.TPOTms, "mean_itl_ms": &q.ITLms, "mean_e2el_ms": &q.E2ELms, "tput_user": &q.TputUser,
+		"tps_input_throughput": &q.TputInput, "tps_output_throughput": &q.TputOutput,
+		"tps_total_throughput": &q.TputTotal, "request_throughput": &q.ReqTput,
+	}
+	var nulls []string
+	for k, v := range fields {
+		if math.IsNaN(*v) || math.IsInf(*v, 0) {
+			*v = 0
+			nulls = append(nulls, k)
+		}
+	}
+	b, err := json.Marshal(q)
+	if err != nil || len(nulls) == 0 {
+		return b, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range nulls {
+		m[k] = json.RawMessage("null")
+	}
+	return json.Marshal(m)
+}
+
+// column is one table column: a header and how to render a point.
+type column struct {
+	header, csvName string
+	cell            func(p *Point) string
+}
+
+func fixed(v float64, dec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "NA"
+	}
+	return strconv.FormatFloat(v, 'f', dec, 64)
+}
+
+var columns = []column{
+	{"ISL", "isl", func(p *Point) string { return strconv.Itoa(p.ISL) }},
+	{"OSL", "osl", func(p *Point) string { return strconv.Itoa(p.OSL) }},
+	{"Concurrency", "concurrency", func(p *Point) string { return strconv.Itoa(p.Concurrency) }},
+	{"Num Requests", "num_requests", func(p *Point) string { return strconv.Itoa(p.Completed) }},
+	{"Mean ISL", "input_sequence_length", func(p *Point) string { return fixed(math.Round(p.MeanInputLen), 0) }},
+	{"Mean OSL", "output_sequence_length", func(p *Point) string { return fixed(p.MeanOutputLen, 1) }},
+	{"TTFT (ms)", "mean_ttft_ms", func(p *Point) string { return fixed(p.TTFTms, 1) }},
+	{"P50 TTFT (ms)", "p50_ttft_ms", func(p *Point) string { return fixed(p.P50TTFTms, 1) }},
+	{"P99 TTFT (ms)", "p99_ttft_ms", func(p *Point) string { return fixed(p.P99TTFTms, 1) }},
+	{"TPOT (ms)", "mean_tpot_ms", func(p *Point) string { return fixed(p.TPOTms, 1) }},
+	{"ITL (ms)", "mean_itl_ms", func(p *Point) string { return fixed(p.ITLms, 1) }},
+	{"E2EL (ms)", "mean_e2el_ms", func(p *Point) string { return fixed(p.E2ELms, 1) }},
+	{"Tput User (TPS)", "tput_user", func(p *Point) string { return fixed(p.TputUser, 2) }},
+	{"Tput Input (TPS)", "tps_input_throughput", func(p *Point) string { return fixed(p.TputInput, 1) }},
+	{"Tput Output (TPS)", "tps_output_throughput", func(p *Point) string { return fixed(p.TputOutput, 1) }},
+	{"Tput Total (TPS)", "tps_total_throughput", func(p *Point) string { return fixed(p.TputTotal, 1) }},
+	{"Req Tput (RPS)", "request_throughput", func(p *Point) string { return fixed(p.ReqTput, 3) }},
+	{"Errors", "errors", func(p *Point) string { return strconv.Itoa(p.Failed) }},
+	{"Target Check", "target_check", func(p *Point) string { return string(p.Grade.TargetCheck) }},
+	{"Status", "status", func(p *Point) string { return p.Grade.Status }},
+}
+
+// CSV renders one row per point with machine-friendly headers.
+func CSV(pts []Point) ([]byte, error) {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	hdr := make([]string, 0, len(columns)+1)
+	for _, c := range columns {
+		hdr = append(hdr, c.csvName)
+	}
+	hdr = append(hdr, "result_file")
+	if err := w.Write(hdr); err != nil {
+		return nil, err
+	}
+	for i := range pts {
+		row := make([]string, 0, len(hdr))
+		for _, c := range columns {
+			row = append(row, c.cell(&pts[i]))
+		}
+		row = append(row, pts[i].ResultFile)
+		if err := w.Write(row); err != nil {
+			return nil, err
+		}
+	}
+	w.Flush()
+	return buf.Bytes(), w.Error()
+}
+
+func badge(passed bool) string {
+	if passed {
+		return "✅ `PASS`"
+	}
+	return "❌ `FAIL`"
+}
+
+func checkCell(v grade.Verdict) string {
+	switch v {
+	case grade.Pass:
+		return "PASS ✅"
+	case grade.Fail:
+		return "FAIL ⛔"
+	default:
+		return "N/A"
+	}
+}
+
+// Markdown renders the summary.
+func Markdown(md Metadata, pts []Point) []byte {
+	var b strings.Builder
+	title := md.Model + " on " + md.Device
+	fmt.Fprintf(&b, "## Benchmark Summary: %s\n\n", title)
+	if md.Simulated {
+		b.WriteString("> **Simulated**: these figures come from the `sim` runtime, not from hardware.\n\n")
+	}
+	acc := Accept(pts)
+	b.WriteString("### Acceptance Criteria\n\n")
+	fmt.Fprintf(&b, "- Overall: %s\n", badge(acc.Passed))
+	if md.ModelStatus != "" {
+		fmt.Fprintf(&b, "- Model status: %s\n", md.ModelStatus)
+	}
+	fmt.Fprintf(&b, "- Benchmarks: %d points: %d passed, %d failed, %d errors, %d waived, %d NA\n", acc.Total, acc.Pass, acc.Failed, acc.Errors, acc.Waived, acc.NA)
+	if len(acc.Blockers) > 0 {
+		b.WriteString("\n#### Blockers\n\n")
+		for _, bl := range acc.Blockers {
+			fmt.Fprintf(&b, "- `%s`\n", bl)
+		}
+	} else if acc.Passed {
+		b.WriteString("\nAll acceptance criteria passed.\n")
+	}
+	b.WriteString("\n### Metadata\n\n")
+	fmt.Fprintf(&b, "| Key | Value |\n|---|---|\n")
+	for _, kv := range [][2]string{
+		{"Report ID", md.ReportID}, {"Unit", md.Unit}, {"Server", md.BaseURL + md.Endpoint},
+		{"Limit", md.Limit}, {"Generated", md.GeneratedAt}, {"Tokenizer", md.Tokenizer},
+		{"Targets", md.TargetsSource}, {"Simulated", strconv.FormatBool(md.Simulated)},
+	} {
+		if kv[1] != "" {
+			fmt.Fprintf(&b, "| %s | %s |\n", kv[0], escapeCell(kv[1]))
+		}
+	}
+	fmt.Fprintf(&b, "\n---\n\n### Benchmark Sweep for %s\n\n", title)
+	b.WriteString("|")
+	for _, c := range columns {
+		b.WriteString(" " + c.header + " |")
+	}
+	b.WriteString("\n|")
+	for range columns {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for i := range pts {
+		b.WriteString("|")
+		for _, c := range columns {
+			b.WriteString(" " + c.cell(&pts[i]) + " |")
+		}
+		b.WriteString("\n")
+	}
+	for i := range pts {
+		p := &pts[i]
+		if p.Error != "" {
+			fmt.Fprintf(&b, "\nPoint ISL %d / OSL %d, concurrency %d did not run: %s\n", p.ISL, p.OSL, p.Concurrency, escapeCell(p.Error))
+		}
+	}
+	for i := range pts {
+		p := &pts[i]
+		if len(p.Grade.Tiers) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n---\n\n### Targets — ISL %d / OSL %d, concurrency %d\n\n", p.ISL, p.OSL, p.Concurrency)
+		b.WriteString("| Tier | TTFT Target | TTFT Ratio | TTFT Check | Tput User Target | Tput User Ratio | Tput User Check | Tput Output Target | Tput Output Ratio | Tput Output Check |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, t := range p.Grade.Tiers {
+			name := t.Name
+			if t.Enforced {
+				name += " (enforced)"
+			}
+			fmt.Fprintf(&b, "| %s |", name)
+			for _, c := range t.Checks {
+				target, ratio := "NA", "NA"
+				if c.Threshold > 0 {
+					target = fixed(c.Threshold, 2)
+				}
+				if c.Verdict != grade.NA {
+					ratio = fixed(c.Ratio, 3)
+				}
+				fmt.Fprintf(&b, " %s | %s | %s |", target, ratio, checkCell(c.Verdict))
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n**Notes**\n\n")
+	b.WriteString("- Columns without a percentile label are means. TPOT excludes the first token; ITL is per output token (a chunk's gap shared among the tokens it carried); Tput User = 1000 / mean TPOT.\n")
+	b.WriteString("- Target Check is the strictest tier's verdict; a point passes when any single tier meets all its checks. Failures in tiers the model status does not enforce are waived; a missing target or measurement is N/A, never a pass.\n")
+	b.WriteString("- Points with Status `na` have no target and are ungraded; `error` means some requests failed, so the measurement is incomplete.\n")
+	return []byte(b.String())
+}
+
+func escapeCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}

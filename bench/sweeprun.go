@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/ttis-dev/ttis/bench/grade"
+	"github.com/ttis-dev/ttis/bench/metrics"
+	"github.com/ttis-dev/ttis/bench/report"
+	"github.com/ttis-dev/ttis/bench/result"
+	"github.com/ttis-dev/ttis/bench/sweep"
+)
+
+// SweepConfig is a planned sweep against one server.
+type SweepConfig struct {
+	// Base is the template of every point: client, dataset kind, traffic
+	// options. Each point sets ISL, OSL, prompts and concurrency.
+	Base   PointConfig
+	Points []sweep.Point
+	// Factors and Required drive grading (grade.Factors,
+	// catalog.RequiredTiers).
+	Factors  []grade.TierFactor
+	Required []string
+	Metadata report.Metadata
+	// OutDir receives the per-point result files and the summaries; it is
+	// created if missing.
+	OutDir string
+	// OnPoint is called before each point runs (progress display).
+	OnPoint func(i int, p sweep.Point)
+}
+
+// Summary file names inside a sweep's folder.
+const (
+	SummaryMarkdown = "bench_summary.md"
+	SummaryCSV      = "bench_summary.csv"
+	SummaryJSON     = "bench_report.json"
+)
+
+// SweepResult is a finished sweep.
+type SweepResult struct {
+	Points     []report.Point
+	Acceptance report.Acceptance
+	// Files are the paths written.
+	Files []string
+	// Incomplete is true when a point did not run or a request failed.
+	Incomplete bool
+}
+
+// RunSweep runs every point in order, grades it and writes the files. A
+// point that fails (server down, bad answers) is recorded and the sweep goes
+// on; only a cancelled context or an unwritable folder stops it.
+func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
+	if len(sc.Points) == 0 {
+		return nil, fmt.Errorf("sweep: no points planned")
+	}
+	if err := os.MkdirAll(sc.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	res := &SweepResult{}
+	for i, pt := range sc.Points {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if sc.OnPoint != nil {
+			sc.OnPoint(i, pt)
+		}
+		pc := sc.Base
+		pc.Dataset.InputLen, pc.Dataset.OutputLen = pt.ISL, pt.OSL
+		pc.NumPrompts = pt.NumPrompts
+		pc.Load.MaxConcurrency = pt.Concurrency
+		pc.Load.RequestIDPrefix = fmt.Sprintf("%sisl%d-osl%d-c%d-", sc.Base.Load.RequestIDPrefix, pt.ISL, pt.OSL, pt.Concurrency)
+		rp := report.Point{ISL: pt.ISL, OSL: pt.OSL, Concurrency: pt.Concurrency, NumPrompts: pt.NumPrompts, Source: pt.Source}
+		pr, err := RunPoint(ctx, pc)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			res.Incomplete = true
+			fillMissing(&rp)
+			rp.Error = err.Error()
+			rp.Failed = pt.NumPrompts
+			rp.Grade = grade.Grade(grade.Input{Target: pt.Target, Factors: sc.Factors, Required: sc.Required,
+				Measured: grade.Measured{TTFTms: grade.Missing, TputUser: grade.Missing, Tput: grade.Missing}, Failed: pt.NumPrompts})
+			res.Points = append(res.Points, rp)
+			continue
+		}
+		if pr.Summary.Failed > 0 {
+			res.Incomplete = true
+		}
+		if sc.Metadata.Tokenizer == "" {
+			sc.Metadata.Tokenizer = pr.Run.Tokenizer
+		}
+		path := filepath.Join(sc.OutDir, pr.FileName)
+		if err := result.WriteFileAtomic(path, pr.JSON); err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, path)
+		fillPoint(&rp, &pr.Summary)
+		rp.ResultFile = pr.FileName
+		rp.Grade = grade.Grade(grade.Input{Target: pt.Target, Factors: sc.Factors, Required: sc.Required,
+			Measured: measured(&rp), Completed: pr.Summary.Completed, Failed: pr.Summary.Failed})
+		res.Points = append(res.Points, rp)
+	}
+	res.Acceptance = report.Accept(res.Points)
+	md := sc.Metadata
+	if md.GeneratedAt == "" {
+		md.GeneratedAt = time.Now().UTC().Format(time.RFC3339)
+	}
+	js, err := report.JSON(md, res.Points)
+	if err != nil {
+		return nil, err
+	}
+	csv, err := report.CSV(res.Points)
+	if err != nil {
+		return nil, fmt.Errorf("render CSV: %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{SummaryMarkdown, report.Markdown(md, res.Points)}, {SummaryCSV, csv}, {SummaryJSON, js}} {
+		path := filepath.Join(sc.OutDir, f.name)
+		if err := result.WriteFileAtomic(path, f.data); err != nil {
+			return nil, err
+		}
+		res.Files = append(res.Files, path)
+	}
+	return res, nil
+}
+
+// measured picks the graded figures; tput_user is 1000 / mean TPOT, NA when
+// no request produced two tokens.
+func measured(p *report.Point) grade.Measured {
+	m := grade.Measured{TTFTms: p.TTFTms, TputUser: p.TputUser, Tput: p.TputOutput, TputUserSource: "1000/mean_tpot_ms"}
+	if p.Completed == 0 {
+		m.TTFTms, m.Tput = grade.Missing, grade.Missing
+	}
+	return m
+}
+
+func fillMissing(p *report.Point) {
+	nan := math.NaN()
+	p.MeanInputLen, p.MeanOutputLen, p.TTFTms, p.P50TTFTms, p.P99TTFTms = nan, nan, nan, nan, nan
+	p.TPOTms, p.ITLms, p.E2ELms, p.TputUser, p.TputInput = nan, nan, nan, nan, nan
+	p.TputOutput, p.TputTotal, p.ReqTput = nan, nan, nan
+}
+
+// fillPoint copies a run's summary into a report row.
+func fillPoint(p *report.Point, s *metrics.Summary) {
+	p.Completed, p.Failed = s.Completed, s.Failed
+	if s.Completed == 0 {
+		fillMissing(p)
+		return
+	}
+	p.MeanInputLen = float64(s.TotalInputTokens) / float64(s.Completed)
+	p.MeanOutputLen = float64(s.TotalOutputTokens) / float64(s.Completed)
+	p.TTFTms = s.TTFT.Mean
+	p.P50TTFTms = s.TTFT.Median
+	p.P99TTFTms = percentileOf(s.TTFT, 99)
+	p.TPOTms, p.ITLms, p.E2ELms = s.TPOT.Mean, s.ITL.Mean, s.E2EL.Mean
+	if s.TPOT.Count == 0 {
+		p.TPOTms, p.ITLms, p.TputUser = math.NaN(), math.NaN(), math.NaN()
+	} else {
+		p.TputUser = 1000 / s.TPOT.Mean
+	}
+	p.TputInput = s.TotalTokThroughput - s.OutputThroughput
+	p.TputOutput, p.TputTotal, p.ReqTput = s.OutputThroughput, s.TotalTokThroughput, s.RequestThroughput
+}
+
+func percentileOf(st metrics.Stats, p float64) float64 {
+	for _, q := range st.Percentiles {
+		if q.P == p {
+			return q.Value
+		}
+	}
+	return math.NaN()
+}
