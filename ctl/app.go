@@ -40,6 +40,7 @@ func App(version string) *cli.App {
 			catalogCommand(),
 			benchCommand(),
 			evalCommand(),
+			modelCommand(),
 		},
 	}
 }

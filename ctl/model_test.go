@@ -1,0 +1,50 @@
+package ctl
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+)
+
+func TestModelCreate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tiny-q8.gguf")
+	out, code := runCtl(t, "model", "create", "--preset", "tiny", "--type", "q8_0", "--seed", "5", path)
+	if code != 0 || !strings.Contains(out, "wrote "+path) || !strings.Contains(out, "q8_0 weights") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n, _ := f.Uint("llama.block_count"); n != 2 {
+		t.Errorf("block_count %d", n)
+	}
+	if ti, ok := f.Tensor("blk.0.attn_q.weight"); !ok || ti.Type != gguf.TypeQ8_0 {
+		t.Errorf("attn_q: %+v", ti)
+	}
+	if out, code := runCtl(t, "model", "create", path); code != 1 || !strings.Contains(out, "exists") {
+		t.Errorf("existing file: exit %d: %s", code, out)
+	}
+	if out, code := runCtl(t, "model", "create", "--force", path); code != 0 {
+		t.Errorf("--force: exit %d: %s", code, out)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"model", "create"}, "want PATH"},
+		{[]string{"model", "create", "--preset", "huge", filepath.Join(dir, "x")}, `unknown preset "huge"`},
+		{[]string{"model", "create", "--type", "q5_1", filepath.Join(dir, "x")}, `unsupported weight type "q5_1"`},
+		{[]string{"model", "create", filepath.Join(dir, "x"), "--seed", "3"}, "flag \"--seed\" after an argument"},
+	}
+	for _, c := range cases {
+		out, code := runCtl(t, c.args...)
+		if code != 2 || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, output %q, want %q", c.args, code, out, c.want)
+		}
+	}
+}
