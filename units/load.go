@@ -117,7 +117,7 @@ func decode(c *errorsOf, data []byte, u *Unit) bool {
 		for i := range strict.Errors {
 			e := &strict.Errors[i]
 			line, col := e.Position()
-			c.list = append(c.list, &Error{File: c.file, Line: line, Col: col, Field: strings.Join(e.Key(), "."), Msg: "unknown key"})
+			c.list = append(c.list, &Error{File: c.file, Line: line, Col: col, Field: strings.Join(e.Key(), "."), Msg: unknownKeyMessage(e.Key())})
 		}
 		return true
 	}
@@ -229,4 +229,84 @@ func durationPaths() []string {
 	}
 	walk(reflect.TypeFor[Unit](), "")
 	return out
+}
+
+// unknownKeyMessage names the key's closest known sibling, if any.
+func unknownKeyMessage(key []string) string {
+	if len(key) == 0 {
+		return "unknown key"
+	}
+	known := knownKeys(key[:len(key)-1])
+	last := key[len(key)-1]
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(last, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf("unknown key (did you mean %s?)", best)
+	}
+	if len(known) > 0 {
+		return "unknown key (known: " + strings.Join(known, ", ") + ")"
+	}
+	return "unknown key"
+}
+
+// knownKeys lists the keys allowed in the table at path, found from Unit's
+// toml tags.
+func knownKeys(path []string) []string {
+	t := reflect.TypeFor[Unit]()
+	for _, part := range path {
+		f, ok := fieldByTag(t, part)
+		if !ok {
+			return nil
+		}
+		t = f.Type
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return nil
+		}
+	}
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+		if name != "" && name != "-" && t.Field(i).IsExported() {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
+
+func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+		if tag == name {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

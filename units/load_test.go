@@ -62,7 +62,7 @@ func TestBadFiles(t *testing.T) {
 		"missing-secret.toml": {"missing-secret.toml:8:1: auth.secret_file: secret file …/no-such-secret: no such file"},
 		"never-cron.toml":     {"never-cron.toml:8:1: schedule[0].calendar: calendar \"0 0 30 2 *\" never fires"},
 		"unknown-device.toml": {"unknown-device.toml:2:1: device: unknown device \"n3000\" (did you mean n300"},
-		"unknown-key.toml":    {"unknown-key.toml:7:1: limits.max_conc: unknown key"},
+		"unknown-key.toml":    {"unknown-key.toml:7:1: limits.max_conc: unknown key (known: max_concurrency, max_context, max_queue, request_timeout, max_body_bytes)"},
 		"unknown-model.toml":  {"unknown-model.toml:1:1: model: unknown model \"Llama-3.1-8B-Instruc\" (did you mean Llama-3.1-8B-Instruct"},
 		"vllm-no-chips.toml":  {"vllm-no-chips.toml: chips: required for runtime vllm on device n150"},
 		"wrong-type.toml":     {"wrong-type.toml:5:9: chips: wrong type: got string, want array of integers"},
@@ -334,6 +334,26 @@ func TestDurationPaths(t *testing.T) {
 	for _, want := range []string{"limits.request_timeout", "restart.delay", "restart.interval", "restart.max_delay", "restart.ready_timeout", "restart.stop_timeout"} {
 		if i := sort.SearchStrings(got, want); i == len(got) || got[i] != want {
 			t.Errorf("durationPaths lacks %s: %v", want, got)
+		}
+	}
+}
+
+func TestUnknownKeySuggestions(t *testing.T) {
+	doc := "modle = \"Qwen3-8B\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8000\"\n[restart]\npolicyy = \"no\"\n[[schedule]]\nworkflow = \"evals\"\ncalender = \"@daily\"\n[sim]\nvelocity = 2\n"
+	_, err := Parse("u", "u.toml", []byte(doc))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		"u.toml:1:1: modle: unknown key (did you mean model?)",
+		"u.toml:6:1: restart.policyy: unknown key (did you mean policy?)",
+		"u.toml:9:1: schedule.calender: unknown key (did you mean calendar?)",
+		"u.toml:11:1: sim.velocity: unknown key (known: time_scale, seed)",
+		// Validation still runs on what was decoded.
+		"u.toml: model: required",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("lacks %q:\n%v", want, err)
 		}
 	}
 }
