@@ -357,3 +357,54 @@ func TestUnknownKeySuggestions(t *testing.T) {
 		}
 	}
 }
+
+// TestDesignExample loads the unit file of DESIGN.md (with its secret file
+// made here, and both chips of the n300 listed).
+func TestDesignExample(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "jwt")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	doc := `# /etc/ttis/units/llama-8b.toml   (unit name = file name)
+description = "Llama 3.1 8B Instruct for the chat team"
+model   = "Llama-3.1-8B-Instruct"     # a catalog model name, or a path to a local model file
+device  = "n300"                      # n150 n300 t3k galaxy p100 p150 p150x4 p300 … cpu
+chips   = [0, 1]                      # /dev/tenstorrent/N claimed exclusively by this unit
+runtime = "vllm"                      # vllm | cpu | sim (default from catalog and device)
+listen  = "127.0.0.1:8000"
+
+[auth]                                # none | api-key | jwt (HS256); secrets from files, never inline
+mode = "jwt"
+secret_file = "` + secret + `"
+
+[limits]                              # defaults come from the catalog entry for (model, device)
+max_concurrency = 32
+max_context = 131072
+max_queue = 64
+request_timeout = "10m"
+
+[restart]                             # systemd semantics
+policy = "on-failure"                 # no | on-failure | always
+delay = "5s"
+burst = 5
+interval = "10m"
+
+[[schedule]]
+workflow = "release"                  # benchmarks | evals | release
+calendar = "0 2 * * *"                # cron (5 fields); reject specs that can never fire
+limit = "ci-nightly"                  # smoke | ci-commit | ci-nightly | full
+`
+	u, err := Parse("llama-8b", filepath.Join(dir, "llama-8b.toml"), []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Auth.SecretFile != secret || u.Restart.Delay.Duration != 5*time.Second || u.Schedule[0].Workflow != "release" {
+		t.Errorf("%+v", u)
+	}
+	// The illustrative chips = [0] names one of the n300's two chips.
+	_, err = Parse("llama-8b", filepath.Join(dir, "llama-8b.toml"), []byte(strings.Replace(doc, "[0, 1]", "[0]   ", 1)))
+	if err == nil || !strings.Contains(err.Error(), "llama-8b.toml:5:1: chips: device n300 has 2 chips, but 1 is listed") {
+		t.Errorf("one chip on n300: %v", err)
+	}
+}

@@ -191,11 +191,19 @@ func validateChips(c *errorsOf, u *Unit, dev catalog.DeviceType, devOK bool) {
 		return
 	}
 	if len(u.Chips) > 0 && len(u.Chips) != dev.Chips {
-		c.add("chips", "device %s has %d chips, but %d are listed", dev.Name, dev.Chips, len(u.Chips))
+		c.add("chips", "device %s has %d chips, but %s listed", dev.Name, dev.Chips, plural(len(u.Chips), "is", "are"))
 	}
 	if len(u.Chips) == 0 && u.Runtime == RuntimeVllm {
 		c.add("chips", "required for runtime vllm on device %s: the %d chip ids the unit claims (e.g. chips = %s)", dev.Name, dev.Chips, exampleChips(dev.Chips))
 	}
+}
+
+// plural writes "1 is" or "2 are".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 func exampleChips(n int) string {
