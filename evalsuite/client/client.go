@@ -137,9 +137,9 @@ func (c *Client) Model() string { return c.cfg.Model }
 func (c *Client) BaseURL() string { return c.root }
 
 // TenacityBackoff is lm-eval's wait_exponential(multiplier=0.5, min=1,
-// max=10): 0.5·2ⁿ seconds clamped to [1 s, 10 s].
+// max=10) after attempt n: 0.5·2ⁿ⁻¹ seconds clamped to [1 s, 10 s].
 func TenacityBackoff(n int) time.Duration {
-	s := 0.5 * math.Pow(2, float64(n))
+	s := 0.5 * math.Pow(2, float64(n-1))
 	s = min(max(s, 1), 10)
 	return time.Duration(s * float64(time.Second))
 }
@@ -183,21 +183,32 @@ func (c *Client) complete(ctx context.Context, inst evalsuite.Instance) (evalsui
 	if err != nil {
 		return evalsuite.Response{}, raw, err
 	}
+	resp, perr := ParseCompletion(raw)
+	if perr != nil {
+		return evalsuite.Response{}, raw, perr
+	}
+	return resp, raw, nil
+}
+
+// ParseCompletion reads choices[0].text of a completions response. An
+// empty text is an error of kind KindEmpty, so that it is reported rather
+// than scored silently.
+func ParseCompletion(raw []byte) (evalsuite.Response, *Error) {
 	var body struct {
 		Choices []struct {
 			Text *string `json:"text"`
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(raw, &body); err != nil {
-		return evalsuite.Response{}, raw, &Error{Kind: KindBadResponse, Msg: "decode completions response: " + err.Error()}
+		return evalsuite.Response{}, &Error{Kind: KindBadResponse, Msg: "decode completions response: " + err.Error()}
 	}
 	if len(body.Choices) == 0 || body.Choices[0].Text == nil {
-		return evalsuite.Response{}, raw, &Error{Kind: KindBadResponse, Msg: "completions response has no choices[0].text"}
+		return evalsuite.Response{}, &Error{Kind: KindBadResponse, Msg: "completions response has no choices[0].text"}
 	}
 	if *body.Choices[0].Text == "" {
-		return evalsuite.Response{}, raw, &Error{Kind: KindEmpty, Msg: "the server generated no text"}
+		return evalsuite.Response{}, &Error{Kind: KindEmpty, Msg: "the server generated no text"}
 	}
-	return evalsuite.Response{Text: *body.Choices[0].Text}, raw, nil
+	return evalsuite.Response{Text: *body.Choices[0].Text}, nil
 }
 
 func (c *Client) chat(ctx context.Context, inst evalsuite.Instance) (evalsuite.Response, json.RawMessage, error) {
@@ -214,6 +225,15 @@ func (c *Client) chat(ctx context.Context, inst evalsuite.Instance) (evalsuite.R
 	if err != nil {
 		return evalsuite.Response{}, raw, err
 	}
+	resp, perr := ParseChat(raw)
+	if perr != nil {
+		return evalsuite.Response{}, raw, perr
+	}
+	return resp, raw, nil
+}
+
+// ParseChat reads choices[0].message.content of a chat response.
+func ParseChat(raw []byte) (evalsuite.Response, *Error) {
 	var body struct {
 		Choices []struct {
 			Message *struct {
@@ -222,15 +242,15 @@ func (c *Client) chat(ctx context.Context, inst evalsuite.Instance) (evalsuite.R
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(raw, &body); err != nil {
-		return evalsuite.Response{}, raw, &Error{Kind: KindBadResponse, Msg: "decode chat response: " + err.Error()}
+		return evalsuite.Response{}, &Error{Kind: KindBadResponse, Msg: "decode chat response: " + err.Error()}
 	}
 	if len(body.Choices) == 0 || body.Choices[0].Message == nil || body.Choices[0].Message.Content == nil {
-		return evalsuite.Response{}, raw, &Error{Kind: KindBadResponse, Msg: "chat response has no choices[0].message.content"}
+		return evalsuite.Response{}, &Error{Kind: KindBadResponse, Msg: "chat response has no choices[0].message.content"}
 	}
 	if *body.Choices[0].Message.Content == "" {
-		return evalsuite.Response{}, raw, &Error{Kind: KindEmpty, Msg: "the server generated no text"}
+		return evalsuite.Response{}, &Error{Kind: KindEmpty, Msg: "the server generated no text"}
 	}
-	return evalsuite.Response{Text: *body.Choices[0].Message.Content}, raw, nil
+	return evalsuite.Response{Text: *body.Choices[0].Message.Content}, nil
 }
 
 // Logprobs is the legacy OpenAI completions logprobs object.
@@ -251,22 +271,32 @@ func (c *Client) loglikelihood(ctx context.Context, inst evalsuite.Instance) (ev
 	if err != nil {
 		return evalsuite.Response{}, raw, err
 	}
+	resp, perr := ParseLoglikelihood(raw, utf8.RuneCountInString(inst.Context), utf8.RuneCountInString(prompt))
+	if perr != nil {
+		return evalsuite.Response{}, raw, perr
+	}
+	return resp, raw, nil
+}
+
+// ParseLoglikelihood reads an echo+logprobs completions response and sums
+// the continuation's log-probabilities (see ContinuationLogprob).
+func ParseLoglikelihood(raw []byte, ctxChars, promptChars int) (evalsuite.Response, *Error) {
 	var body struct {
 		Choices []struct {
 			Logprobs *Logprobs `json:"logprobs"`
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(raw, &body); err != nil {
-		return evalsuite.Response{}, raw, &Error{Kind: KindBadResponse, Msg: "decode completions response: " + err.Error()}
+		return evalsuite.Response{}, &Error{Kind: KindBadResponse, Msg: "decode completions response: " + err.Error()}
 	}
 	if len(body.Choices) == 0 || body.Choices[0].Logprobs == nil {
-		return evalsuite.Response{}, raw, &Error{Kind: KindBadResponse, Msg: "completions response has no choices[0].logprobs (does the server support echo with logprobs?)"}
+		return evalsuite.Response{}, &Error{Kind: KindBadResponse, Msg: "completions response has no choices[0].logprobs (does the server support echo with logprobs?)"}
 	}
-	ll, greedy, err := ContinuationLogprob(*body.Choices[0].Logprobs, utf8.RuneCountInString(inst.Context), utf8.RuneCountInString(prompt))
+	ll, greedy, err := ContinuationLogprob(*body.Choices[0].Logprobs, ctxChars, promptChars)
 	if err != nil {
-		return evalsuite.Response{}, raw, &Error{Kind: KindBadResponse, Msg: err.Error()}
+		return evalsuite.Response{}, &Error{Kind: KindBadResponse, Msg: err.Error()}
 	}
-	return evalsuite.Response{LogLikelihood: ll, IsGreedy: greedy}, raw, nil
+	return evalsuite.Response{LogLikelihood: ll, IsGreedy: greedy}, nil
 }
 
 // ContinuationLogprob sums the log-probabilities of the echoed prompt
