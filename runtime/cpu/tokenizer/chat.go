@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -97,23 +96,19 @@ func (t *Tokenizer) guessFamily(arch string) Family {
 
 // compileTemplate parses a Hugging Face chat template with the settings
 // transformers uses (trim_blocks, lstrip_blocks) and an environment holding
-// the Jinja built-ins plus raise_exception.
+// the Jinja built-ins; ChatPrompt adds raise_exception per rendering.
 func compileTemplate(source string) (*exec.Template, func() *exec.Context, error) {
 	cfg := config.New()
 	cfg.TrimBlocks = true
 	cfg.LeftStripBlocks = true
 	cfg.KeepTrailingNewline = false
-	const name = "chat_template"
+	const name = "/chat_template" // the memory loader wants absolute names
 	loader, err := loaders.NewMemoryLoader(map[string]string{name: source})
 	if err != nil {
 		return nil, nil, fmt.Errorf("chat template: %w", err)
 	}
 	newContext := func() *exec.Context {
-		ctx := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
-		ctx.Set("raise_exception", func(msg string) (string, error) {
-			return "", &TemplateError{Message: msg}
-		})
-		return ctx
+		return exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	}
 	env := &exec.Environment{
 		Context:           newContext(),
@@ -158,16 +153,22 @@ func (t *Tokenizer) ChatPrompt(messages []runtime.ChatMessage, addGenerationProm
 		msgs[i] = map[string]any{"role": m.Role, "content": m.Content}
 	}
 	ctx := c.newContext()
+	// The template library flattens errors from functions into strings, so
+	// the raised exception is kept aside to be returned as it was raised.
+	var raised *TemplateError
+	ctx.Set("raise_exception", func(msg string) (string, error) {
+		raised = &TemplateError{Message: msg}
+		return "", raised
+	})
 	ctx.Set("messages", msgs)
 	ctx.Set("add_generation_prompt", addGenerationPrompt)
 	ctx.Set("bos_token", c.bos)
 	ctx.Set("eos_token", c.eos)
 	out, err := executeGuarded(c.tmpl, ctx)
+	if raised != nil {
+		return "", raised
+	}
 	if err != nil {
-		var te *TemplateError
-		if errors.As(err, &te) {
-			return "", te
-		}
 		return "", fmt.Errorf("render chat template: %w", err)
 	}
 	return out, nil
