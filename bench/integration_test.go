@@ -1,0 +1,415 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/bench"
+	"github.com/ttis-dev/ttis/bench/client"
+	"github.com/ttis-dev/ttis/bench/loadgen"
+	"github.com/ttis-dev/ttis/runtime/cpu/synth"
+)
+
+// The sim's timing for Llama-3.1-8B-Instruct on n150 (catalog targets
+// ttft 51 ms at ISL 128, tput_user 21): prefill takes 51 ms × ISL/128 and a
+// decode step 1000/21 ms, both times the unit's time_scale.
+const (
+	simTTFTms     = 51.0
+	simTargetISL  = 128
+	simTputUser   = 21.0
+	simModel      = "Llama-3.1-8B-Instruct"
+	simDevice     = "n150"
+	serverTimeout = 60 * time.Second
+)
+
+func repoRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds ttisd and ttisctl once per test binary.
+func binaries(tb testing.TB) (ttisd, ttisctl string) {
+	tb.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "ttis-bench-bin-")
+		if buildErr != nil {
+			return
+		}
+		root := repoRoot(tb)
+		for _, pkg := range []string{"ttisd", "ttisctl"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, pkg), "./cmd/"+pkg)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "ttisd"), filepath.Join(binDir, "ttisctl")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// errRuntimeMissing is returned when ttisd serve lacks the unit's runtime.
+var errRuntimeMissing = errors.New("runtime not available in ttisd serve")
+
+// startServe runs `ttisd serve` on a unit file and waits until /health is
+// 200. The process is stopped when the test ends.
+func startServe(tb testing.TB, unitBody string) (string, error) {
+	tb.Helper()
+	ttisd, _ := binaries(tb)
+	dir := tb.TempDir()
+	port := freePort(tb)
+	unitPath := filepath.Join(dir, "bench-unit.toml")
+	body := strings.ReplaceAll(unitBody, "LISTEN", fmt.Sprintf("127.0.0.1:%d", port))
+	if err := os.WriteFile(unitPath, []byte(body), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(ttisd, "serve", "--log-level", "warn", unitPath)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tb.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(serverTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			exited <- err
+			if strings.Contains(logs.String(), "not available") {
+				return "", fmt.Errorf("%w: %s", errRuntimeMissing, strings.TrimSpace(logs.String()))
+			}
+			return "", fmt.Errorf("ttisd serve exited (%v): %s", err, logs.String())
+		default:
+		}
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "", fmt.Errorf("ttisd serve not healthy after %v: %s", serverTimeout, logs.String())
+}
+
+func simUnit(timeScale float64) string {
+	return fmt.Sprintf("model = %q\ndevice = %q\nruntime = \"sim\"\nlisten = \"LISTEN\"\n\n[sim]\ntime_scale = %g\nseed = 7\n", simModel, simDevice, timeScale)
+}
+
+// simPoint runs one point against a sim server.
+func simPoint(ctx context.Context, base string, isl, osl, conc, n int) (*bench.PointResult, error) {
+	return bench.RunPoint(ctx, bench.PointConfig{
+		Client:          client.Config{BaseURL: base, API: client.Completions, Model: simModel, IgnoreEOS: true, ContinuousUsage: true, RequestTimeout: time.Minute},
+		Dataset:         bench.DatasetConfig{Name: "random", InputLen: isl, OutputLen: osl},
+		NumPrompts:      n,
+		Load:            loadgen.Options{MaxConcurrency: conc, NumWarmups: 1, Seed: 1},
+		Percentiles:     []float64{50, 99},
+		ServerTokenizer: true,
+	})
+}
+
+// TestSimTimingMatches checks that the client measures the sim's injected
+// TTFT and TPOT. Bounds are generous because the machine is shared; the
+// precise figures come from BenchmarkSimTiming.
+func TestSimTimingMatches(t *testing.T) {
+	const scale = 0.5
+	base, err := startServe(t, simUnit(scale))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const isl, osl = 128, 24
+	pr, err := simPoint(ctx, base, isl, osl, 1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pr.Summary
+	if s.Completed != 4 || s.Failed != 0 || s.TotalInputTokens != 4*isl || s.TotalOutputTokens != 4*osl {
+		t.Fatalf("summary %+v", s)
+	}
+	wantTTFT := simTTFTms * isl / simTargetISL * scale
+	wantTPOT := 1000 / simTputUser * scale
+	t.Logf("TTFT %.3f ms (injected %.3f), TPOT %.3f ms (injected %.3f)", s.TTFT.Mean, wantTTFT, s.TPOT.Mean, wantTPOT)
+	if s.TTFT.Mean < wantTTFT-1 || s.TTFT.Mean > wantTTFT+25 {
+		t.Errorf("mean TTFT %.3f ms, injected %.3f ms", s.TTFT.Mean, wantTTFT)
+	}
+	if s.TPOT.Mean < wantTPOT-0.5 || s.TPOT.Mean > wantTPOT+10 {
+		t.Errorf("mean TPOT %.3f ms, injected %.3f ms", s.TPOT.Mean, wantTPOT)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(pr.JSON, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"mean_ttft_ms", "p99_tpot_ms", "median_itl_ms", "mean_e2el_ms", "request_throughput", "output_throughput", "total_token_throughput", "requests", "itls", "ttfts"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("result lacks %q", k)
+		}
+	}
+	if raw["simulated"] != false {
+		// RunPoint alone does not know; the CLI sets it from /v1/models.
+		t.Errorf("simulated = %v", raw["simulated"])
+	}
+	if src := raw["output_tokens_source"].(map[string]any); src["usage"] != 4.0 {
+		t.Errorf("output tokens source %v", src)
+	}
+}
+
+// TestSimBadInput: a wrong model name and a dead server are counted as
+// failed requests with reasons, not crashes.
+func TestSimBadInput(t *testing.T) {
+	base, err := startServe(t, simUnit(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pr, err := bench.RunPoint(ctx, bench.PointConfig{
+		Client:     client.Config{BaseURL: base, Model: "no-such-model", IgnoreEOS: true},
+		Dataset:    bench.DatasetConfig{Name: "random", InputLen: 16, OutputLen: 4},
+		NumPrompts: 3,
+		Load:       loadgen.Options{MaxConcurrency: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Summary.Failed != 3 || !strings.Contains(pr.Run.Requests[0].Error, "HTTP 404") {
+		t.Errorf("failed %d, first error %q", pr.Summary.Failed, pr.Run.Requests[0].Error)
+	}
+}
+
+// runCtl runs ttisctl and returns its output and exit code.
+func runCtl(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	_, ctl := binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ctl, args...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func checkSweepFiles(t *testing.T, resultsDir string, wantInMarkdown ...string) {
+	t.Helper()
+	runs, err := os.ReadDir(resultsDir)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("results dir: %v %v", runs, err)
+	}
+	dir := filepath.Join(resultsDir, runs[0].Name())
+	md, err := os.ReadFile(filepath.Join(dir, bench.SummaryMarkdown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wantInMarkdown {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("markdown lacks %q:\n%s", w, md)
+		}
+	}
+	csv, err := os.ReadFile(filepath.Join(dir, bench.SummaryCSV))
+	if err != nil || !strings.HasPrefix(string(csv), "isl,osl,concurrency") {
+		t.Errorf("csv %q %v", csv, err)
+	}
+	var rep struct {
+		Points []struct {
+			Grade struct{ Status string } `json:"grade"`
+		} `json:"points"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, bench.SummaryJSON))
+	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Points) == 0 || rep.Points[0].Grade.Status == "" {
+		t.Errorf("report json %s %v", b, err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "benchmark_*_isl-*_osl-*_maxcon-*_n-*.json"))
+	if len(matches) != len(rep.Points) {
+		t.Errorf("%d raw result files for %d points", len(matches), len(rep.Points))
+	}
+}
+
+func TestSmokeSweepSim(t *testing.T) {
+	base, err := startServe(t, simUnit(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := t.TempDir()
+	out, code := runCtl(t, "bench", "--url", base, "--device", simDevice, "--limit", "smoke", "--results-dir", res, "--no-progress")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "128  128  1") {
+		t.Errorf("plan table missing:\n%s", out)
+	}
+	checkSweepFiles(t, res, "Simulated", "Targets — ISL 128 / OSL 128, concurrency 1", "PASS ✅", "| 128 | 128 | 1 | 8 |")
+}
+
+func TestSmokeSweepCPU(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny.gguf")
+	if err := synth.Create(model, synth.Options{Preset: "tiny"}); err != nil {
+		t.Fatal(err)
+	}
+	unit := fmt.Sprintf("model = %q\ndevice = \"cpu\"\nruntime = \"cpu\"\nlisten = \"LISTEN\"\n", model)
+	base, err := startServe(t, unit)
+	if errors.Is(err, errRuntimeMissing) {
+		t.Skipf("cpu runtime is not wired into ttisd serve yet: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := t.TempDir()
+	out, code := runCtl(t, "bench", "--url", base, "--limit", "smoke", "--results-dir", res, "--no-progress")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	// No catalog entry for a GGUF file: one ISL 16 / OSL 4 point, ungraded.
+	checkSweepFiles(t, res, "| 16 | 4 | 1 | 8 |", "| NA | na |")
+}
+
+// TestSweepServerDown: every point fails, the files still appear and the
+// exit status says the run is incomplete.
+func TestSweepServerDown(t *testing.T) {
+	res := t.TempDir()
+	url := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	out, code := runCtl(t, "bench", "--url", url, "--model", simModel, "--device", simDevice, "--limit", "smoke", "--results-dir", res, "--no-progress")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 (incomplete):\n%s", code, out)
+	}
+	checkSweepFilesNoRaw(t, res)
+}
+
+func checkSweepFilesNoRaw(t *testing.T, resultsDir string) {
+	t.Helper()
+	runs, _ := os.ReadDir(resultsDir)
+	if len(runs) != 1 {
+		t.Fatalf("runs %v", runs)
+	}
+	md, err := os.ReadFile(filepath.Join(resultsDir, runs[0].Name(), bench.SummaryMarkdown))
+	if err != nil || !strings.Contains(string(md), "did not run") || !strings.Contains(string(md), "❌ `FAIL`") {
+		t.Errorf("markdown %s %v", md, err)
+	}
+}
+
+// BenchmarkSimTiming measures how far the client's TTFT and TPOT land from
+// the sim's injected values (time_scale 1, ISL 128, OSL 64, concurrency 1).
+func BenchmarkSimTiming(b *testing.B) {
+	base, err := startServe(b, simUnit(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	wantTTFT, wantTPOT := simTTFTms, 1000/simTputUser
+	var ttftErr, tpotErr []float64
+	for range b.N {
+		pr, err := simPoint(context.Background(), base, 128, 64, 1, 4)
+		if err != nil || pr.Summary.Failed > 0 {
+			b.Fatalf("%v %+v", err, pr)
+		}
+		ttftErr = append(ttftErr, pr.Summary.TTFT.Mean-wantTTFT)
+		tpotErr = append(tpotErr, pr.Summary.TPOT.Mean-wantTPOT)
+	}
+	b.ReportMetric(median(ttftErr), "ttft-err-ms")
+	b.ReportMetric(median(tpotErr), "tpot-err-ms")
+}
+
+// BenchmarkClientThroughput streams from a zero-latency sim and reports the
+// tokens per second the client takes in (run with -cpu 1 to pin the client
+// to one core; the server is a separate process) and the measured TPOT.
+func BenchmarkClientThroughput(b *testing.B) {
+	base, err := startServe(b, simUnit(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tps, tpot []float64
+	for range b.N {
+		pr, err := simPoint(context.Background(), base, 16, 1024, 8, 64)
+		if err != nil || pr.Summary.Failed > 0 {
+			b.Fatalf("%v", err)
+		}
+		tps = append(tps, pr.Summary.OutputThroughput)
+		tpot = append(tpot, pr.Summary.TPOT.Mean)
+	}
+	b.ReportMetric(median(tps), "tokens/s")
+	b.ReportMetric(median(tpot)*1000, "tpot-µs")
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s[len(s)/2]
+}
