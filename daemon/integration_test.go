@@ -1,0 +1,504 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/daemon/api/client"
+)
+
+// The integration tests run the real binaries, built once in TestMain.
+var ttisdBin, ttisctlBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "ttisd-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ttisdBin, ttisctlBin = filepath.Join(dir, "ttisd"), filepath.Join(dir, "ttisctl")
+	for bin, pkg := range map[string]string{ttisdBin: "./cmd/ttisd", ttisctlBin: "./cmd/ttisctl"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// daemon is one running ttisd with private folders.
+type daemon struct {
+	t        *testing.T
+	dir      string
+	unitsDir string
+	devDir   string
+	socket   string
+	cmd      *exec.Cmd
+	exited   chan error
+	cl       *client.Client
+}
+
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// simUnit is a sim unit that starts at once; extra is appended verbatim.
+func simUnit(listen, extra string) string {
+	return fmt.Sprintf(`model = "Llama-3.1-8B-Instruct"
+device = "n150"
+runtime = "sim"
+listen = %q
+%s
+[sim]
+time_scale = 0
+`, listen, extra)
+}
+
+const fastRestart = `
+[restart]
+policy = "on-failure"
+delay = "100ms"
+max_delay = "400ms"
+burst = 3
+interval = "1m"
+stop_timeout = "5s"
+`
+
+func startDaemon(t testing.TB, units map[string]string, args ...string) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	d := &daemon{
+		dir:      dir,
+		unitsDir: filepath.Join(dir, "units"),
+		devDir:   filepath.Join(dir, "dev"),
+		// Short path: sun_path is limited to 108 bytes.
+		socket: filepath.Join(dir, "s.sock"),
+		exited: make(chan error, 1),
+	}
+	if tt, ok := t.(*testing.T); ok {
+		d.t = tt
+	}
+	for _, p := range []string{d.unitsDir, d.devDir} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, text := range units {
+		d.write(t, name, text)
+	}
+	d.cmd = d.command(args...)
+	logf, err := os.Create(filepath.Join(dir, "ttisd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Stdout, d.cmd.Stderr = logf, logf
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.exited <- d.cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			_ = d.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-d.exited:
+			case <-time.After(20 * time.Second):
+				_ = d.cmd.Process.Kill()
+			}
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "ttisd.log"))
+			t.Logf("ttisd log:\n%s", b)
+		}
+	})
+	d.cl = client.New(d.socket)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := d.cl.Info(context.Background()); err == nil {
+			break
+		}
+		select {
+		case err := <-d.exited:
+			d.exited <- err
+			b, _ := os.ReadFile(filepath.Join(dir, "ttisd.log"))
+			t.Fatalf("ttisd exited at start: %v\n%s", err, b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ttisd socket did not answer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return d
+}
+
+func (d *daemon) command(args ...string) *exec.Cmd {
+	base := []string{"--units-dir", d.unitsDir, "--state-dir", filepath.Join(d.dir, "state"), "--socket", d.socket,
+		"--device-root", d.devDir, "--log-format", "json", "--socket-group", ""}
+	return exec.Command(ttisdBin, append(base, args...)...)
+}
+
+func (d *daemon) write(t testing.TB, name, text string) {
+	t.Helper()
+	// Write to a temporary name and rename, as editors and config tools do.
+	tmp := filepath.Join(d.unitsDir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(d.unitsDir, name+".toml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d *daemon) unit(t testing.TB, name string) api.UnitDetail {
+	t.Helper()
+	u, err := d.cl.Unit(context.Background(), name, 20)
+	if err != nil {
+		t.Fatalf("unit %s: %v", name, err)
+	}
+	return u
+}
+
+// waitUnit polls until ok(unit) holds, for up to 20s.
+func (d *daemon) waitUnit(t testing.TB, name string, what string, ok func(api.UnitDetail) bool) api.UnitDetail {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		u, err := d.cl.Unit(context.Background(), name, 20)
+		if err == nil && ok(u) {
+			return u
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("unit %s: not %s: %+v (err %v)", name, what, u, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func active(u api.UnitDetail) bool { return u.State == api.StateActive }
+
+func (d *daemon) ctl(t testing.TB, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(ttisctlBin, append([]string{"--socket", d.socket}, args...)...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+func healthy(listen string) bool {
+	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + listen + "/health")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func gone(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(data))
+	return len(f) > 2 && f[2] == "Z"
+}
+
+func waitGone(t testing.TB, pid int) {
+	t.Helper()
+	for range 1000 {
+		if gone(pid) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("process %d still running", pid)
+}
+
+func TestEditBreakFixDelete(t *testing.T) {
+	listen := freePort(t)
+	d := startDaemon(t, map[string]string{"a": simUnit(listen, "")})
+	u := d.waitUnit(t, "a", "active", active)
+	if !healthy(listen) {
+		t.Fatal("active unit's server is not healthy")
+	}
+	first := u.PID
+
+	// Edit: restarted with the new text.
+	d.write(t, "a", simUnit(listen, `description = "edited"`))
+	u = d.waitUnit(t, "a", "restarted", func(u api.UnitDetail) bool { return active(u) && u.Description == "edited" })
+	if u.PID == first {
+		t.Fatal("edit did not start a new server")
+	}
+	waitGone(t, first)
+	second := u.PID
+
+	// Break: the old server keeps serving and the error has line:col.
+	d.write(t, "a", simUnit(listen, `description = "x"`+"\nmax_tokens = 3"))
+	u = d.waitUnit(t, "a", "stale", func(u api.UnitDetail) bool { return u.LoadState == api.LoadStale })
+	if u.PID != second || !active(u) || !healthy(listen) {
+		t.Fatalf("broken file disturbed the server: %+v", u)
+	}
+	if !strings.Contains(u.Detail, "using last good version from") || !strings.Contains(u.Detail, "a.toml:6:1") {
+		t.Fatalf("detail %q lacks the last-good note or the position", u.Detail)
+	}
+	out, code := d.ctl(t, "status", "a")
+	if code != 0 || !strings.Contains(out, "a.toml:6:1") {
+		t.Fatalf("status a: exit %d\n%s", code, out)
+	}
+
+	// Fix: restarted once more.
+	d.write(t, "a", simUnit(listen, `description = "fixed"`))
+	u = d.waitUnit(t, "a", "fixed", func(u api.UnitDetail) bool {
+		return active(u) && u.Description == "fixed" && u.LoadState == api.LoadLoaded
+	})
+	waitGone(t, second)
+
+	// Delete: stopped.
+	if err := os.Remove(filepath.Join(d.unitsDir, "a.toml")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := d.cl.Unit(context.Background(), "a", 0)
+		if client.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deleted unit still listed (err %v)", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitGone(t, u.PID)
+	if _, code := d.ctl(t, "status", "a"); code != 4 {
+		t.Fatalf("status of a deleted unit: exit %d, want 4", code)
+	}
+}
+
+func TestKilledChildIsRestarted(t *testing.T) {
+	listen := freePort(t)
+	d := startDaemon(t, map[string]string{"a": simUnit(listen, fastRestart)})
+	u := d.waitUnit(t, "a", "active", active)
+	if err := syscall.Kill(u.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	u2 := d.waitUnit(t, "a", "restarted", func(n api.UnitDetail) bool { return active(n) && n.PID != u.PID })
+	if u2.Restarts != 1 || !strings.Contains(u2.LastExit, "signal=KILL") {
+		t.Fatalf("after kill -9: restarts %d, last exit %q", u2.Restarts, u2.LastExit)
+	}
+}
+
+func TestCrashLoopFailsThenRestart(t *testing.T) {
+	// The port is taken, so every server exits at once.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := taken.Addr().String()
+	d := startDaemon(t, map[string]string{"loop": simUnit(listen, fastRestart)})
+	u := d.waitUnit(t, "loop", "failed", func(u api.UnitDetail) bool { return u.State == api.StateFailed })
+	if u.Result != api.ResultStartLimitHit || u.Restarts != 3 {
+		t.Fatalf("crash loop: result %q, restarts %d", u.Result, u.Restarts)
+	}
+	if !strings.Contains(u.LastError, "start limit") {
+		t.Fatalf("last error %q", u.LastError)
+	}
+	out, code := d.ctl(t, "status", "loop")
+	if code != 3 || !strings.Contains(out, "start-limit-hit") || !strings.Contains(out, "address already in use") {
+		t.Fatalf("status loop: exit %d\n%s", code, out)
+	}
+	// Free the port; a manual restart clears the failed state.
+	taken.Close()
+	if out, code := d.ctl(t, "restart", "--wait", "20s", "loop"); code != 0 {
+		t.Fatalf("restart: exit %d\n%s", code, out)
+	}
+}
+
+func TestChipClaimedTwice(t *testing.T) {
+	units := map[string]string{
+		"a": simUnit(freePort(t), "chips = [0]"),
+		"b": simUnit(freePort(t), "chips = [0]"),
+	}
+	d := startDaemon(t, units)
+	if err := os.WriteFile(filepath.Join(d.devDir, "0"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.waitUnit(t, "a", "active", active)
+	b := d.unit(t, "b")
+	if b.LoadState != api.LoadError || !strings.Contains(b.LastError, "chip 0 already claimed by unit a") || b.PID != 0 {
+		t.Fatalf("second unit on chip 0: %+v", b)
+	}
+	out, code := d.ctl(t, "devices")
+	if code != 0 || !strings.Contains(out, "a") || !strings.Contains(out, filepath.Join(d.devDir, "0")) {
+		t.Fatalf("devices: exit %d\n%s", code, out)
+	}
+	out, code = d.ctl(t, "--output", "json", "status")
+	if code != 0 || !strings.Contains(out, "chip 0 already claimed by unit a") {
+		t.Fatalf("status json: exit %d\n%s", code, out)
+	}
+}
+
+func TestSIGTERMStopsEveryUnit(t *testing.T) {
+	d := startDaemon(t, map[string]string{
+		"a": simUnit(freePort(t), ""),
+		"b": simUnit(freePort(t), ""),
+	})
+	pa := d.waitUnit(t, "a", "active", active).PID
+	pb := d.waitUnit(t, "b", "active", active).PID
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			t.Fatalf("ttisd exit after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ttisd did not exit after SIGTERM")
+	}
+	for _, pid := range []int{pa, pb} {
+		if !gone(pid) {
+			t.Errorf("server %d outlived the daemon", pid)
+		}
+	}
+	if _, err := os.Stat(d.socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket left behind: %v", err)
+	}
+	if _, code := d.ctl(t, "status"); code != 69 {
+		t.Fatalf("status without a daemon: exit %d, want 69", code)
+	}
+}
+
+func TestSocketInUseAndStale(t *testing.T) {
+	d := startDaemon(t, nil)
+	// A second daemon on the same socket must refuse to start.
+	second := d.command()
+	out, err := second.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another ttisd is running") {
+		t.Fatalf("second daemon: %v\n%s", err, out)
+	}
+	if _, err := d.cl.Info(context.Background()); err != nil {
+		t.Fatalf("first daemon disturbed: %v", err)
+	}
+
+	// A stale socket file (nobody listening) is replaced.
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "s.sock")
+	ln, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	units := filepath.Join(dir, "units")
+	cmd := exec.Command(ttisdBin, "--units-dir", units, "--state-dir", filepath.Join(dir, "state"), "--socket", stale, "--socket-group", "", "--log-format", "json")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	cl := client.New(stale)
+	for i := 0; ; i++ {
+		info, err := cl.Info(context.Background())
+		if err == nil {
+			if info.UnitsDir != units {
+				t.Fatalf("info %+v", info)
+			}
+			break
+		}
+		if i > 1500 {
+			t.Fatalf("daemon on a stale socket: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The units folder does not exist: an error, not a crash.
+	l, err := cl.Units(context.Background())
+	if err != nil || len(l.Errors) != 1 {
+		t.Fatalf("missing units folder: %+v %v", l, err)
+	}
+}
+
+func TestCtlUsageAndJSON(t *testing.T) {
+	listen := freePort(t)
+	d := startDaemon(t, map[string]string{"a": simUnit(listen, "")})
+	d.waitUnit(t, "a", "active", active)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"status"}, 0, "LAST ERROR"},
+		{[]string{"status", "a"}, 0, "active (running)"},
+		{[]string{"status", "a", "-o", "json"}, 2, "after an argument"},
+		{[]string{"-o", "json", "status", "a"}, 0, `"state": "active"`},
+		{[]string{"status", "nope"}, 4, "not found"},
+		{[]string{"start"}, 2, "want UNIT"},
+		{[]string{"logs", "-n", "5", "a"}, 0, "[ttisd] Server is ready."},
+		{[]string{"-o", "yaml", "status"}, 2, "want table or json"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"reload"}, 0, "1 units"},
+		{[]string{"stop", "a"}, 0, ""},
+		{[]string{"status", "a"}, 3, "inactive (dead)"},
+		{[]string{"start", "--wait", "20s", "a"}, 0, ""},
+		{[]string{"restart", "nope"}, 4, "no such unit"},
+	}
+	for _, tt := range tests {
+		out, code := d.ctl(t, tt.args...)
+		if code != tt.code || !strings.Contains(out, tt.want) {
+			t.Errorf("ttisctl %s: exit %d, want %d; output:\n%s", strings.Join(tt.args, " "), code, tt.code, out)
+		}
+	}
+}
