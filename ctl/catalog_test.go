@@ -2,6 +2,8 @@ package ctl
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,5 +49,39 @@ func TestCatalogCommand(t *testing.T) {
 	}
 	if _, code := runCtl(t, "catalog", "--device", "nope", "Qwen3-8B"); code != 2 {
 		t.Errorf("bad device: code %d", code)
+	}
+}
+
+// TestCatalogDetailGolden pins the human detail view of one model; set
+// TTIS_UPDATE_GOLDEN=1 to rewrite testdata/catalog/*.golden.
+func TestCatalogDetailGolden(t *testing.T) {
+	for _, tt := range []struct{ golden, model, device string }{
+		{"llama-3.1-8b-instruct.golden", "Llama-3.1-8B-Instruct", ""},
+		{"gpt-oss-20b-galaxy.golden", "gpt-oss-20b", "galaxy"},
+	} {
+		args := []string{"catalog"}
+		if tt.device != "" {
+			args = append(args, "--device", tt.device)
+		}
+		out, code := runCtl(t, append(args, tt.model)...)
+		if code != 0 {
+			t.Fatalf("code %d: %s", code, out)
+		}
+		path := filepath.Join("testdata", "catalog", tt.golden)
+		if os.Getenv("TTIS_UPDATE_GOLDEN") != "" {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != string(want) {
+			t.Errorf("%s differs from the output:\n%s", path, out)
+		}
 	}
 }
