@@ -23,6 +23,7 @@ type ConflictError struct {
 	Unit   string
 }
 
+// Error names the chip and both units.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("unit %s: chip %d already claimed by unit %s", e.Unit, e.Chip, e.Holder)
 }

@@ -135,9 +135,12 @@ func Lookup(model, device string) (*Spec, error) {
 		return nil, unknownModel(idx, model)
 	}
 	dev := strings.ToLower(strings.TrimSpace(device))
-	if d, ok := idx.deviceByName[dev]; ok {
-		dev = d.Name
+	d, ok := idx.deviceByName[dev]
+	if !ok {
+		_, err := Device(device)
+		return nil, err
 	}
+	dev = d.Name
 	var best *Spec
 	var supported []string
 	for _, i := range ids {

@@ -151,6 +151,7 @@ func TestLookupErrors(t *testing.T) {
 		{"Llama-3.1-8B-Instruc", "n150", `unknown model "Llama-3.1-8B-Instruc" (did you mean Llama-3.1-8B-Instruct`},
 		{"totally-unknown-thing", "n150", `unknown model "totally-unknown-thing"`},
 		{"Llama-3.2-1B-Instruct", "p150", "model Llama-3.2-1B-Instruct does not support device p150; supported: n150, n300, t3k"},
+		{"Qwen3-8B", "n3000", `unknown device "n3000" (did you mean n300`},
 		{"Qwen3-8B", "cpu", "model Qwen3-8B does not support device cpu; supported: n150, n300, t3k, galaxy_t3k, galaxy, p300"},
 	}
 	for _, tt := range tests {
