@@ -1,0 +1,229 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Pure-Go kernels. They are the reference the assembly is tested against and
+// the implementation on machines (or builds) without the assembly.
+
+func dotF32Go(a, b []float32) float32 {
+	n := len(a)
+	b = b[:n]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < n; i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func dotF16Go(w []uint16, x []float32) float32 {
+	x = x[:len(w)]
+	var s0, s1 float32
+	i := 0
+	for ; i+2 <= len(w); i += 2 {
+		s0 += F16ToF32(w[i]) * x[i]
+		s1 += F16ToF32(w[i+1]) * x[i+1]
+	}
+	if i < len(w) {
+		s0 += F16ToF32(w[i]) * x[i]
+	}
+	return s0 + s1
+}
+
+func dotBF16Go(w []uint16, x []float32) float32 {
+	x = x[:len(w)]
+	var s0, s1 float32
+	i := 0
+	for ; i+2 <= len(w); i += 2 {
+		s0 += math.Float32frombits(uint32(w[i])<<16) * x[i]
+		s1 += math.Float32frombits(uint32(w[i+1])<<16) * x[i+1]
+	}
+	if i < len(w) {
+		s0 += math.Float32frombits(uint32(w[i])<<16) * x[i]
+	}
+	return s0 + s1
+}
+
+// quantizeQ8Go quantizes x (a whole number of 32-element blocks) to int8 codes
+// qs and one scale per block in d, symmetric with step amax/127 as ggml's
+// Q8_0.
+func quantizeQ8Go(x []float32, qs []int8, d []float32) {
+	for b := range d {
+		blk := x[32*b : 32*b+32]
+		amax, _ := absMax(blk)
+		s := amax / 127
+		var inv float32
+		if s != 0 {
+			inv = 1 / s
+		}
+		d[b] = s
+		q := qs[32*b : 32*b+32]
+		for j, v := range blk {
+			q[j] = int8(roundHalfAway(v * inv))
+		}
+	}
+}
+
+// quantizeQ8KGo quantizes x (a whole number of 256-element blocks) to int8
+// codes, one scale per 256 elements and the sum of the codes of every 16
+// elements (the K-quant kernels use the sums to apply the sub-block offsets).
+func quantizeQ8KGo(x []float32, qs []int8, d []float32, sums []int16) {
+	for b := range d {
+		blk := x[256*b : 256*b+256]
+		amax, _ := absMax(blk)
+		s := amax / 127
+		var inv float32
+		if s != 0 {
+			inv = 1 / s
+		}
+		d[b] = s
+		q := qs[256*b : 256*b+256]
+		for j, v := range blk {
+			q[j] = int8(roundHalfAway(v * inv))
+		}
+		for g := 0; g < 16; g++ {
+			var t int16
+			for _, c := range q[16*g : 16*g+16] {
+				t += int16(c)
+			}
+			sums[16*b+g] = t
+		}
+	}
+}
+
+func dotQ8_0Go(w []byte, xq []int8, xd []float32) float32 {
+	var sum float32
+	for b := range xd {
+		blk := w[b*blockQ8_0 : (b+1)*blockQ8_0]
+		q := xq[32*b : 32*b+32]
+		var si int32
+		for j := 0; j < 32; j++ {
+			si += int32(int8(blk[2+j])) * int32(q[j])
+		}
+		sum += F16ToF32(binary.LittleEndian.Uint16(blk)) * xd[b] * float32(si)
+	}
+	return sum
+}
+
+func dotQ4_0Go(w []byte, xq []int8, xd []float32) float32 {
+	var sum float32
+	for b := range xd {
+		blk := w[b*blockQ4_0 : (b+1)*blockQ4_0]
+		q := xq[32*b : 32*b+32]
+		var si int32
+		for j := 0; j < 16; j++ {
+			c := blk[2+j]
+			si += int32(int(c&0xf)-8)*int32(q[j]) + int32(int(c>>4)-8)*int32(q[j+16])
+		}
+		sum += F16ToF32(binary.LittleEndian.Uint16(blk)) * xd[b] * float32(si)
+	}
+	return sum
+}
+
+func dotQ4KGo(w []byte, xq []int8, xd []float32, xs []int16) float32 {
+	var sum float32
+	for b := range xd {
+		blk := w[b*blockQ4_K : (b+1)*blockQ4_K]
+		d := F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
+		dmin := F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		scales, qs := blk[4:16], blk[16:144]
+		q := xq[256*b : 256*b+256]
+		var scaled, offs int32
+		for k := 0; k < 4; k++ {
+			sc0, m0 := scaleMinQ4K(scales, 2*k)
+			sc1, m1 := scaleMinQ4K(scales, 2*k+1)
+			var s0, s1 int32
+			for l := 0; l < 32; l++ {
+				c := qs[32*k+l]
+				s0 += int32(c&0xf) * int32(q[64*k+l])
+				s1 += int32(c>>4) * int32(q[64*k+32+l])
+			}
+			scaled += int32(sc0)*s0 + int32(sc1)*s1
+			g := xs[16*b+4*k:]
+			offs += int32(m0)*(int32(g[0])+int32(g[1])) + int32(m1)*(int32(g[2])+int32(g[3]))
+		}
+		sum += xd[b] * (d*float32(scaled) - dmin*float32(offs))
+	}
+	return sum
+}
+
+func dotQ6KGo(w []byte, xq []int8, xd []float32) float32 {
+	var sum float32
+	for b := range xd {
+		blk := w[b*blockQ6_K : (b+1)*blockQ6_K]
+		ql, qh, sc := blk[0:128], blk[128:192], blk[192:208]
+		d := F16ToF32(binary.LittleEndian.Uint16(blk[208:]))
+		q := xq[256*b : 256*b+256]
+		var isum [16]int32
+		for h := 0; h < 2; h++ {
+			y := q[128*h:]
+			for l := 0; l < 32; l++ {
+				a, c, hb := ql[64*h+l], ql[64*h+l+32], qh[32*h+l]
+				g := 8*h + l/16
+				isum[g] += (int32(a&0xf|(hb&3)<<4) - 32) * int32(y[l])
+				isum[g+2] += (int32(c&0xf|(hb>>2&3)<<4) - 32) * int32(y[l+32])
+				isum[g+4] += (int32(a>>4|(hb>>4&3)<<4) - 32) * int32(y[l+64])
+				isum[g+6] += (int32(c>>4|(hb>>6&3)<<4) - 32) * int32(y[l+96])
+			}
+		}
+		var si int32
+		for g, v := range isum {
+			si += int32(int8(sc[g])) * v
+		}
+		sum += d * xd[b] * float32(si)
+	}
+	return sum
+}
+
+// Row-by-row products of rows [r0,r1) with the whole batch.
+
+func matmulF32Go(j *matmulJob, r0, r1 int) {
+	w := j.w
+	for r := r0; r < r1; r++ {
+		row := bytesF32(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
+		for b := 0; b < j.batch; b++ {
+			j.out[b*w.Rows+r] = dotF32Go(row, j.x[b*w.Cols:(b+1)*w.Cols])
+		}
+	}
+}
+
+func matmulF16Go(j *matmulJob, r0, r1 int) {
+	w := j.w
+	for r := r0; r < r1; r++ {
+		row := bytesU16(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
+		for b := 0; b < j.batch; b++ {
+			j.out[b*w.Rows+r] = dotF16Go(row, j.x[b*w.Cols:(b+1)*w.Cols])
+		}
+	}
+}
+
+func matmulQ8_0Go(j *matmulJob, r0, r1 int) {
+	w := j.w
+	nb := w.Cols / 32
+	for r := r0; r < r1; r++ {
+		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
+		for b := 0; b < j.batch; b++ {
+			j.out[b*w.Rows+r] = dotQ8_0Go(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
+		}
+	}
+}
+
+func matmulQ4_0Go(j *matmulJob, r0, r1 int) {
+	w := j.w
+	nb := w.Cols / 32
+	for r := r0; r < r1; r++ {
+		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
+		for b := 0; b < j.batch; b++ {
+			j.out[b*w.Rows+r] = dotQ4_0Go(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+)
+
+// matmulJob is the state of one MatMul call, shared by the threads.
+type matmulJob struct {
+	out      []float32
+	w        *Weight
+	x        []float32
+	batch    int
+	rowBytes int
+
+	// Quantized activations, reused across calls: codes, per-block scales
+	// and (for K-quants) per-16 code sums, batch rows one after the other.
+	xq []int8
+	xd []float32
+	xs []int16
+}
+
+// rowTile is the number of rows a chunk of work is counted in; it matches
+// the register tiles of the assembly kernels.
+const rowTile = 4
+
+// MatMul computes out[b*w.Rows+r] = sum_c x[b*w.Cols+c] * W[r][c] for every
+// b < batch and r < w.Rows, split over the pool's threads. For quantized
+// weights the activations are quantized once per call (Q8_0-style blocks for
+// Q8_0 and Q4_0 weights, Q8_K-style super-blocks for Q4_K and Q6_K) and the
+// products are integer dot products per block. It panics when the slices are
+// too short or w is invalid: those are programming errors.
+func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
+	rb := w.rowBytes()
+	if batch <= 0 {
+		return
+	}
+	if len(x) < batch*w.Cols || len(out) < batch*w.Rows {
+		panic(fmt.Sprintf("kernels: MatMul %s %dx%d batch %d: x has %d elements (want %d), out %d (want %d)",
+			w.Type, w.Rows, w.Cols, batch, len(x), batch*w.Cols, len(out), batch*w.Rows))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	j := &p.mm
+	j.out, j.w, j.x, j.batch, j.rowBytes = out, w, x, batch, rb
+	n := batch * w.Cols
+	switch w.Type {
+	case gguf.TypeQ8_0, gguf.TypeQ4_0:
+		j.xq = grow(j.xq, n)
+		j.xd = grow(j.xd, n/32)
+		quantizeQ8(x[:n], j.xq, j.xd)
+	case gguf.TypeQ4_K, gguf.TypeQ6_K:
+		j.xq = grow(j.xq, n)
+		j.xd = grow(j.xd, n/256)
+		j.xs = grow(j.xs, n/16)
+		quantizeQ8KGo(x[:n], j.xq, j.xd, j.xs)
+	}
+	p.run((w.Rows+rowTile-1)/rowTile, p.matmulFn)
+	j.out, j.w, j.x = nil, nil, nil
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// run computes the rows of tiles [lo,hi) for the whole batch.
+func (j *matmulJob) run(lo, hi int) {
+	w := j.w
+	r0, r1 := lo*rowTile, min(hi*rowTile, w.Rows)
+	switch w.Type {
+	case gguf.TypeF32:
+		matmulF32(j, r0, r1)
+	case gguf.TypeF16:
+		matmulF16(j, r0, r1)
+	case gguf.TypeBF16:
+		for r := r0; r < r1; r++ {
+			row := bytesU16(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
+			for b := 0; b < j.batch; b++ {
+				j.out[b*w.Rows+r] = dotBF16Go(row, j.x[b*w.Cols:(b+1)*w.Cols])
+			}
+		}
+	case gguf.TypeQ8_0:
+		matmulQ8_0(j, r0, r1)
+	case gguf.TypeQ4_0:
+		matmulQ4_0(j, r0, r1)
+	case gguf.TypeQ4_K:
+		nb := w.Cols / 256
+		for r := r0; r < r1; r++ {
+			row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
+			for b := 0; b < j.batch; b++ {
+				j.out[b*w.Rows+r] = dotQ4KGo(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
+			}
+		}
+	case gguf.TypeQ6_K:
+		nb := w.Cols / 256
+		for r := r0; r < r1; r++ {
+			row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
+			for b := 0; b < j.batch; b++ {
+				j.out[b*w.Rows+r] = dotQ6KGo(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
+			}
+		}
+	}
+}

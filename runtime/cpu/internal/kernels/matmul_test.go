@@ -1,0 +1,123 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+)
+
+// actStep is the quantization step the kernels use for the activations of a
+// weight type (0 for float weights): each activation may be off by half of
+// its block's step.
+func actBlock(typ gguf.TensorType) int {
+	switch typ {
+	case gguf.TypeQ8_0, gguf.TypeQ4_0:
+		return 32
+	case gguf.TypeQ4_K, gguf.TypeQ6_K:
+		return 256
+	}
+	return 0
+}
+
+// checkMatMul compares MatMul with a float64 product of the dequantized
+// weights; the tolerance is the activation quantization error (half a step
+// per element times |w|) plus float32 rounding.
+func checkMatMul(t *testing.T, p *Pool, w *Weight, x []float32, batch int) {
+	t.Helper()
+	deq := dequantAll(w)
+	out := make([]float32, batch*w.Rows+1)
+	out[batch*w.Rows] = 42 // must not be written
+	p.MatMul(out, w, x, batch)
+	if out[batch*w.Rows] != 42 {
+		t.Fatalf("MatMul wrote past batch*Rows")
+	}
+	ab := actBlock(w.Type)
+	for b := 0; b < batch; b++ {
+		xb := x[b*w.Cols : (b+1)*w.Cols]
+		for r := 0; r < w.Rows; r++ {
+			row := deq[r*w.Cols : (r+1)*w.Cols]
+			var want, mag, qerr float64
+			for c, v := range row {
+				want += float64(v) * float64(xb[c])
+				mag += math.Abs(float64(v) * float64(xb[c]))
+				if ab > 0 {
+					blk := xb[c/ab*ab : c/ab*ab+ab]
+					qerr += math.Abs(float64(v)) * maxAbs(blk) / 127 * 0.5
+				}
+			}
+			tol := qerr*1.001 + mag*2e-6 + 1e-6
+			if got := float64(out[b*w.Rows+r]); math.Abs(got-want) > tol {
+				t.Fatalf("%s %dx%d batch %d: out[%d][%d] = %g, want %g (tol %g)", w.Type, w.Rows, w.Cols, batch, b, r, got, want, tol)
+			}
+		}
+	}
+}
+
+func TestMatMul(t *testing.T) {
+	p := NewPool(3) // more threads than cores: exercises the hand-off
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	types := []struct {
+		typ  gguf.TensorType
+		cols []int
+	}{
+		{gguf.TypeF32, []int{1, 7, 37, 64, 288}},
+		{gguf.TypeF16, []int{1, 7, 37, 64, 172}},
+		{gguf.TypeBF16, []int{5, 64}},
+		{gguf.TypeQ8_0, []int{32, 96, 288}},
+		{gguf.TypeQ4_0, []int{32, 96, 288}},
+		{gguf.TypeQ4_K, []int{256, 768}},
+		{gguf.TypeQ6_K, []int{256, 768}},
+	}
+	for _, tc := range types {
+		for _, cols := range tc.cols {
+			for _, rows := range []int{1, 17} {
+				for _, batch := range []int{1, 5} {
+					name := fmt.Sprintf("%s/%dx%d/batch%d", tc.typ, rows, cols, batch)
+					t.Run(name, func(t *testing.T) {
+						w := mustWeight(t, tc.typ, rows, cols, randVec(rng, rows*cols))
+						checkMatMul(t, p, w, randVec(rng, batch*cols), batch)
+					})
+				}
+			}
+		}
+	}
+}
+
+func TestMatMulSingleThread(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(7, 8))
+	w := mustWeight(t, gguf.TypeQ8_0, 9, 64, randVec(rng, 9*64))
+	checkMatMul(t, p, w, randVec(rng, 3*64), 3)
+}
+
+func TestMatMulNoAllocs(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		w := mustWeight(t, typ, 64, 256, randVec(rng, 64*256))
+		x := randVec(rng, 4*256)
+		out := make([]float32, 4*64)
+		p.MatMul(out, w, x, 4) // sizes the scratch buffers
+		if a := testing.AllocsPerRun(20, func() { p.MatMul(out, w, x, 4) }); a != 0 {
+			t.Errorf("%s: MatMul allocates %v times per call", typ, a)
+		}
+	}
+}
+
+func TestMatMulPanicsOnShortSlices(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	w := mustWeight(t, gguf.TypeF32, 2, 4, make([]float32, 8))
+	defer func() {
+		if recover() == nil {
+			t.Error("MatMul with a short x did not panic")
+		}
+	}()
+	p.MatMul(make([]float32, 4), w, make([]float32, 7), 2)
+}

@@ -1,0 +1,177 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Pool runs data-parallel work on a fixed set of persistent goroutines: the
+// calling goroutine plus threads-1 workers. A decode step issues dozens of
+// matrix products a millisecond, so dispatch must cost far less than starting
+// goroutines: idle workers spin briefly on a generation counter (catching the
+// next product of the same step) and then park on a channel.
+//
+// A Pool runs one call at a time; concurrent calls from several goroutines
+// are serialized. Close it to stop the workers.
+type Pool struct {
+	threads int
+	mu      sync.Mutex // serializes Run and MatMul; guards job and scratch
+
+	gen     atomic.Uint32 // bumped once per dispatched job
+	quit    atomic.Bool
+	next    atomic.Int64 // next chunk index of the current job
+	pending atomic.Int32 // workers still inside the current job
+	fn      func(lo, hi int)
+	n       int
+	chunk   int
+
+	workers []*worker
+	done    sync.WaitGroup
+	closed  bool
+
+	mm       matmulJob
+	matmulFn func(lo, hi int) // mm.run, bound once so MatMul does not allocate
+}
+
+type worker struct {
+	sleeping atomic.Bool
+	wake     chan struct{}
+	_        [64]byte // keep workers' flags on separate cache lines
+}
+
+// spinRounds bounds how long an idle worker polls for the next job before it
+// parks (tens of microseconds: longer than the gap between the matrix
+// products of one forward pass, far shorter than a human-visible delay).
+const spinRounds = 1 << 15
+
+// NewPool starts a pool of the given number of threads (including the
+// caller's); threads <= 0 means runtime.GOMAXPROCS(0).
+func NewPool(threads int) *Pool {
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	p := &Pool{threads: threads}
+	p.matmulFn = p.mm.run
+	for i := 1; i < threads; i++ {
+		w := &worker{wake: make(chan struct{}, 1)}
+		p.workers = append(p.workers, w)
+		p.done.Add(1)
+		go p.work(w, p.gen.Load())
+	}
+	return p
+}
+
+// Threads is the number of threads work is split over.
+func (p *Pool) Threads() int { return p.threads }
+
+// Close stops the workers and waits for them to exit. The pool must not be
+// used afterwards; Close may be called more than once.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.quit.Store(true)
+	p.gen.Add(1)
+	p.wakeAll()
+	p.done.Wait()
+}
+
+// Run splits [0,n) into contiguous chunks, calls fn on them from all threads
+// and returns when every chunk is done. fn must be safe to call concurrently
+// on disjoint ranges.
+func (p *Pool) Run(n int, fn func(lo, hi int)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.run(n, fn)
+}
+
+// run is Run with p.mu held.
+func (p *Pool) run(n int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if p.closed {
+		panic("kernels: Pool used after Close")
+	}
+	if len(p.workers) == 0 || n == 1 {
+		fn(0, n)
+		return
+	}
+	// A few chunks per thread let threads that were descheduled (the machine
+	// may be shared) hand their share to the others.
+	chunks := min(n, p.threads*4)
+	p.fn, p.n, p.chunk = fn, n, (n+chunks-1)/chunks
+	p.next.Store(0)
+	p.pending.Store(int32(len(p.workers)))
+	p.gen.Add(1)
+	p.wakeAll()
+	p.drain()
+	for i := 0; p.pending.Load() != 0; i++ {
+		if i%64 == 63 {
+			runtime.Gosched()
+		}
+	}
+	p.fn = nil
+}
+
+func (p *Pool) wakeAll() {
+	for _, w := range p.workers {
+		if w.sleeping.Load() && w.sleeping.CompareAndSwap(true, false) {
+			w.wake <- struct{}{}
+		}
+	}
+}
+
+func (p *Pool) drain() {
+	fn, n, chunk := p.fn, p.n, p.chunk
+	for {
+		lo := int(p.next.Add(1)-1) * chunk
+		if lo >= n {
+			return
+		}
+		fn(lo, min(lo+chunk, n))
+	}
+}
+
+// work is a worker's loop; seen is the generation at its creation (read by
+// NewPool, not here: a job may be dispatched before this goroutine runs).
+func (p *Pool) work(w *worker, seen uint32) {
+	defer p.done.Done()
+	for {
+		seen = p.await(w, seen)
+		if p.quit.Load() {
+			return
+		}
+		p.drain()
+		p.pending.Add(-1)
+	}
+}
+
+// await returns the new generation once it differs from seen: it spins for
+// a while, then parks until wakeAll hands it a token.
+func (p *Pool) await(w *worker, seen uint32) uint32 {
+	for i := 0; i < spinRounds; i++ {
+		if g := p.gen.Load(); g != seen {
+			return g
+		}
+		if i%1024 == 1023 {
+			runtime.Gosched()
+		}
+	}
+	w.sleeping.Store(true)
+	if g := p.gen.Load(); g != seen {
+		// A job arrived while we were going to sleep. If the dispatcher
+		// already claimed our flag it has sent (or will send) a token that we
+		// must consume so that it does not wake us spuriously later.
+		if !w.sleeping.CompareAndSwap(true, false) {
+			<-w.wake
+		}
+		return g
+	}
+	<-w.wake
+	return p.gen.Load()
+}

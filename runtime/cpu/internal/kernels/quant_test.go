@@ -1,0 +1,260 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+)
+
+func randVec(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+func mustWeight(t testing.TB, typ gguf.TensorType, rows, cols int, src []float32) *Weight {
+	t.Helper()
+	data, err := Quantize(typ, src)
+	if err != nil {
+		t.Fatalf("Quantize(%s, %d): %v", typ, len(src), err)
+	}
+	w, err := NewWeight(typ, rows, cols, data)
+	if err != nil {
+		t.Fatalf("NewWeight: %v", err)
+	}
+	return w
+}
+
+func dequantAll(w *Weight) []float32 {
+	out := make([]float32, w.Rows*w.Cols)
+	for r := 0; r < w.Rows; r++ {
+		DequantizeRow(w, r, out[r*w.Cols:(r+1)*w.Cols])
+	}
+	return out
+}
+
+func maxAbs(x []float32) float64 {
+	var m float64
+	for _, v := range x {
+		m = math.Max(m, math.Abs(float64(v)))
+	}
+	return m
+}
+
+// f16Err bounds the rounding error of storing v in half precision (relative
+// for normals, absolute in the subnormal range).
+func f16Err(v float64) float64 { return math.Max(math.Abs(v)*0x1p-11, 0x1p-25) }
+
+func rangeWithZero(x []float32) float64 {
+	lo, hi := 0.0, 0.0
+	for _, v := range x {
+		lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
+	}
+	return hi - lo
+}
+
+// TestQuantizeRoundTrip checks dequant(quant(x)) against x within each
+// format's error bound, computed independently of the quantizer.
+func TestQuantizeRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	tests := []struct {
+		typ   gguf.TensorType
+		block int
+		// bound is the largest error allowed for element i of block blk.
+		bound func(blk []float32, i int) float64
+	}{
+		{gguf.TypeF32, 1, func([]float32, int) float64 { return 0 }},
+		{gguf.TypeF16, 1, func(b []float32, i int) float64 { return math.Abs(float64(b[i])) * 0x1p-11 }},
+		{gguf.TypeBF16, 1, func(b []float32, i int) float64 { return math.Abs(float64(b[i])) * 0x1p-8 }},
+		// step amax/127 (stored in f16): error at most half a step plus the scale's rounding.
+		{gguf.TypeQ8_0, 32, func(b []float32, _ int) float64 { return maxAbs(b)/127*0.5 + 127*f16Err(maxAbs(b)/127) }},
+		// step amax/8; the far end of the asymmetric range may clamp by a full step.
+		{gguf.TypeQ4_0, 32, func(b []float32, _ int) float64 { return maxAbs(b)/8 + 8*f16Err(maxAbs(b)/8) }},
+		// a 32-element sub-block's range over 15 steps, plus slack for the 6-bit scale grid.
+		{gguf.TypeQ4_K, 256, func(b []float32, i int) float64 {
+			sub := b[i/32*32 : i/32*32+32]
+			return 0.5*(rangeWithZero(sub)/15+rangeWithZero(b)/15/63)*1.01 + maxAbs(b)/63/15
+		}},
+		// a 16-element sub-block's magnitude over 31 steps, plus the int8 scale grid.
+		{gguf.TypeQ6_K, 256, func(b []float32, i int) float64 {
+			sub := b[i/16*16 : i/16*16+16]
+			return 0.5 * (maxAbs(sub)/31 + maxAbs(b)/31/127) * 1.01
+		}},
+	}
+	for _, tc := range tests {
+		for _, rows := range []int{1, 3} {
+			cols := tc.block * 3
+			if tc.block == 1 {
+				cols = 37
+			}
+			t.Run(fmt.Sprintf("%s/%dx%d", tc.typ, rows, cols), func(t *testing.T) {
+				src := randVec(rng, rows*cols)
+				// Scale some blocks to exercise the scales' range, zero one.
+				for i := range src {
+					switch (i / max(tc.block, 32)) % 4 {
+					case 1:
+						src[i] *= 100
+					case 2:
+						src[i] *= 0.001
+					case 3:
+						if i < 2*max(tc.block, 32)*4 {
+							src[i] = 0
+						}
+					}
+				}
+				w := mustWeight(t, tc.typ, rows, cols, src)
+				got := dequantAll(w)
+				for i, v := range src {
+					bs := max(tc.block, 1)
+					b0 := i / bs * bs
+					blk := src[b0 : b0+bs]
+					if tc.block == 1 {
+						blk = src[i : i+1]
+					}
+					bound := tc.bound(blk, i-b0) + 1e-12
+					if tc.block == 1 {
+						bound = tc.bound(blk, 0)
+					}
+					if e := math.Abs(float64(got[i]) - float64(v)); e > bound {
+						t.Fatalf("element %d: %g -> %g, error %g > bound %g", i, v, got[i], e, bound)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestQuantizeErrors(t *testing.T) {
+	if _, err := Quantize(gguf.TypeQ8_0, make([]float32, 33)); err == nil {
+		t.Error("Quantize(Q8_0, 33 values) succeeded")
+	}
+	if _, err := Quantize(gguf.TypeQ5_1, make([]float32, 32)); err == nil {
+		t.Error("Quantize(Q5_1) succeeded")
+	}
+	if _, err := NewWeight(gguf.TypeQ8_0, 2, 32, make([]byte, 67)); err == nil {
+		t.Error("NewWeight with a short buffer succeeded")
+	}
+	if _, err := NewWeight(gguf.TypeQ4_K, 1, 128, make([]byte, 72)); err == nil {
+		t.Error("NewWeight with a partial Q4_K block succeeded")
+	}
+	if _, err := NewWeight(gguf.TypeF32, 0, 4, nil); err == nil {
+		t.Error("NewWeight with zero rows succeeded")
+	}
+}
+
+// TestQ4KHandBuilt decodes a block built by hand from the layout: d=0.5,
+// dmin=0.25, sub-block j has scale 10+j (j<4) or 40+j (j>=4, needing the high
+// bits) and min 3*j+1 (or 50+j), codes q = (element index) mod 16.
+func TestQ4KHandBuilt(t *testing.T) {
+	var sc, m [8]uint8
+	for j := 0; j < 8; j++ {
+		if j < 4 {
+			sc[j], m[j] = uint8(10+j), uint8(3*j+1)
+		} else {
+			sc[j], m[j] = uint8(40+j), uint8(50+j)
+		}
+	}
+	blk := make([]byte, blockQ4_K)
+	binary.LittleEndian.PutUint16(blk[0:], 0x3800) // 0.5
+	binary.LittleEndian.PutUint16(blk[2:], 0x3400) // 0.25
+	for j := 0; j < 4; j++ {
+		blk[4+j] = sc[j] | (sc[j+4]>>4)<<6
+		blk[8+j] = m[j] | (m[j+4]>>4)<<6
+		blk[12+j] = sc[j+4]&0xf | (m[j+4]&0xf)<<4
+	}
+	for i := 0; i < 256; i++ {
+		code := byte(i % 16)
+		if i%64 < 32 {
+			blk[16+i/64*32+i%32] |= code
+		} else {
+			blk[16+i/64*32+i%32] |= code << 4
+		}
+	}
+	w, err := NewWeight(gguf.TypeQ4_K, 1, 256, blk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 256)
+	DequantizeRow(w, 0, got)
+	for i, v := range got {
+		j := i / 32
+		want := 0.5*float32(sc[j])*float32(i%16) - 0.25*float32(m[j])
+		if v != want {
+			t.Fatalf("element %d (sub-block %d) = %g, want %g", i, j, v, want)
+		}
+	}
+}
+
+// TestQ6KHandBuilt decodes a Q6_K block built by hand: d=0.125, scale of
+// sub-block g is g-8 (negative ones included), code of element i is i mod 64.
+func TestQ6KHandBuilt(t *testing.T) {
+	blk := make([]byte, blockQ6_K)
+	for i := 0; i < 256; i++ {
+		h, e := i/128, i%128
+		l, quarter := e%32, e/32
+		code := byte(i % 64)
+		switch quarter {
+		case 0:
+			blk[64*h+l] |= code & 0xf
+		case 1:
+			blk[64*h+32+l] |= code & 0xf
+		case 2:
+			blk[64*h+l] |= (code & 0xf) << 4
+		case 3:
+			blk[64*h+32+l] |= (code & 0xf) << 4
+		}
+		blk[128+32*h+l] |= (code >> 4) << (2 * quarter)
+	}
+	for g := 0; g < 16; g++ {
+		blk[192+g] = byte(int8(g - 8))
+	}
+	binary.LittleEndian.PutUint16(blk[208:], 0x3000) // 0.125
+	w, err := NewWeight(gguf.TypeQ6_K, 1, 256, blk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, 256)
+	DequantizeRow(w, 0, got)
+	for i, v := range got {
+		want := 0.125 * float32(i/16-8) * float32(i%64-32)
+		if v != want {
+			t.Fatalf("element %d = %g, want %g", i, v, want)
+		}
+	}
+}
+
+func TestQ8_0AndQ4_0HandBuilt(t *testing.T) {
+	q8 := make([]byte, blockQ8_0)
+	binary.LittleEndian.PutUint16(q8, 0x3c00) // 1.0
+	for j := 0; j < 32; j++ {
+		q8[2+j] = byte(int8(j - 16))
+	}
+	q4 := make([]byte, blockQ4_0)
+	binary.LittleEndian.PutUint16(q4, 0x4000) // 2.0
+	for j := 0; j < 16; j++ {
+		q4[2+j] = byte(j) | byte(15-j)<<4
+	}
+	got := make([]float32, 32)
+	DequantizeRow(&Weight{Type: gguf.TypeQ8_0, Rows: 1, Cols: 32, Data: q8}, 0, got)
+	for j, v := range got {
+		if v != float32(j-16) {
+			t.Fatalf("Q8_0 element %d = %g, want %d", j, v, j-16)
+		}
+	}
+	DequantizeRow(&Weight{Type: gguf.TypeQ4_0, Rows: 1, Cols: 32, Data: q4}, 0, got)
+	for j, v := range got {
+		code := j
+		if j >= 16 {
+			code = 15 - (j - 16)
+		}
+		if want := 2 * float32(code-8); v != want {
+			t.Fatalf("Q4_0 element %d = %g, want %g", j, v, want)
+		}
+	}
+}

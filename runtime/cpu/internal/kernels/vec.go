@@ -1,0 +1,110 @@
+package kernels
+
+import "math"
+
+func axpyGo(alpha float32, x, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += alpha * v
+	}
+}
+
+// Scale multiplies x by alpha in place.
+func Scale(x []float32, alpha float32) {
+	for i := range x {
+		x[i] *= alpha
+	}
+}
+
+// Add adds x to dst[:len(x)] element-wise (residual connections).
+func Add(dst, x []float32) {
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] += v
+	}
+}
+
+// Mul multiplies dst[:len(x)] by x element-wise.
+func Mul(dst, x []float32) {
+	dst = dst[:len(x)]
+	for i, v := range x {
+		dst[i] *= v
+	}
+}
+
+// RMSNorm writes x / sqrt(mean(x^2) + eps) * weight to dst; dst may be x.
+// The mean of squares is accumulated in float64 for stability.
+func RMSNorm(dst, x, weight []float32, eps float32) {
+	n := len(x)
+	dst, weight = dst[:n], weight[:n]
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+	for i, v := range x {
+		dst[i] = v * inv * weight[i]
+	}
+}
+
+// Softmax replaces x with exp(x-max)/sum in place; an empty x is left alone.
+func Softmax(x []float32) {
+	if len(x) == 0 {
+		return
+	}
+	mx := x[0]
+	for _, v := range x[1:] {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// SiLU replaces x with x*sigmoid(x) in place.
+func SiLU(x []float32) {
+	for i, v := range x {
+		x[i] = v / (1 + float32(math.Exp(float64(-v))))
+	}
+}
+
+// SwiGLU replaces gate with silu(gate)*up element-wise (the gated feed-forward
+// of llama-style models).
+func SwiGLU(gate, up []float32) {
+	up = up[:len(gate)]
+	for i, g := range gate {
+		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
+	}
+}
+
+// F16ToF32Slice converts half-precision values in src to dst[:len(src)].
+func F16ToF32Slice(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = F16ToF32(h)
+	}
+}
+
+// F32ToF16Slice converts float32 values in src to half precision in
+// dst[:len(src)] (round to nearest even), e.g. for an f16 KV cache.
+func F32ToF16Slice(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = F32ToF16(v)
+	}
+}
+
+// BF16ToF32Slice converts bfloat16 values in src to dst[:len(src)].
+func BF16ToF32Slice(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	for i, h := range src {
+		dst[i] = BF16ToF32(h)
+	}
+}

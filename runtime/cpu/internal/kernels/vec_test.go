@@ -1,0 +1,92 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol*(1+math.Abs(b)) }
+
+func TestVectorOps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 3, 8, 15, 16, 33, 64, 100, 288} {
+		a, b := randVec(rng, n), randVec(rng, n)
+		var dot float64
+		for i := range a {
+			dot += float64(a[i]) * float64(b[i])
+		}
+		if got := Dot(a, b); !near(float64(got), dot, 1e-5*float64(n+1)) {
+			t.Errorf("Dot n=%d: %g, want %g", n, got, dot)
+		}
+		y := append([]float32(nil), b...)
+		Axpy(0.5, a, y)
+		for i := range y {
+			if want := b[i] + 0.5*a[i]; !near(float64(y[i]), float64(want), 1e-6) {
+				t.Fatalf("Axpy n=%d [%d]: %g, want %g", n, i, y[i], want)
+			}
+		}
+		y = append(y[:0], a...)
+		Add(y, b)
+		Mul(y, b)
+		Scale(y, 2)
+		for i := range y {
+			if want := 2 * (a[i] + b[i]) * b[i]; !near(float64(y[i]), float64(want), 1e-6) {
+				t.Fatalf("Add/Mul/Scale n=%d [%d]: %g, want %g", n, i, y[i], want)
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		wt := randVec(rng, n)
+		dst := make([]float32, n)
+		RMSNorm(dst, a, wt, 1e-5)
+		var ss float64
+		for _, v := range a {
+			ss += float64(v) * float64(v)
+		}
+		scale := 1 / math.Sqrt(ss/float64(n)+1e-5)
+		for i := range dst {
+			if want := float64(a[i]) * scale * float64(wt[i]); !near(float64(dst[i]), want, 1e-5) {
+				t.Fatalf("RMSNorm n=%d [%d]: %g, want %g", n, i, dst[i], want)
+			}
+		}
+		sm := append([]float32(nil), a...)
+		sm[0] = 80 // large values must not overflow
+		Softmax(sm)
+		var total float64
+		for _, v := range sm {
+			total += float64(v)
+		}
+		if !near(total, 1, 1e-5) || (n > 1 && !(sm[0] > sm[1])) {
+			t.Fatalf("Softmax n=%d: sum %g, %v", n, total, sm[:min(n, 4)])
+		}
+		g, u := append([]float32(nil), a...), b
+		SwiGLU(g, u)
+		s := append([]float32(nil), a...)
+		SiLU(s)
+		for i := range g {
+			silu := float64(a[i]) / (1 + math.Exp(-float64(a[i])))
+			if !near(float64(s[i]), silu, 1e-6) || !near(float64(g[i]), silu*float64(u[i]), 1e-6) {
+				t.Fatalf("SiLU/SwiGLU n=%d [%d]: %g %g, want %g %g", n, i, s[i], g[i], silu, silu*float64(u[i]))
+			}
+		}
+	}
+}
+
+func TestHalfSlices(t *testing.T) {
+	src := []float32{0, 1, -2.5, 65504, 1e-7}
+	h := make([]uint16, len(src))
+	F32ToF16Slice(h, src)
+	back := make([]float32, len(src))
+	F16ToF32Slice(back, h)
+	for i := range src {
+		if back[i] != F16ToF32(F32ToF16(src[i])) {
+			t.Errorf("[%d] %g -> %g", i, src[i], back[i])
+		}
+	}
+	BF16ToF32Slice(back, []uint16{0x3f80, 0xc000, 0, 0, 0})
+	if back[0] != 1 || back[1] != -2 {
+		t.Errorf("BF16ToF32Slice = %v", back[:2])
+	}
+}
