@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 )
 
@@ -65,7 +66,12 @@ func Markdown(r Run) string {
 		if t.Errors.Errored == 0 {
 			continue
 		}
-		errLines = append(errLines, fmt.Sprintf("- %s: %d of %d samples errored %v, counted as %s", t.Task.Name, t.Errors.Errored, t.NEffective, t.Errors.ByKind, t.Errors.Policy))
+		kinds := make([]string, 0, len(t.Errors.ByKind))
+		for k, n := range t.Errors.ByKind {
+			kinds = append(kinds, fmt.Sprintf("%s: %d", k, n))
+		}
+		sort.Strings(kinds)
+		errLines = append(errLines, fmt.Sprintf("- %s: %d of %d samples errored (%s), counted as %s", t.Task.Name, t.Errors.Errored, t.NEffective, strings.Join(kinds, ", "), t.Errors.Policy))
 		for _, e := range t.Errors.Examples {
 			errLines = append(errLines, "  - "+e)
 		}

@@ -305,8 +305,8 @@ func mmluTask(name string, docs, pool []evalsuite.Doc, shots int) *evalsuite.Tas
 // generativeLetter turns a lettered multiple-choice task into
 // generate_until: the model writes the letter, scored with
 // mmlu_generative's get_response filter and a letter-extract filter (the
-// first standalone capital letter A-Z), exact_match ignoring case and
-// punctuation.
+// first standalone capital letter among the four answer letters A-D),
+// exact_match ignoring case and punctuation.
 func generativeLetter(mc *evalsuite.Task, name string) *evalsuite.Task {
 	t := *mc
 	t.Name = name
@@ -320,7 +320,7 @@ func generativeLetter(mc *evalsuite.Task, name string) *evalsuite.Task {
 	}
 	t.DocToChoices, t.DocToGold = nil, nil
 	t.Gen = evalsuite.GenKwargs{Until: []string{"</s>", "\n"}, MaxGenToks: 16, Temperature: 0}
-	letterExtract := filter.Chain{Name: "letter-extract", Steps: []filter.Step{filter.MustRegex(`\b([A-Z])\b`, 0), filter.TakeFirst{}}}
+	letterExtract := filter.Chain{Name: "letter-extract", Steps: []filter.Step{filter.MustRegex(`\b([A-D])\b`, 0), filter.TakeFirst{}}}
 	t.Filters = []filter.Chain{filter.GetResponse(), letterExtract}
 	t.Metrics = []evalsuite.MetricSpec{{Name: "exact_match", Aggregation: "mean", HigherIsBetter: true, ExactMatch: &metric.ExactMatchOptions{IgnoreCase: true, IgnorePunctuation: true}}}
 	cfg := map[string]any{}
@@ -333,7 +333,7 @@ func generativeLetter(mc *evalsuite.Task, name string) *evalsuite.Task {
 	cfg["generation_kwargs"] = map[string]any{"until": []string{"</s>", "\n"}, "max_gen_toks": 16, "temperature": 0.0, "do_sample": false}
 	cfg["filter_list"] = []map[string]any{
 		{"name": "get_response", "filter": []map[string]any{{"function": "regex", "regex_pattern": `^(.*?)(?=\n|$)`}, {"function": "remove_whitespace"}, {"function": "take_first"}}},
-		{"name": "letter-extract", "filter": []map[string]any{{"function": "regex", "regex_pattern": `\b([A-Z])\b`}, {"function": "take_first"}}},
+		{"name": "letter-extract", "filter": []map[string]any{{"function": "regex", "regex_pattern": `\b([A-D])\b`}, {"function": "take_first"}}},
 	}
 	cfg["metric_list"] = []map[string]any{{"metric": "exact_match", "aggregation": "mean", "higher_is_better": true, "ignore_case": true, "ignore_punctuation": true}}
 	delete(cfg, "doc_to_choice")

@@ -1,0 +1,160 @@
+package results
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/evalsuite/filter"
+	"github.com/ttis-dev/ttis/evalsuite/runner"
+	"github.com/ttis-dev/ttis/units/catalog"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func fp(v float64) *float64 { return &v }
+
+func sampleRun() Run {
+	task := &evalsuite.Task{Name: "gsm8k", Version: "3", Output: evalsuite.GenerateUntil, NumFewShot: 5,
+		Filters: []filter.Chain{filter.GSM8KStrict(), filter.GSM8KFlexible()},
+		Metrics: []evalsuite.MetricSpec{{Name: "exact_match", Aggregation: "mean", HigherIsBetter: true}},
+		Config:  map[string]any{"task": "gsm8k"}}
+	res := &runner.Result{
+		Task: task, NOriginal: 1319, NEffective: 4,
+		Aggregates: []evalsuite.Aggregate{
+			{Metric: "exact_match", Filter: "strict-match", Value: 0.5, Stderr: 0.28867513459481287, N: 4},
+			{Metric: "exact_match", Filter: "flexible-extract", Value: 0.75, Stderr: 0.25, N: 4},
+		},
+		Errors: runner.ErrorSummary{Errored: 1, ByKind: map[string]int{"http_status": 1}, Policy: runner.ErrorsAsWrong,
+			Examples: []string{"doc 3 (http_status): request 0: http_status 500 after 3 attempts: POST /v1/completions: boom"}},
+		Samples: []runner.Sample{{DocID: 0, Doc: map[string]any{"question": "q", "answer": "#### 1"}, Target: "#### 1",
+			Requests:  []evalsuite.Instance{{Kind: evalsuite.KindGenerate, Context: "Question: q\nAnswer:", Gen: &evalsuite.GenKwargs{MaxGenToks: 256}}},
+			Responses: []evalsuite.Response{{Text: " #### 1"}},
+			Scored: []evalsuite.Scored{{Filter: "strict-match", Filtered: "1", Scores: evalsuite.Scores{"exact_match": {1}}},
+				{Filter: "flexible-extract", Filtered: "1", Scores: evalsuite.Scores{"exact_match": {1}}}}},
+			{DocID: 3, Doc: map[string]any{"question": "q3"}, Err: &runner.SampleError{Kind: "http_status", Message: "boom"}}},
+	}
+	start := time.Date(2026, 11, 22, 1, 2, 3, 456789000, time.UTC)
+	ref := catalog.EvalRef{Model: "M", Task: "gsm8k", Published: fp(80), GPUReference: fp(70), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}
+	return Run{Model: "org/M", BaseURL: "http://127.0.0.1:8000", API: "completions", Concurrency: 8, Limit: "gsm8k=4", LimitMode: "smoke",
+		Seed: 1234, MaxRetries: 3, Start: start, End: start.Add(2500 * time.Millisecond), Tasks: []*runner.Result{res},
+		Grades: []Grade{GradeTask("gsm8k", res.Aggregates, &ref, "")}, Version: "test"}
+}
+
+func TestSummaryGolden(t *testing.T) {
+	got := Markdown(sampleRun())
+	path := filepath.Join("testdata", "summary.golden.md")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("summary differs from %s (go test -update to accept):\n%s", path, got)
+	}
+}
+
+func TestWriteLayout(t *testing.T) {
+	dir := t.TempDir()
+	files, err := Write(dir, sampleRun())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(files.Results) != "results_2026-11-22T01-02-03.456789.json" {
+		t.Errorf("results name %s", files.Results)
+	}
+	b, err := os.ReadFile(files.Results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	r := doc["results"].(map[string]any)["gsm8k"].(map[string]any)
+	if r["exact_match,strict-match"] != 0.5 || r["exact_match_stderr,flexible-extract"] != 0.25 || r["alias"] != "gsm8k" {
+		t.Errorf("results entry %v", r)
+	}
+	for _, k := range []string{"configs", "versions", "n-shot", "higher_is_better", "n-samples", "config", "date", "model_name_sanitized", "total_evaluation_time_seconds"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("missing top-level key %s", k)
+		}
+	}
+	if doc["model_name_sanitized"] != "org__M" || doc["total_evaluation_time_seconds"] != "2.500" {
+		t.Errorf("sanitized %v, time %v", doc["model_name_sanitized"], doc["total_evaluation_time_seconds"])
+	}
+	errs := doc["ttis"].(map[string]any)["errors"].(map[string]any)["gsm8k"].(map[string]any)
+	if errs["errored"] != 1.0 || errs["counted_as"] != "wrong" {
+		t.Errorf("errors %v", errs)
+	}
+	f, err := os.Open(files.Samples[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 4 {
+		t.Fatalf("%d sample lines, want 2 docs × 2 filters", len(lines))
+	}
+	if lines[0]["filter"] != "strict-match" || lines[0]["exact_match"] != 1.0 || lines[0]["filtered_resps"].([]any)[0] != "1" {
+		t.Errorf("sample line %v", lines[0])
+	}
+	if lines[2]["error"] == nil || lines[2]["exact_match"] != 0.0 || lines[2]["counted_as"] != "wrong" {
+		t.Errorf("errored sample line %v", lines[2])
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file left behind: %s", e.Name())
+		}
+	}
+}
+
+func TestGradeTask(t *testing.T) {
+	aggs := []evalsuite.Aggregate{{Metric: "exact_match", Filter: "strict-match", Value: 0.70}, {Metric: "exact_match", Filter: "flexible-extract", Value: 0.80}}
+	tests := []struct {
+		name  string
+		ref   *catalog.EvalRef
+		mode  string
+		score float64
+		check Check
+		basis string
+	}{
+		{"no reference", nil, "", 70, NA, "no reference"},
+		{"gpu reference passes at the tolerance edge", &catalog.EvalRef{GPUReference: fp(84.2105263), Published: fp(99), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "", 80, Pass, "GPU reference"},
+		{"gpu reference fails", &catalog.EvalRef{GPUReference: fp(90), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "", 80, Fail, "GPU reference"},
+		{"published fallback", &catalog.EvalRef{Published: fp(72), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,strict-match"}}, "", 70, Pass, "published score"},
+		{"keys mean", &catalog.EvalRef{Published: fp(75), Tolerance: 0.05, ScoreFn: "task_keys_mean", ScoreKeys: []string{"exact_match,strict-match", "exact_match,flexible-extract"}}, "", 75, Pass, "published score"},
+		{"missing key falls back to the first metric", &catalog.EvalRef{Published: fp(70), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"acc,none"}}, "", 70, Pass, "published score"},
+		{"subset reference for the mode", &catalog.EvalRef{GPUReference: fp(70), SubsetReference: map[string]float64{"ci_nightly": 90}, Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "ci_nightly", 80, Fail, "subset reference (ci_nightly)"},
+		{"WER unit", &catalog.EvalRef{Published: fp(30), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,strict-match"}, Unit: "WER"}, "", 30, Pass, "published score"},
+	}
+	for _, tt := range tests {
+		g := GradeTask("t", aggs, tt.ref, tt.mode)
+		if g.Score == nil || math.Abs(*g.Score-tt.score) > 1e-9 || g.Check != tt.check || g.Basis != tt.basis {
+			t.Errorf("%s: score %v check %s basis %q, want %v %s %q", tt.name, g.Score, g.Check, g.Basis, tt.score, tt.check, tt.basis)
+		}
+	}
+	if g := GradeTask("t", nil, nil, ""); g.Score != nil || g.Check != NA {
+		t.Errorf("no aggregates: %+v", g)
+	}
+}
