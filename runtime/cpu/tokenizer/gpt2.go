@@ -133,7 +133,7 @@ func (t *Tokenizer) encodeGPT2(ids []int, text string) ([]int, error) {
 			ids = append(ids, id)
 			continue
 		}
-		syms := mergeSymbols(mapped, func(l, r string) (float64, bool) {
+		syms := mergeSymbols(mapped, func(l, r, _ string) (float64, bool) {
 			rank, ok := t.ranks[[2]string{l, r}]
 			return -float64(rank), ok
 		})

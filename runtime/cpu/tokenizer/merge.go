@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -13,9 +12,10 @@ const spmSpace = "▁"
 // mergeSymbols splits s into its characters (a byte that is not valid UTF-8
 // is a character of its own) and repeatedly merges the adjacent pair with
 // the highest priority until no pair has one. priority receives the two
-// symbols and returns false when they must not merge. Ties go to the
+// symbols and their concatenation (a substring of s, so no allocation) and
+// returns false when they must not merge. Ties go to the
 // leftmost pair. It returns the final symbols as substrings of s.
-func mergeSymbols(s string, priority func(left, right string) (float64, bool)) []string {
+func mergeSymbols(s string, priority func(left, right, merged string) (float64, bool)) []string {
 	syms := make([]symbol, 0, len(s))
 	for i := 0; i < len(s); {
 		_, n := utf8.DecodeRuneInString(s[i:])
@@ -32,15 +32,15 @@ func mergeSymbols(s string, priority func(left, right string) (float64, bool)) [
 			return
 		}
 		a, b := syms[l], syms[r]
-		if p, ok := priority(s[a.start:a.end], s[b.start:b.end]); ok {
-			heap.Push(q, pair{left: l, right: r, priority: p, size: b.end - a.start})
+		if p, ok := priority(s[a.start:a.end], s[b.start:b.end], s[a.start:b.end]); ok {
+			q.push(pair{left: l, right: r, priority: p, size: b.end - a.start})
 		}
 	}
 	for i := 0; i+1 < len(syms); i++ {
 		consider(i, i+1)
 	}
-	for q.Len() > 0 {
-		p := heap.Pop(q).(pair)
+	for len(*q) > 0 {
+		p := q.pop()
 		l, r := &syms[p.left], &syms[p.right]
 		if l.dead || r.dead || l.next != p.right || r.end-l.start != p.size {
 			continue // stale: one side merged since this pair was queued
@@ -73,23 +73,52 @@ type pair struct {
 	size        int
 }
 
-// pairQueue is a max-heap on priority, then leftmost position.
+// pairQueue is a binary max-heap on priority, then leftmost position,
+// written out to avoid container/heap's interface boxing in this hot loop.
 type pairQueue []pair
 
-func (q pairQueue) Len() int { return len(q) }
-func (q pairQueue) Less(i, j int) bool {
+func (q pairQueue) before(i, j int) bool {
 	if q[i].priority != q[j].priority {
 		return q[i].priority > q[j].priority
 	}
 	return q[i].left < q[j].left
 }
-func (q pairQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *pairQueue) Push(x any)   { *q = append(*q, x.(pair)) }
-func (q *pairQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+
+func (q *pairQueue) push(p pair) {
+	*q = append(*q, p)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.before(i, parent) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+func (q *pairQueue) pop() pair {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		best, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && h.before(l, best) {
+			best = l
+		}
+		if r < len(h) && h.before(r, best) {
+			best = r
+		}
+		if best == i {
+			break
+		}
+		h[i], h[best] = h[best], h[i]
+		i = best
+	}
+	*q = h
+	return top
 }
 
 // mergeable reports whether a vocabulary entry may be produced by a merge or
@@ -110,10 +139,8 @@ func (t *Tokenizer) encodeSPM(ids []int, text string, prefix bool) ([]int, error
 		text = " " + text
 	}
 	s := strings.ReplaceAll(text, " ", spmSpace)
-	syms := mergeSymbols(s, func(l, r string) (float64, bool) {
-		// l and r are adjacent in s, so the merged piece is l+r; the
-		// concatenation allocates, but only for candidate pairs.
-		id, ok := t.index[l+r]
+	syms := mergeSymbols(s, func(_, _, merged string) (float64, bool) {
+		id, ok := t.index[merged]
 		if !ok || !t.mergeable(id) {
 			return 0, false
 		}

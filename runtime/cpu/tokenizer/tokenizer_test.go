@@ -296,3 +296,35 @@ func FuzzEncode(f *testing.F) {
 		}
 	})
 }
+
+// benchText is English prose with punctuation, digits and a little UTF-8.
+var benchText = strings.Repeat("Once upon a time, there was a little girl named Lily. She loved to play outside in the park; "+
+	"one day (it was 2024) she saw a big, red ball — and she wanted it! ", 40)
+
+func BenchmarkEncodeSPM(b *testing.B) {
+	f, err := gguf.Open(sharedModel(b, "stories260K-f32.gguf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	tk, err := New(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(benchText)))
+	for i := 0; i < b.N; i++ {
+		if _, err := tk.Encode(benchText, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeGPT2(b *testing.B) {
+	tk := newGPT2(b, "llama3")
+	b.SetBytes(int64(len(benchText)))
+	for i := 0; i < b.N; i++ {
+		if _, err := tk.Encode(benchText, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
