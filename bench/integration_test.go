@@ -401,6 +401,30 @@ func BenchmarkClientThroughput(b *testing.B) {
 	b.ReportMetric(median(tpot)*1000, "tpot-µs")
 }
 
+// BenchmarkClientSustained paces the sim at a 0.5 ms decode step with 32
+// streams (64k tokens/s from the server) and reports the measured TPOT
+// against the injected one: with -cpu 1 it shows whether a one-core client
+// keeps up without its TPOT drifting upwards.
+func BenchmarkClientSustained(b *testing.B) {
+	const step = 0.5 // ms
+	scale := step / (1000 / simTputUser)
+	base, err := startServe(b, simUnit(scale))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tps, drift []float64
+	for range b.N {
+		pr, err := simPoint(context.Background(), base, 16, 512, 32, 64)
+		if err != nil || pr.Summary.Failed > 0 {
+			b.Fatalf("%v", err)
+		}
+		tps = append(tps, pr.Summary.OutputThroughput)
+		drift = append(drift, pr.Summary.TPOT.Mean/step)
+	}
+	b.ReportMetric(median(tps), "tokens/s")
+	b.ReportMetric(median(drift), "tpot/injected")
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return math.NaN()

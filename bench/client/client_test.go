@@ -192,3 +192,31 @@ func TestNormalizeBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// A server that refuses continuous_usage_stats (as ttis's own does) gets
+// the request again without it, and later requests leave it out.
+func TestDoContinuousUsageFallback(t *testing.T) {
+	var withFlag, without int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		if so, _ := b["stream_options"].(map[string]any); so["continuous_usage_stats"] == true {
+			withFlag++
+			w.WriteHeader(400)
+			_, _ = io.WriteString(w, `{"error":{"message":"stream_options.continuous_usage_stats: continuous_usage_stats is not supported","type":"BadRequestError","code":400}}`)
+			return
+		}
+		without++
+		_, _ = io.WriteString(w, data(`{"choices":[{"text":"a"}]}`)+data(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)+"data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL, Completions, nil)
+	for range 3 {
+		if rec := c.Do(context.Background(), Prompt{Text: "x", OutputTokens: 1}, ""); !rec.Success || rec.ChunkTokensSource != "one-per-chunk" {
+			t.Fatalf("record %+v", rec)
+		}
+	}
+	if withFlag != 1 || without != 3 {
+		t.Errorf("requests with the flag %d, without %d; want 1 and 3", withFlag, without)
+	}
+}

@@ -1,0 +1,91 @@
+package result
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/bench/metrics"
+)
+
+func TestFileName(t *testing.T) {
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	got := FileName("meta-llama/Llama-3.1-8B-Instruct", ts, 128, 1024, 32, 128)
+	if want := "benchmark_Llama-3.1-8B-Instruct_2026-01-02_03-04-05_isl-128_osl-1024_maxcon-32_n-128.json"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if got := FileName("/models/tiny model.gguf", ts, 1, 1, 0, 1); !strings.HasPrefix(got, "benchmark_tiny_model.gguf_") {
+		t.Errorf("unsafe name not cleaned: %s", got)
+	}
+}
+
+func TestBuildKeys(t *testing.T) {
+	reqs := []metrics.Request{
+		{ChunkTimesS: []float64{0.1, 0.2}, ChunkTokens: []int{1, 1}, OutputTokens: 2, PromptTokens: 4, Success: true, OutputTokensSource: metrics.SourceUsage},
+		{Error: "HTTP 500: boom"},
+	}
+	run := &Run{Date: time.Unix(0, 0), Backend: "openai", ModelID: "m", NumPrompts: 2, RequestRate: math.Inf(1), Burstiness: 1,
+		MaxConcurrency: 1, Percentiles: []float64{99, 99.9}, Requests: reqs,
+		Summary: metrics.Compute(reqs, 1, []float64{99, 99.9}, metrics.SLO{})}
+	b, err := json.Marshal(Build(run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"date", "backend", "endpoint_type", "model_id", "tokenizer_id", "num_prompts", "duration", "completed", "failed",
+		"total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput",
+		"max_output_tokens_per_s", "max_concurrent_requests", "latencies", "input_lens", "output_lens", "ttfts", "itls", "start_times",
+		"generated_texts", "errors", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms", "p99.9_tpot_ms", "mean_itl_ms",
+		"mean_e2el_ms", "mean_client_queue_time_ms", "tput_user", "requests", "failure_reasons"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("missing key %s", k)
+		}
+	}
+	if m["request_rate"] != "inf" || m["completed"] != 1.0 || m["failed"] != 1.0 || m["request_goodput"] != nil {
+		t.Errorf("values %v %v %v %v", m["request_rate"], m["completed"], m["failed"], m["request_goodput"])
+	}
+	if fr := m["failure_reasons"].(map[string]any); fr["HTTP 500: boom"] != 1.0 {
+		t.Errorf("failure reasons %v", fr)
+	}
+	if !strings.HasPrefix(string(b), `{"date":`) {
+		t.Errorf("keys out of order: %.40s", b)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "r.json")
+	if err := WriteFileAtomic(p, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(p, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	ents, _ := os.ReadDir(dir)
+	if string(b) != "two" || len(ents) != 1 {
+		t.Errorf("content %q, %d entries (temp files left?)", b, len(ents))
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, "missing", "r.json"), []byte("x")); err == nil {
+		t.Error("write into a missing folder succeeded")
+	}
+}
+
+func TestParsePercentiles(t *testing.T) {
+	p, err := ParsePercentiles("50, 90,99.9")
+	if err != nil || len(p) != 3 || p[2] != 99.9 || FormatPercentile(p[2]) != "99.9" {
+		t.Errorf("%v %v", p, err)
+	}
+	for _, bad := range []string{"", "0", "100", "x", "-5"} {
+		if _, err := ParsePercentiles(bad); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
