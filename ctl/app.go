@@ -41,6 +41,7 @@ func App(version string) *cli.App {
 			benchCommand(),
 			evalCommand(),
 			modelCommand(),
+			tokenCommand(),
 		},
 	}
 }

@@ -44,7 +44,8 @@ func (e *apiError) appendJSON(b []byte) []byte {
 }
 
 func writeError(ctx *fasthttp.RequestCtx, e *apiError) {
-	ctx.Response.Reset()
+	// Headers set so far (X-Request-Id, Retry-After) stay.
+	ctx.Response.ResetBody()
 	ctx.SetStatusCode(e.Status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(e.appendJSON(nil))

@@ -147,7 +147,8 @@ func jsonError(err error) *apiError {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		field := te.Field
+		// Fields of the embedded struct are reported with its Go name.
+		field := strings.TrimPrefix(te.Field, "samplingBody.")
 		if field == "" {
 			return badRequest("", "invalid JSON: expected an object, got %s", te.Value)
 		}

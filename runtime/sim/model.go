@@ -12,10 +12,12 @@ import (
 // a successor list of fanout candidates (word pieces, a little punctuation
 // and EOS) with Zipf-like weights, drawn from a seeded PRNG, so the same
 // seed gives the same model everywhere. The full next-token distribution
-// mixes that list with a small uniform floor over the whole vocabulary so
-// that every token, including any prompt token, has a finite logprob:
+// mixes that list with a small unigram floor over the whole vocabulary
+// (frequent words likelier than rare ones, bytes least likely) so that
+// every token, including any prompt token, has a finite logprob that still
+// depends on the token:
 //
-//	p(t | prev) = (1-floor)·succ(t | prev) + floor/V
+//	p(t | prev) = (1-floor)·succ(t | prev) + floor·unigram(t)
 //
 // Sampling draws from the successor list only (the floor's tail is
 // truncated, like a built-in top-k), after penalties, temperature, top-k,
@@ -34,8 +36,10 @@ type candidate struct {
 type textModel struct {
 	vocab int
 	succ  [][]candidate // per previous token, sorted by prob descending
-	// lpFloor is the log-probability of a token outside the successor list.
-	lpFloor float64
+	// unigram is the floor distribution; byUnigram lists ids by it,
+	// likeliest first.
+	unigram   []float64
+	byUnigram []int
 }
 
 func newTextModel(tok *Tokenizer, seed int64) *textModel {
@@ -53,8 +57,33 @@ func newTextModel(tok *Tokenizer, seed int64) *textModel {
 			gen = append(gen, tok.index[" "+capitalise(w)])
 		}
 	}
-	m := &textModel{vocab: vocab, succ: make([][]candidate, vocab)}
-	m.lpFloor = math.Log(floorMass / float64(vocab))
+	m := &textModel{vocab: vocab, succ: make([][]candidate, vocab), unigram: make([]float64, vocab)}
+	total := 0.0
+	for id := range m.unigram {
+		w := 1.0 // bytes and specials
+		if id >= firstWordID {
+			w = 4
+		}
+		m.unigram[id] = w
+	}
+	for _, p := range punctuation {
+		m.unigram[tok.index[p]] = 40
+	}
+	for rank, w := range words {
+		z := 1 / float64(rank+1)
+		m.unigram[tok.index[" "+w]] = 8 + 400*z
+		m.unigram[tok.index[w]] = 6 + 100*z
+		m.unigram[tok.index[" "+capitalise(w)]] = 5 + 50*z
+	}
+	for _, w := range m.unigram {
+		total += w
+	}
+	m.byUnigram = make([]int, vocab)
+	for id := range m.unigram {
+		m.unigram[id] /= total
+		m.byUnigram[id] = id
+	}
+	sort.SliceStable(m.byUnigram, func(a, b int) bool { return m.unigram[m.byUnigram[a]] > m.unigram[m.byUnigram[b]] })
 	for prev := 0; prev < vocab; prev++ {
 		cands := make([]candidate, 0, fanout+1)
 		seen := map[int]bool{}
@@ -84,12 +113,17 @@ func (m *textModel) logprob(prev, id int) float64 {
 	if prev < 0 || prev >= m.vocab {
 		prev = bosID
 	}
+	if id < 0 || id >= m.vocab {
+		return math.Inf(-1)
+	}
+	p := floorMass * m.unigram[id]
 	for _, c := range m.succ[prev] {
 		if c.id == id {
-			return math.Log((1-floorMass)*c.prob + floorMass/float64(m.vocab))
+			p += (1 - floorMass) * c.prob
+			break
 		}
 	}
-	return m.lpFloor
+	return math.Log(p)
 }
 
 // top returns the n most likely next tokens after prev with their logprobs.
@@ -97,26 +131,33 @@ func (m *textModel) top(prev, n int, buf []runtime.TokenLogprob) []runtime.Token
 	if prev < 0 || prev >= m.vocab {
 		prev = bosID
 	}
-	cands := m.succ[prev]
-	for i := 0; i < n && i < len(cands); i++ {
-		lp := math.Log((1-floorMass)*cands[i].prob + floorMass/float64(m.vocab))
-		buf = append(buf, runtime.TokenLogprob{ID: cands[i].id, Logprob: float32(lp)})
+	// The successor list dominates (its floor-free mass is far above any
+	// unigram share), so the top n are its head, then the likeliest
+	// unigrams not in it; sort the union to be exact.
+	start := len(buf)
+	for _, c := range m.succ[prev] {
+		buf = append(buf, runtime.TokenLogprob{ID: c.id, Logprob: float32(m.logprob(prev, c.id))})
 	}
-	// Past the successor list every token has the floor probability; fill
-	// with the lowest ids not already listed.
-	for id := 0; len(buf) < n && id < m.vocab; id++ {
-		listed := false
-		for _, c := range cands {
-			if c.id == id {
-				listed = true
-				break
-			}
+	for _, id := range m.byUnigram {
+		if len(buf)-start >= n+len(m.succ[prev]) {
+			break
 		}
-		if !listed {
-			buf = append(buf, runtime.TokenLogprob{ID: id, Logprob: float32(m.lpFloor)})
+		if !m.inSucc(prev, id) {
+			buf = append(buf, runtime.TokenLogprob{ID: id, Logprob: float32(m.logprob(prev, id))})
 		}
 	}
-	return buf
+	top := buf[start:]
+	sort.SliceStable(top, func(a, b int) bool { return top[a].Logprob > top[b].Logprob })
+	return buf[:start+min(n, len(top))]
+}
+
+func (m *textModel) inSucc(prev, id int) bool {
+	for _, c := range m.succ[prev] {
+		if c.id == id {
+			return true
+		}
+	}
+	return false
 }
 
 // sampler draws tokens for one sequence.
@@ -153,7 +194,7 @@ func (s *sampler) next(m *textModel, prev int, ignoreEOS bool) int {
 		if ignoreEOS && c.id == eosID {
 			continue
 		}
-		l := math.Log((1-floorMass)*c.prob + floorMass/float64(m.vocab))
+		l := m.logprob(prev, c.id)
 		if s.inCtx != nil && s.inCtx[c.id] {
 			// CTRL/vLLM repetition penalty on a logit: divide positive,
 			// multiply negative (ours are log-probabilities, all negative).
