@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,5 +159,137 @@ func TestStoriesGreedyMatchesLlamaCpp(t *testing.T) {
 				t.Errorf("greedy text\n got %q\nwant %q\nids %v", got, storiesText, ids)
 			}
 		})
+	}
+}
+
+func maxAbsDiff(a, b []float32) float64 {
+	var worst float64
+	for i := range a {
+		worst = max(worst, math.Abs(float64(a[i]-b[i])))
+	}
+	return worst
+}
+
+// batchTolerance bounds logits of the same token computed in different
+// batch shapes: only the float summation order may differ.
+const batchTolerance = 1e-4
+
+func TestChunkedPrefillMatchesTokenByToken(t *testing.T) {
+	_, m := openModel(t, filepath.Join(sharedModels(t), "stories260K-f32.gguf"))
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	r := NewRunner(m, pool, 64)
+	prompt := []int{1, 403, 407, 261, 378, 11, 271, 302, 263, 407, 261, 378, 300, 280}
+	refIDs, refLogits := greedy(t, r, m.NewCache(128), prompt, 16, 1)
+	for _, chunk := range []int{3, len(prompt)} {
+		ids, logits := greedy(t, r, m.NewCache(128), prompt, 16, chunk)
+		if d := maxAbsDiff(refLogits, logits); d > batchTolerance {
+			t.Errorf("chunk %d: last prompt logits differ from token-by-token by %g", chunk, d)
+		}
+		if !slices.Equal(ids, refIDs) {
+			t.Errorf("chunk %d: greedy tokens %v, token-by-token %v", chunk, ids, refIDs)
+		}
+	}
+}
+
+func TestBatchedDecodeMatchesSingle(t *testing.T) {
+	_, m := openModel(t, filepath.Join(sharedModels(t), "stories260K-f32.gguf"))
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	r := NewRunner(m, pool, 64)
+	const seqs, steps = 8, 12
+	prompts := make([][]int, seqs)
+	for i := range prompts {
+		// Different lengths and contents per sequence.
+		prompts[i] = []int{1, 403 + i, 407, 261 + 3*i}[:2+i%3]
+	}
+	// One at a time.
+	single := make([][]int, seqs)
+	singleLogits := make([][]float32, seqs)
+	for i, p := range prompts {
+		ids, _ := greedy(t, r, m.NewCache(64), p, steps, len(p))
+		single[i] = ids
+	}
+	// All together: every prompt in one mixed batch, then one decode token
+	// per sequence per step.
+	caches := make([]*Cache, seqs)
+	var b Batch
+	for i, p := range prompts {
+		caches[i] = m.NewCache(64)
+		for j, tok := range p {
+			b.Add(caches[i], tok, j, j == len(p)-1)
+		}
+	}
+	logits, err := r.Forward(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vocab := m.Cfg.Vocab
+	batched := make([][]int, seqs)
+	for step := range steps {
+		b.Reset()
+		for i := range seqs {
+			next := argmax(logits[i*vocab : (i+1)*vocab])
+			batched[i] = append(batched[i], next)
+			b.Add(caches[i], next, caches[i].Len(), true)
+		}
+		if logits, err = r.Forward(&b); err != nil {
+			t.Fatal(err)
+		}
+		if step == steps-1 {
+			for i := range seqs {
+				singleLogits[i] = append([]float32(nil), logits[i*vocab:(i+1)*vocab]...)
+			}
+		}
+	}
+	for i := range seqs {
+		if !slices.Equal(batched[i], single[i]) {
+			t.Errorf("sequence %d: batched %v, alone %v", i, batched[i], single[i])
+		}
+	}
+	// The last step's logits of sequence 0 against a lone run.
+	c := m.NewCache(64)
+	_, _ = greedy(t, r, c, prompts[0], steps-1, len(prompts[0]))
+	b.Reset()
+	b.Add(c, batched[0][steps-1], c.Len(), true)
+	lone, err := r.Forward(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxAbsDiff(lone, singleLogits[0]); d > batchTolerance {
+		t.Errorf("batched logits differ from a lone decode by %g", d)
+	}
+}
+
+func TestForwardRejectsBadBatches(t *testing.T) {
+	_, m := openModel(t, filepath.Join(sharedModels(t), "stories260K-f32.gguf"))
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	r := NewRunner(m, pool, 4)
+	tests := []struct {
+		name string
+		fill func(b *Batch)
+		want string
+	}{
+		{"gap in positions", func(b *Batch) { b.Add(m.NewCache(8), 1, 1, true) }, "does not continue"},
+		{"token out of vocabulary", func(b *Batch) { b.Add(m.NewCache(8), 512, 0, true) }, "outside the vocabulary"},
+		{"past the cache", func(b *Batch) {
+			c := m.NewCache(1)
+			b.Add(c, 1, 0, false)
+			b.Add(c, 1, 1, true)
+		}, "outside the cache"},
+		{"too many tokens", func(b *Batch) {
+			c := m.NewCache(8)
+			for i := range 5 {
+				b.Add(c, 1, i, false)
+			}
+		}, "exceeds"},
+	}
+	for _, tt := range tests {
+		var b Batch
+		tt.fill(&b)
+		if _, err := r.Forward(&b); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
+		}
 	}
 }
