@@ -38,7 +38,7 @@ func TestDistributions(t *testing.T) {
 		{"temperature 0.5", runtime.Sampling{Temperature: 0.5}, []float64{0.16 / 0.3, 0.09 / 0.3, 0.04 / 0.3, 0.01 / 0.3}},
 		{"greedy", runtime.Sampling{}, []float64{1, 0, 0, 0}},
 	}
-	const draws = 20000
+	const draws = 6000
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.p.Seed, tt.p.HasSeed = 42, true
@@ -62,7 +62,7 @@ func TestDistributions(t *testing.T) {
 
 func TestLargeVocabTopP(t *testing.T) {
 	// A long flat tail: the nucleus needs the threshold search to go deep.
-	const vocab = 5000
+	const vocab = 1000
 	probs := make([]float64, vocab)
 	probs[0] = 0.5
 	for i := 1; i < vocab; i++ {
@@ -71,13 +71,13 @@ func TestLargeVocabTopP(t *testing.T) {
 	s := New(runtime.Sampling{Temperature: 1, TopP: 0.9, Seed: 1, HasSeed: true}, vocab, nil)
 	logits := logitsOf(probs...)
 	first := 0
-	for range 4000 {
+	for range 2000 {
 		if s.Sample(logits) == 0 {
 			first++
 		}
 	}
 	// Nucleus: token 0 plus 80% of the tail, so P(0) = 0.5/0.9.
-	if got := float64(first) / 4000; math.Abs(got-0.5/0.9) > 0.04 {
+	if got := float64(first) / 2000; math.Abs(got-0.5/0.9) > 0.05 {
 		t.Errorf("P(token 0) = %.3f, want %.3f", got, 0.5/0.9)
 	}
 }

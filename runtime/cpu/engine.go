@@ -1,0 +1,482 @@
+// Package cpu is the pure-Go inference engine: it serves Llama-family GGUF
+// models (llama, mistral, qwen2, qwen3) on the host CPU with a KV cache per
+// sequence, chunked prefill and continuous batching, behind the
+// runtime.Engine contract.
+package cpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
+	"github.com/ttis-dev/ttis/runtime/cpu/internal/model"
+	"github.com/ttis-dev/ttis/runtime/cpu/internal/sample"
+	"github.com/ttis-dev/ttis/units"
+)
+
+// Version identifies this engine build in Info.
+const Version = "ttis-cpu/1"
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxSeqs      = 8
+	DefaultPrefillChunk = 256
+)
+
+// ErrClosed is returned by Generate after Close.
+var ErrClosed = errors.New("cpu engine is closed")
+
+// Options configures New.
+type Options struct {
+	// Name is the served model name; "" uses general.name, else the file
+	// name without extension.
+	Name string
+	// Threads is the number of compute threads; 0 uses every core.
+	Threads int
+	// MaxContext bounds prompt plus output tokens per sequence; 0 (or more
+	// than the model's trained context) uses the model's context_length.
+	MaxContext int
+	// MaxSeqs is how many sequences run at once (more wait in a queue);
+	// 0 means DefaultMaxSeqs.
+	MaxSeqs int
+	// PrefillChunk is the most prompt tokens evaluated per scheduler step,
+	// so that running sequences keep producing tokens while a long prompt
+	// is read; 0 means DefaultPrefillChunk.
+	PrefillChunk int
+	// Tokenizer overrides the tokenizer read from the GGUF file.
+	Tokenizer runtime.Tokenizer
+	// Now is the clock that stamps tokens; nil uses time.Now.
+	Now func() time.Time
+}
+
+// Engine is the cpu runtime's runtime.Engine.
+type Engine struct {
+	file    *gguf.File
+	model   *model.Model
+	tok     runtime.Tokenizer
+	pool    *kernels.Pool
+	runner  *model.Runner
+	info    runtime.Info
+	eos     []int
+	maxSeqs int
+	chunk   int
+	now     func() time.Time
+
+	mu     sync.Mutex
+	queue  []*sequence
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+
+	// Owned by the scheduler goroutine.
+	free   []*model.Cache
+	batch  model.Batch
+	rows   []rowRef
+	active []*sequence
+}
+
+// sequence is one Generate call as the scheduler tracks it.
+type sequence struct {
+	ctx       context.Context
+	req       runtime.Request
+	stream    *runtime.Stream
+	cache     *model.Cache
+	sampler   *sample.Sampler
+	stops     map[int]bool
+	prefilled int // prompt tokens fed to the model
+	generated int
+	last      int // last sampled token, fed on the next step
+	promptLP  []runtime.Token
+	ended     bool
+}
+
+// rowRef ties a logits row of the current batch to its sequence: the
+// prompt index it was computed at, or -1 for a decode step.
+type rowRef struct {
+	seq         *sequence
+	promptIndex int
+}
+
+// Open is the runtime constructor for a cpu unit: Unit.Model is the GGUF
+// path, Unit.CPU.Threads the thread count, Unit.Limits the context window
+// and the number of concurrent sequences.
+func Open(ctx context.Context, u *units.Unit) (runtime.Engine, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	e, err := New(u.Model, Options{
+		Name:       u.Name,
+		Threads:    u.CPU.Threads,
+		MaxContext: u.Limits.MaxContext,
+		MaxSeqs:    u.Limits.MaxConcurrency,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("unit %s: %w", u.Name, err)
+	}
+	return e, nil
+}
+
+// New loads the GGUF model at path and starts the scheduler.
+func New(path string, opt Options) (*Engine, error) {
+	if opt.Threads < 0 || opt.MaxContext < 0 || opt.MaxSeqs < 0 || opt.PrefillChunk < 0 {
+		return nil, fmt.Errorf("cpu engine options: threads, max context, max sequences and prefill chunk must not be negative")
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.Load(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("load model %s: %w", path, err)
+	}
+	tok := opt.Tokenizer
+	if tok == nil {
+		if tok, err = loadTokenizer(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("load tokenizer of %s: %w", path, err)
+		}
+	}
+	if tok.VocabSize() > m.Cfg.Vocab {
+		f.Close()
+		return nil, fmt.Errorf("model %s: tokenizer has %d tokens but token_embd.weight only %d rows", path, tok.VocabSize(), m.Cfg.Vocab)
+	}
+	threads := opt.Threads
+	if threads == 0 {
+		threads = goruntime.NumCPU()
+	}
+	maxCtx := m.Cfg.ContextLength
+	if opt.MaxContext > 0 && opt.MaxContext < maxCtx {
+		maxCtx = opt.MaxContext
+	}
+	maxSeqs := opt.MaxSeqs
+	if maxSeqs == 0 {
+		maxSeqs = DefaultMaxSeqs
+	}
+	chunk := opt.PrefillChunk
+	if chunk == 0 {
+		chunk = DefaultPrefillChunk
+	}
+	name := opt.Name
+	if name == "" {
+		name = m.Cfg.Name
+	}
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	now := opt.Now
+	if now == nil {
+		now = time.Now
+	}
+	pool := kernels.NewPool(threads)
+	e := &Engine{
+		file:    f,
+		model:   m,
+		tok:     tok,
+		pool:    pool,
+		runner:  model.NewRunner(m, pool, chunk+maxSeqs),
+		eos:     tok.EOS(),
+		maxSeqs: maxSeqs,
+		chunk:   chunk,
+		now:     now,
+		info: runtime.Info{
+			Model:      name,
+			Runtime:    "cpu",
+			MaxContext: maxCtx,
+			Version:    fmt.Sprintf("%s (%s %s, %d threads)", Version, m.Cfg.Arch, m.WeightType(), threads),
+		},
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
+	}
+	go e.loop()
+	return e, nil
+}
+
+// Info describes the served model.
+func (e *Engine) Info() runtime.Info { return e.info }
+
+// Tokenizer returns the model's tokenizer.
+func (e *Engine) Tokenizer() runtime.Tokenizer { return e.tok }
+
+// Model exposes the loaded model's hyper-parameters.
+func (e *Engine) Model() model.Config { return e.model.Cfg }
+
+// Generate validates the request and queues it for the scheduler.
+func (e *Engine) Generate(ctx context.Context, req *runtime.Request) (*runtime.Stream, error) {
+	if len(req.Prompt) == 0 {
+		return nil, errors.New("prompt is empty")
+	}
+	if len(req.Prompt) > e.info.MaxContext {
+		return nil, fmt.Errorf("%w: %d prompt tokens, context window %d", runtime.ErrContextLength, len(req.Prompt), e.info.MaxContext)
+	}
+	vocab := e.model.Cfg.Vocab
+	for i, t := range req.Prompt {
+		if t < 0 || t >= vocab {
+			return nil, fmt.Errorf("prompt token %d: id %d is outside the vocabulary of %d", i, t, vocab)
+		}
+	}
+	if req.MaxTokens < 0 {
+		return nil, fmt.Errorf("max tokens %d is negative", req.MaxTokens)
+	}
+	s := &sequence{
+		ctx:    ctx,
+		req:    *req,
+		stream: runtime.NewStream(len(req.Prompt)),
+	}
+	s.req.Prompt = append([]int(nil), req.Prompt...)
+	s.req.Logprobs = min(s.req.Logprobs, vocab)
+	s.req.PromptLogprobs = min(s.req.PromptLogprobs, vocab)
+	if len(req.StopTokenIDs) > 0 {
+		s.stops = make(map[int]bool, len(req.StopTokenIDs))
+		for _, t := range req.StopTokenIDs {
+			s.stops[t] = true
+		}
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e.queue = append(e.queue, s)
+	e.mu.Unlock()
+	e.signal()
+	return s.stream, nil
+}
+
+// Close stops the scheduler, ends every stream with FinishAbort and releases
+// the model file.
+func (e *Engine) Close() error {
+	var err error
+	e.once.Do(func() {
+		e.mu.Lock()
+		e.closed = true
+		e.mu.Unlock()
+		e.signal()
+		<-e.done
+		e.pool.Close()
+		err = e.file.Close()
+	})
+	return err
+}
+
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop is the scheduler: it owns the model, the caches and every admitted
+// sequence.
+func (e *Engine) loop() {
+	defer close(e.done)
+	var waiting []*sequence
+	for {
+		e.mu.Lock()
+		closed := e.closed
+		waiting = append(waiting, e.queue...)
+		clear(e.queue)
+		e.queue = e.queue[:0]
+		e.mu.Unlock()
+		if closed {
+			for _, s := range append(waiting, e.active...) {
+				s.stream.Finish(runtime.FinishAbort, ErrClosed)
+			}
+			return
+		}
+		waiting = e.dropCancelled(waiting)
+		e.active = e.dropCancelled(e.active)
+		for len(e.active) < e.maxSeqs && len(waiting) > 0 {
+			s := waiting[0]
+			waiting[0] = nil
+			waiting = waiting[1:]
+			s.cache = e.takeCache()
+			s.sampler = sample.New(s.req.Sampling, e.model.Cfg.Vocab, s.req.Prompt)
+			e.active = append(e.active, s)
+		}
+		if len(e.active) == 0 {
+			<-e.wake
+			continue
+		}
+		if err := e.step(); err != nil {
+			// A forward error is a bug or a corrupt model; fail the
+			// sequences of this step rather than the whole engine.
+			for _, s := range e.active {
+				s.stream.Finish(runtime.FinishAbort, fmt.Errorf("cpu engine: %w", err))
+				s.ended = true
+			}
+		}
+		e.active = e.retire(e.active)
+	}
+}
+
+// dropCancelled aborts sequences whose context ended.
+func (e *Engine) dropCancelled(seqs []*sequence) []*sequence {
+	for _, s := range seqs {
+		if err := s.ctx.Err(); err != nil {
+			s.stream.Finish(runtime.FinishAbort, err)
+			s.ended = true
+		}
+	}
+	return e.retire(seqs)
+}
+
+// retire removes ended sequences, returning their caches to the free list.
+func (e *Engine) retire(seqs []*sequence) []*sequence {
+	kept := seqs[:0]
+	for _, s := range seqs {
+		if !s.ended {
+			kept = append(kept, s)
+			continue
+		}
+		if s.cache != nil {
+			s.cache.Reset()
+			e.free = append(e.free, s.cache)
+			s.cache = nil
+		}
+	}
+	clear(seqs[len(kept):])
+	return kept
+}
+
+func (e *Engine) takeCache() *model.Cache {
+	if n := len(e.free); n > 0 {
+		c := e.free[n-1]
+		e.free = e.free[:n-1]
+		return c
+	}
+	return e.model.NewCache(e.info.MaxContext)
+}
+
+// step runs one forward pass: a decode token for every sequence past its
+// prompt, then prompt chunks up to the prefill budget, and hands each
+// logits row to its sequence.
+func (e *Engine) step() error {
+	b := &e.batch
+	b.Reset()
+	e.rows = e.rows[:0]
+	for _, s := range e.active {
+		if s.prefilled == len(s.req.Prompt) {
+			b.Add(s.cache, s.last, s.cache.Len(), true)
+			e.rows = append(e.rows, rowRef{s, -1})
+		}
+	}
+	budget := e.chunk
+	for _, s := range e.active {
+		if budget == 0 {
+			break
+		}
+		p := s.req.Prompt
+		if s.prefilled == len(p) {
+			continue
+		}
+		end := min(len(p), s.prefilled+budget)
+		for i := s.prefilled; i < end; i++ {
+			want := i == len(p)-1 || s.req.PromptLogprobs >= 0
+			b.Add(s.cache, p[i], i, want)
+			if want {
+				e.rows = append(e.rows, rowRef{s, i})
+			}
+		}
+		budget -= end - s.prefilled
+		s.prefilled = end
+	}
+	logits, err := e.runner.Forward(b)
+	if err != nil {
+		return err
+	}
+	vocab := e.model.Cfg.Vocab
+	now := e.now()
+	for j, r := range e.rows {
+		row := logits[j*vocab : (j+1)*vocab]
+		if r.promptIndex < 0 {
+			e.emit(r.seq, row, now)
+			continue
+		}
+		e.promptRow(r.seq, r.promptIndex, row, now)
+	}
+	return nil
+}
+
+// promptRow handles the logits computed at prompt position i: the logprob
+// of prompt token i+1 when asked, and the first generated token at the end
+// of the prompt.
+func (e *Engine) promptRow(s *sequence, i int, row []float32, now time.Time) {
+	p := s.req.Prompt
+	if n := s.req.PromptLogprobs; n >= 0 {
+		if s.promptLP == nil {
+			s.promptLP = make([]runtime.Token, len(p))
+			s.promptLP[0] = runtime.Token{ID: p[0]}
+		}
+		if i+1 < len(p) {
+			t := runtime.Token{ID: p[i+1]}
+			var top []runtime.TokenLogprob
+			if n > 0 {
+				top = make([]runtime.TokenLogprob, 0, n)
+			}
+			t.Logprob, t.Top = sample.Logprobs(row, p[i+1], n, top)
+			s.promptLP[i+1] = t
+		}
+	}
+	if i != len(p)-1 {
+		return
+	}
+	if s.promptLP != nil {
+		s.stream.SetPromptLogprobs(s.promptLP)
+	}
+	if s.req.MaxTokens == 0 || len(p) >= e.info.MaxContext {
+		s.stream.Finish(runtime.FinishLength, nil)
+		s.ended = true
+		return
+	}
+	e.emit(s, row, now)
+}
+
+// emit samples a token from row, pushes it and ends the sequence on a stop
+// token, EOS, its token limit or a full context window.
+func (e *Engine) emit(s *sequence, row []float32, now time.Time) {
+	id := s.sampler.Sample(row)
+	s.sampler.Accept(id)
+	t := runtime.Token{ID: id, Time: now}
+	if n := s.req.Logprobs; n >= 0 {
+		var top []runtime.TokenLogprob
+		if n > 0 {
+			top = make([]runtime.TokenLogprob, 0, n)
+		}
+		t.Logprob, t.Top = sample.Logprobs(row, id, n, top)
+	}
+	s.stream.Push(t)
+	s.generated++
+	s.last = id
+	switch {
+	case s.stops[id] || (!s.req.IgnoreEOS && e.isEOS(id)):
+		s.stream.Finish(runtime.FinishStop, nil)
+	case s.generated >= s.req.MaxTokens || s.cache.Len()+1 >= e.info.MaxContext:
+		// The sequence now holds cache.Len()+1 tokens (the sampled one is
+		// not fed yet): the window is full.
+		s.stream.Finish(runtime.FinishLength, nil)
+	default:
+		return
+	}
+	s.ended = true
+}
+
+func (e *Engine) isEOS(id int) bool {
+	for _, t := range e.eos {
+		if t == id {
+			return true
+		}
+	}
+	return false
+}
+
+var _ runtime.Engine = (*Engine)(nil)

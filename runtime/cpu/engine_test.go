@@ -1,0 +1,343 @@
+package cpu
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/units"
+)
+
+// storiesText is llama.cpp's greedy continuation of "Once upon a time"
+// (README of shared/models).
+const storiesText = ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it,"
+
+// sharedModel returns the path of a model in ../shared/models next to the
+// repository root, or skips the test when this checkout has none.
+func sharedModel(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("no go.mod above the package directory")
+		}
+		dir = parent
+	}
+	path := filepath.Join(dir, "..", "shared", "models", name)
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("shared test model not present (a fresh clone has none): %v", err)
+	}
+	return path
+}
+
+func newEngine(t testing.TB, path string, opt Options) *Engine {
+	t.Helper()
+	if opt.Threads == 0 {
+		opt.Threads = 2
+	}
+	e, err := New(path, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// collect reads a stream to its end, bounded by a deadline.
+func collect(t testing.TB, st *runtime.Stream) ([]runtime.Token, runtime.FinishReason, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var toks []runtime.Token
+	for {
+		var done bool
+		var reason runtime.FinishReason
+		var err error
+		toks, done, reason, err = st.Recv(ctx, toks)
+		if ctx.Err() != nil {
+			t.Fatalf("stream did not finish: %v", ctx.Err())
+		}
+		if done {
+			return toks, reason, err
+		}
+	}
+}
+
+func ids(toks []runtime.Token) []int {
+	out := make([]int, len(toks))
+	for i, t := range toks {
+		out[i] = t.ID
+	}
+	return out
+}
+
+func TestEngineStoriesGreedy(t *testing.T) {
+	for _, file := range []string{"stories260K-f32.gguf", "stories260K-q8_0.gguf"} {
+		t.Run(file, func(t *testing.T) {
+			e := newEngine(t, sharedModel(t, file), Options{PrefillChunk: 2})
+			tok := e.Tokenizer()
+			prompt, err := tok.Encode("Once upon a time", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []int{1, 403, 407, 261, 378}; !slices.Equal(prompt, want) {
+				t.Fatalf("prompt tokens %v, want %v", prompt, want)
+			}
+			st, err := e.Generate(context.Background(), &runtime.Request{Prompt: prompt, MaxTokens: 48, Logprobs: -1, PromptLogprobs: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			toks, reason, err := collect(t, st)
+			if err != nil || reason != runtime.FinishLength {
+				t.Fatalf("finish %v %v, want length", reason, err)
+			}
+			if got := tok.Decode(ids(toks), true); got != storiesText {
+				t.Errorf("text\n got %q\nwant %q", got, storiesText)
+			}
+			for i := 1; i < len(toks); i++ {
+				if toks[i].Time.Before(toks[i-1].Time) || toks[i].Time.IsZero() {
+					t.Fatalf("token %d time %v is before token %d's %v", i, toks[i].Time, i-1, toks[i-1].Time)
+				}
+			}
+		})
+	}
+}
+
+func TestEngineInfoAndOpen(t *testing.T) {
+	path := sharedModel(t, "stories260K-f32.gguf")
+	eng, err := Open(context.Background(), &units.Unit{Name: "stories", Model: path, CPU: units.CPU{Threads: 1}, Limits: units.Limits{MaxContext: 100, MaxConcurrency: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	info := eng.Info()
+	if info.Model != "stories" || info.Runtime != "cpu" || info.MaxContext != 100 || info.Simulated || info.Version == "" {
+		t.Errorf("info %+v", info)
+	}
+	if _, err := Open(context.Background(), &units.Unit{Name: "missing", Model: filepath.Join(t.TempDir(), "none.gguf")}); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("opening a missing file: %v", err)
+	}
+}
+
+func TestEngineConcurrentMatchesSequential(t *testing.T) {
+	path := sharedModel(t, "stories260K-f32.gguf")
+	prompts := []string{"Once upon a time", "The cat", "Lily and Ben", "One day, a little", "Tom was sad", "The sun", "A big dog", "She saw a bird"}
+	run := func(e *Engine, concurrent bool) [][]int {
+		out := make([][]int, len(prompts))
+		var wg sync.WaitGroup
+		for i, p := range prompts {
+			ids0, err := e.Tokenizer().Encode(p, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gen := func() {
+				st, err := e.Generate(context.Background(), &runtime.Request{Prompt: ids0, MaxTokens: 20, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				toks, _, _ := collect(t, st)
+				out[i] = ids(toks)
+			}
+			if concurrent {
+				wg.Go(gen)
+			} else {
+				gen()
+			}
+		}
+		wg.Wait()
+		return out
+	}
+	seq := run(newEngine(t, path, Options{MaxSeqs: 1}), false)
+	con := run(newEngine(t, path, Options{MaxSeqs: 8, PrefillChunk: 7}), true)
+	for i := range prompts {
+		if len(seq[i]) != 20 || !slices.Equal(seq[i], con[i]) {
+			t.Errorf("prompt %q: alone %v, batched %v", prompts[i], seq[i], con[i])
+		}
+	}
+}
+
+// eosTokenizer reports a chosen id as the end of sequence.
+type eosTokenizer struct {
+	runtime.Tokenizer
+	eos int
+}
+
+func (e eosTokenizer) EOS() []int { return []int{e.eos} }
+
+func TestEngineFinishReasons(t *testing.T) {
+	path := sharedModel(t, "stories260K-f32.gguf")
+	prompt := []int{1, 403, 407, 261, 378}
+	const comma = 432 // the first greedy token, ","
+	base := newEngine(t, path, Options{})
+	if first, _, _ := collect(t, mustGenerate(t, base, &runtime.Request{Prompt: prompt, MaxTokens: 1, Logprobs: -1, PromptLogprobs: -1})); len(first) != 1 || first[0].ID != comma {
+		t.Fatalf("first greedy token %v, want [%d]", ids(first), comma)
+	}
+	eosEngine := newEngine(t, path, Options{Tokenizer: eosTokenizer{base.Tokenizer(), comma}})
+	tests := []struct {
+		name   string
+		e      *Engine
+		req    runtime.Request
+		reason runtime.FinishReason
+		n      int
+	}{
+		{"max tokens", base, runtime.Request{MaxTokens: 7}, runtime.FinishLength, 7},
+		{"stop token", base, runtime.Request{MaxTokens: 7, StopTokenIDs: []int{comma}}, runtime.FinishStop, 1},
+		{"eos", eosEngine, runtime.Request{MaxTokens: 7}, runtime.FinishStop, 1},
+		{"ignore eos", eosEngine, runtime.Request{MaxTokens: 7, IgnoreEOS: true}, runtime.FinishLength, 7},
+		{"zero tokens", base, runtime.Request{MaxTokens: 0}, runtime.FinishLength, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := tt.req
+			req.Prompt, req.Logprobs, req.PromptLogprobs = prompt, -1, -1
+			toks, reason, err := collect(t, mustGenerate(t, tt.e, &req))
+			if reason != tt.reason || err != nil || len(toks) != tt.n {
+				t.Errorf("finished %v (%v) after %d tokens, want %v after %d", reason, err, len(toks), tt.reason, tt.n)
+			}
+		})
+	}
+}
+
+func TestEngineContextWindow(t *testing.T) {
+	e := newEngine(t, sharedModel(t, "stories260K-f32.gguf"), Options{MaxContext: 12})
+	toks, reason, _ := collect(t, mustGenerate(t, e, &runtime.Request{Prompt: []int{1, 403, 407, 261, 378}, MaxTokens: 100, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1}))
+	if reason != runtime.FinishLength || len(toks) != 12-5 {
+		t.Errorf("finished %v after %d tokens, want length after %d", reason, len(toks), 12-5)
+	}
+	_, err := e.Generate(context.Background(), &runtime.Request{Prompt: make([]int, 13)})
+	if !errors.Is(err, runtime.ErrContextLength) {
+		t.Errorf("13-token prompt in a 12-token window: %v", err)
+	}
+	for _, bad := range []*runtime.Request{{}, {Prompt: []int{1, 100000}}, {Prompt: []int{1}, MaxTokens: -1}} {
+		if _, err := e.Generate(context.Background(), bad); err == nil {
+			t.Errorf("request %+v was accepted", bad)
+		}
+	}
+}
+
+func mustGenerate(t testing.TB, e *Engine, req *runtime.Request) *runtime.Stream {
+	t.Helper()
+	st, err := e.Generate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestEngineCancelFreesSlot(t *testing.T) {
+	e := newEngine(t, sharedModel(t, "stories260K-f32.gguf"), Options{MaxSeqs: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	long, err := e.Generate(ctx, &runtime.Request{Prompt: []int{1, 403}, MaxTokens: 400, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second request waits for the only slot.
+	short := mustGenerate(t, e, &runtime.Request{Prompt: []int{1, 403}, MaxTokens: 3, Logprobs: -1, PromptLogprobs: -1})
+	if toks, done, _, err := long.Recv(context.Background(), nil); done || err != nil || len(toks) == 0 {
+		t.Fatalf("first Recv: %d tokens, done %v, err %v", len(toks), done, err)
+	}
+	cancel()
+	_, reason, err := collect(t, long)
+	if reason != runtime.FinishAbort || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled stream finished %v (%v), want abort (context canceled)", reason, err)
+	}
+	if toks, reason, err := collect(t, short); reason != runtime.FinishLength || err != nil || len(toks) != 3 {
+		t.Errorf("queued stream finished %v (%v) after %d tokens", reason, err, len(toks))
+	}
+}
+
+func TestEngineCloseAbortsStreams(t *testing.T) {
+	e, err := New(sharedModel(t, "stories260K-f32.gguf"), Options{Threads: 1, MaxSeqs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streams []*runtime.Stream
+	for range 3 { // one running, two queued
+		streams = append(streams, mustGenerate(t, e, &runtime.Request{Prompt: []int{1}, MaxTokens: 500, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1}))
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range streams {
+		if _, reason, err := collect(t, st); reason != runtime.FinishAbort || !errors.Is(err, ErrClosed) {
+			t.Errorf("stream %d finished %v (%v), want abort", i, reason, err)
+		}
+	}
+	if _, err := e.Generate(context.Background(), &runtime.Request{Prompt: []int{1}}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Generate after Close: %v", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestEnginePromptLogprobs(t *testing.T) {
+	path := sharedModel(t, "stories260K-f32.gguf")
+	prompt := []int{1, 403, 407, 261, 378, 11, 271}
+	var ref []runtime.Token
+	for _, chunk := range []int{256, 3} {
+		e := newEngine(t, path, Options{PrefillChunk: chunk})
+		st := mustGenerate(t, e, &runtime.Request{Prompt: prompt, MaxTokens: 2, Logprobs: 3, PromptLogprobs: 2})
+		toks, _, err := collect(t, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp := st.PromptLogprobs()
+		if len(lp) != len(prompt) || lp[0].ID != 1 || lp[0].Logprob != 0 || lp[0].Top != nil {
+			t.Fatalf("chunk %d: prompt logprobs %+v", chunk, lp)
+		}
+		for i := 1; i < len(lp); i++ {
+			if lp[i].ID != prompt[i] || lp[i].Logprob > 0 || len(lp[i].Top) != 2 || lp[i].Top[0].Logprob < lp[i].Logprob {
+				t.Errorf("chunk %d: prompt logprob %d = %+v", chunk, i, lp[i])
+			}
+		}
+		for _, tk := range toks {
+			// Greedy: the sampled token is the most likely one.
+			if len(tk.Top) != 3 || tk.Top[0].ID != tk.ID || tk.Top[0].Logprob != tk.Logprob {
+				t.Errorf("token %+v: top %+v", tk, tk.Top)
+			}
+		}
+		if ref == nil {
+			ref = lp
+			continue
+		}
+		for i := range lp {
+			if d := lp[i].Logprob - ref[i].Logprob; d > 1e-4 || d < -1e-4 {
+				t.Errorf("prompt logprob %d: chunk 3 gives %v, one chunk %v", i, lp[i].Logprob, ref[i].Logprob)
+			}
+		}
+	}
+}
+
+func TestEngineSeededSampling(t *testing.T) {
+	e := newEngine(t, sharedModel(t, "stories260K-f32.gguf"), Options{})
+	run := func(seed int64) []int {
+		toks, _, _ := collect(t, mustGenerate(t, e, &runtime.Request{
+			Prompt: []int{1, 403}, MaxTokens: 24, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1,
+			Sampling: runtime.Sampling{Temperature: 1.5, Seed: seed, HasSeed: true},
+		}))
+		return ids(toks)
+	}
+	a, b, c := run(11), run(11), run(12)
+	if !slices.Equal(a, b) {
+		t.Errorf("seed 11 gave %v then %v", a, b)
+	}
+	if slices.Equal(a, c) {
+		t.Errorf("seeds 11 and 12 gave the same tokens %v", a)
+	}
+}
