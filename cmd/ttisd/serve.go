@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/cpu"
 	"github.com/ttis-dev/ttis/runtime/serve"
 	"github.com/ttis-dev/ttis/runtime/sim"
 	"github.com/ttis-dev/ttis/units"
@@ -18,6 +19,7 @@ import (
 // A runtime missing here fails `ttisd serve` with a clear error.
 var runtimes = map[string]serve.OpenFunc{
 	"sim": sim.Open,
+	"cpu": cpu.Open,
 }
 
 func serveCommand() *cli.Command {
