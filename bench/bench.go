@@ -63,11 +63,13 @@ type PointResult struct {
 func (p *PointResult) Failed() int { return p.Summary.Failed }
 
 // BuildDataset builds the prompts of a point.
-func BuildDataset(ctx context.Context, tok dataset.Tokenizer, dc DatasetConfig, n int, seed int64) (*dataset.Set, error) {
+// With chat set, random prompts are sized so the server's chat template is
+// counted in the ISL.
+func BuildDataset(ctx context.Context, tok dataset.Tokenizer, dc DatasetConfig, n int, seed int64, chat bool) (*dataset.Set, error) {
 	switch dc.Name {
 	case "", "random":
 		return dataset.Random(ctx, tok, dataset.RandomOptions{
-			InputLen: dc.InputLen, OutputLen: dc.OutputLen, RangeRatio: dc.RangeRatio, NumPrompts: n, Seed: seed,
+			InputLen: dc.InputLen, OutputLen: dc.OutputLen, RangeRatio: dc.RangeRatio, NumPrompts: n, Seed: seed, Chat: chat,
 		})
 	case "sharegpt":
 		return dataset.ShareGPT(ctx, tok, dataset.ShareGPTOptions{Path: dc.Path, NumPrompts: n, OutputLen: dc.OutputLen, Seed: seed})
@@ -101,7 +103,7 @@ func RunPoint(ctx context.Context, pc PointConfig) (*PointResult, error) {
 		}
 		tok, dsTok, counter = t, t, t
 	}
-	set, err := BuildDataset(ctx, dsTok, pc.Dataset, pc.NumPrompts, pc.Load.Seed)
+	set, err := BuildDataset(ctx, dsTok, pc.Dataset, pc.NumPrompts, pc.Load.Seed, pc.Client.API == client.Chat)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +128,8 @@ func RunPoint(ctx context.Context, pc PointConfig) (*PointResult, error) {
 		backend = "openai-chat"
 	}
 	warnings := set.Warnings
-	if cc.API == client.Chat && set.Name == "random" {
-		warnings = append(warnings, "chat endpoint: the server's chat template adds tokens around each prompt, so prompt tokens exceed the dataset's ISL")
+	if cc.API == client.Chat && set.Name != "random" {
+		warnings = append(warnings, "chat endpoint: the server's chat template adds tokens around each prompt, so prompt tokens exceed the file's prompt lengths")
 	}
 	if out.WarmupFailures > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d of %d warm-up requests failed", out.WarmupFailures, pc.Load.NumWarmups))

@@ -220,6 +220,34 @@ func TestSimTimingMatches(t *testing.T) {
 	}
 }
 
+// TestSimChatExactISL: on the chat endpoint the ISL includes the server's
+// chat template, so the server's usage reports exactly ISL prompt tokens.
+func TestSimChatExactISL(t *testing.T) {
+	base, err := startServe(t, simUnit(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pr, err := bench.RunPoint(ctx, bench.PointConfig{
+		Client:          client.Config{BaseURL: base, API: client.Chat, Model: simModel, IgnoreEOS: true},
+		Dataset:         bench.DatasetConfig{Name: "random", InputLen: 64, OutputLen: 8},
+		NumPrompts:      3,
+		Load:            loadgen.Options{MaxConcurrency: 2},
+		ServerTokenizer: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := pr.Summary
+	if s.Failed != 0 || s.TotalInputTokens != 3*64 || s.TotalOutputTokens != 3*8 {
+		t.Errorf("failed %d, input %d (want 192), output %d (want 24): %v", s.Failed, s.TotalInputTokens, s.TotalOutputTokens, pr.Run.Warnings)
+	}
+	if !strings.Contains(pr.Run.Tokenizer, "chat template included") {
+		t.Errorf("tokenizer %q", pr.Run.Tokenizer)
+	}
+}
+
 // TestSimBadInput: a wrong model name and a dead server are counted as
 // failed requests with reasons, not crashes.
 func TestSimBadInput(t *testing.T) {

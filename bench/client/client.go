@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -277,6 +278,9 @@ func (c *Client) readStream(ctx context.Context, sr *stream.Reader, start time.T
 		perChunkUsage = true
 		tokenChunks   int
 		done          bool
+		// chunkBytes is each token chunk's text length, for spreading
+		// usage over chunks when the server gives no per-chunk counts.
+		chunkBytes []int
 	)
 	for !done {
 		data, _, err := sr.Next()
@@ -328,6 +332,7 @@ func (c *Client) readStream(ctx context.Context, sr *stream.Reader, start time.T
 		tokenChunks++
 		rec.ChunkTimesS = append(rec.ChunkTimesS, now)
 		rec.ChunkTokens = append(rec.ChunkTokens, k)
+		chunkBytes = append(chunkBytes, len(ch.Text))
 	}
 	rec.GeneratedText = string(text)
 	if !done {
@@ -348,6 +353,13 @@ func (c *Client) readStream(ctx context.Context, sr *stream.Reader, start time.T
 		if usagePrompt > 0 {
 			rec.PromptTokens = usagePrompt
 		}
+		if !perChunkUsage && usageComplete > tokenChunks {
+			// Some chunks carried several tokens (speculative decoding,
+			// detokenizer hold-back) but the server did not say which:
+			// share the surplus by chunk text length.
+			spreadTokens(rec.ChunkTokens, chunkBytes, usageComplete)
+			rec.ChunkTokensSource = "estimated-from-text"
+		}
 	case c.counter != nil:
 		n, err := c.counter.CountTokens(ctx, rec.GeneratedText)
 		if err == nil {
@@ -363,6 +375,50 @@ func (c *Client) readStream(ctx context.Context, sr *stream.Reader, start time.T
 		rec.OutputTokens, rec.OutputTokensSource = n, metrics.SourceChunks
 	}
 	rec.Success = true
+}
+
+// spreadTokens raises counts (one per chunk) so they sum to total, giving
+// the surplus to chunks in proportion to their text length (largest
+// remainder; equal shares when no chunk has text).
+func spreadTokens(counts, textLen []int, total int) {
+	have := 0
+	for _, k := range counts {
+		have += k
+	}
+	extra := total - have
+	if extra <= 0 || len(counts) == 0 {
+		return
+	}
+	weights := make([]float64, len(counts))
+	sum := 0.0
+	for i, n := range textLen {
+		weights[i] = float64(n)
+		sum += weights[i]
+	}
+	if sum == 0 {
+		for i := range weights {
+			weights[i] = 1
+		}
+		sum = float64(len(weights))
+	}
+	type rem struct {
+		i    int
+		frac float64
+	}
+	rems := make([]rem, len(counts))
+	given := 0
+	for i, w := range weights {
+		share := float64(extra) * w / sum
+		whole := int(share)
+		counts[i] += whole
+		given += whole
+		rems[i] = rem{i, share - float64(whole)}
+	}
+	sort.SliceStable(rems, func(a, b int) bool { return rems[a].frac > rems[b].frac })
+	for j := 0; given < extra; j = (j + 1) % len(rems) {
+		counts[rems[j].i]++
+		given++
+	}
 }
 
 func truncate(b []byte, n int) string {

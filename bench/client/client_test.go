@@ -220,3 +220,40 @@ func TestDoContinuousUsageFallback(t *testing.T) {
 		t.Errorf("requests with the flag %d, without %d; want 1 and 3", withFlag, without)
 	}
 }
+
+// Without per-chunk usage, a final usage above the chunk count is spread
+// over the chunks by text length.
+func TestDoSpreadsUsageOverChunks(t *testing.T) {
+	sc := script{events: []string{
+		data(`{"choices":[{"text":"a"}]}`),
+		data(`{"choices":[{"text":"bbbbbbbbb"}]}`),
+		data(`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":6}}`),
+	}}
+	srv := serve(t, sc, nil)
+	c, err := New(Config{BaseURL: srv.URL, Model: "m"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rec := c.Do(context.Background(), Prompt{Text: "x", OutputTokens: 6}, "")
+	if !rec.Success || fmt.Sprint(rec.ChunkTokens) != "[1 5]" || rec.ChunkTokensSource != "estimated-from-text" || rec.OutputTokens != 6 {
+		t.Errorf("record %+v", rec)
+	}
+}
+
+func TestSpreadTokens(t *testing.T) {
+	for _, tc := range []struct {
+		counts, text []int
+		total        int
+		want         string
+	}{
+		{[]int{1, 1, 1}, []int{0, 0, 0}, 7, "[3 2 2]"},
+		{[]int{1, 1}, []int{3, 1}, 6, "[4 2]"},
+		{[]int{1, 1}, []int{3, 1}, 2, "[1 1]"},
+	} {
+		spreadTokens(tc.counts, tc.text, tc.total)
+		if got := fmt.Sprint(tc.counts); got != tc.want {
+			t.Errorf("spread to %d over %v: %s, want %s", tc.total, tc.text, got, tc.want)
+		}
+	}
+}

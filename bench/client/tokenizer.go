@@ -43,6 +43,19 @@ func (t *Tokenizer) Tokenize(ctx context.Context, text string, addSpecial bool) 
 	return out.Tokens, nil
 }
 
+// TokenizeChat returns the token ids of the prompt the server's chat
+// template builds for one user message (generation prompt included).
+func (t *Tokenizer) TokenizeChat(ctx context.Context, userMessage string) ([]int, error) {
+	var out struct {
+		Tokens []int `json:"tokens"`
+	}
+	in := map[string]any{"model": t.model, "messages": []map[string]string{{"role": "user", "content": userMessage}}, "add_generation_prompt": true}
+	if err := t.post(ctx, "/tokenize", in, &out); err != nil {
+		return nil, err
+	}
+	return out.Tokens, nil
+}
+
 // Detokenize returns the text of ids.
 func (t *Tokenizer) Detokenize(ctx context.Context, ids []int) (string, error) {
 	var out struct {

@@ -18,6 +18,16 @@ type RandomOptions struct {
 	RangeRatio float64
 	NumPrompts int
 	Seed       int64
+	// Chat makes InputLen count the whole chat prompt the server builds
+	// (template and special tokens included) when the tokenizer implements
+	// ChatTokenizer; otherwise only the user message is counted.
+	Chat bool
+}
+
+// ChatTokenizer tokenizes a one-message conversation the way the server's
+// chat endpoint renders it. client.Tokenizer satisfies it.
+type ChatTokenizer interface {
+	TokenizeChat(ctx context.Context, userMessage string) ([]int, error)
 }
 
 func (o RandomOptions) check() error {
@@ -67,7 +77,17 @@ func Random(ctx context.Context, tok Tokenizer, o RandomOptions) (*Set, error) {
 		return set, nil
 	}
 	set.Tokenizer = tok.Name()
-	special, err := specialTokens(ctx, tok)
+	var special int
+	var err error
+	if ct, ok := tok.(ChatTokenizer); ok && o.Chat {
+		special, err = chatOverhead(ctx, tok, ct)
+		set.Tokenizer += ", chat template included"
+	} else {
+		special, err = specialTokens(ctx, tok)
+		if o.Chat {
+			set.Warnings = append(set.Warnings, "random dataset: the tokenizer cannot render the chat template; ISL counts the user message only")
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +151,24 @@ func specialTokens(ctx context.Context, tok Tokenizer) (int, error) {
 		return 0, errors.New("random dataset: server tokenizer returned no tokens for a plain sentence")
 	}
 	return max(len(with)-len(without), 0), nil
+}
+
+// chatOverhead counts the tokens the chat template adds around a user
+// message.
+func chatOverhead(ctx context.Context, tok Tokenizer, ct ChatTokenizer) (int, error) {
+	const probe = "hello world"
+	chat, err := ct.TokenizeChat(ctx, probe)
+	if err != nil {
+		return 0, fmt.Errorf("random dataset: server chat tokenizer: %w", err)
+	}
+	plain, err := tok.Tokenize(ctx, probe, false)
+	if err != nil {
+		return 0, fmt.Errorf("random dataset: server tokenizer: %w", err)
+	}
+	if len(plain) == 0 || len(chat) < len(plain) {
+		return 0, errors.New("random dataset: server chat tokenizer returned fewer tokens than the message alone")
+	}
+	return len(chat) - len(plain), nil
 }
 
 // tokenPool tokenizes random text until it holds at least n ids.

@@ -60,7 +60,10 @@ type Request struct {
 	OutputTokens       int    `json:"output_tokens"`
 	OutputTokensSource string `json:"output_tokens_source"`
 	// ChunkTokensSource says how ChunkTokens was known: "usage" (per-chunk
-	// continuous usage stats) or "one-per-chunk".
+	// continuous usage stats), "one-per-chunk" (no per-chunk counts and the
+	// final usage agreed), or "estimated-from-text" (the final usage was
+	// higher than the chunk count and the surplus was shared by chunk text
+	// length).
 	ChunkTokensSource string `json:"chunk_tokens_source"`
 	Success           bool   `json:"success"`
 	Error             string `json:"error,omitempty"`
