@@ -50,13 +50,13 @@ func TestF32ToF16Rounding(t *testing.T) {
 	}{
 		{0, 0}, {float32(math.Copysign(0, -1)), 0x8000}, {1, 0x3c00}, {-2, 0xc000},
 		{65504, 0x7bff}, {65520, 0x7c00}, {1e10, 0x7c00}, {float32(math.Inf(-1)), 0xfc00},
-		{float32(math.Ldexp(1, -24)), 0x0001},      // smallest subnormal
-		{float32(math.Ldexp(1, -25)), 0x0000},      // tie between 0 and the smallest subnormal: even
-		{float32(math.Ldexp(1.5, -25)), 0x0001},    // above the tie
-		{float32(math.Ldexp(3, -25)), 0x0002},      // tie between 1 and 2 subnormal units: even
-		{float32(math.Ldexp(1, -14)), 0x0400},      // smallest normal
-		{1 + float32(math.Ldexp(1, -11)), 0x3c00},  // tie: even
-		{1 + float32(math.Ldexp(3, -11)), 0x3c02},  // tie: even (up)
+		{float32(math.Ldexp(1, -24)), 0x0001},     // smallest subnormal
+		{float32(math.Ldexp(1, -25)), 0x0000},     // tie between 0 and the smallest subnormal: even
+		{float32(math.Ldexp(1.5, -25)), 0x0001},   // above the tie
+		{float32(math.Ldexp(3, -25)), 0x0002},     // tie between 1 and 2 subnormal units: even
+		{float32(math.Ldexp(1, -14)), 0x0400},     // smallest normal
+		{1 + float32(math.Ldexp(1, -11)), 0x3c00}, // tie: even
+		{1 + float32(math.Ldexp(3, -11)), 0x3c02}, // tie: even (up)
 	}
 	for _, c := range cases {
 		if got := F32ToF16(c.in); got != c.want {

@@ -2,18 +2,93 @@
 
 package kernels
 
-// Assembly kernels for amd64 (AVX2+FMA), chosen at run time.
+import "golang.org/x/sys/cpu"
 
-const haveAsm = false
+// haveAsm reports whether the AVX2/FMA assembly runs on this machine; it is
+// fixed at start-up.
+var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX
 
-func quantizeQ8(x []float32, qs []int8, d []float32) { quantizeQ8Go(x, qs, d) }
-func matmulF32(j *matmulJob, r0, r1 int)             { matmulF32Go(j, r0, r1) }
-func matmulF16(j *matmulJob, r0, r1 int)             { matmulF16Go(j, r0, r1) }
-func matmulQ8_0(j *matmulJob, r0, r1 int)            { matmulQ8_0Go(j, r0, r1) }
-func matmulQ4_0(j *matmulJob, r0, r1 int)            { matmulQ4_0Go(j, r0, r1) }
+//go:noescape
+func dotF32AVX(a, b []float32) float32
+
+//go:noescape
+func axpyF32AVX(alpha float32, x, y []float32)
+
+//go:noescape
+func f32Tile4x1(w []float32, ws int, x []float32, n int, out []float32)
+
+//go:noescape
+func f32Tile4x3(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
 
 // Dot returns the dot product of a and b[:len(a)].
-func Dot(a, b []float32) float32 { return dotF32Go(a, b) }
+func Dot(a, b []float32) float32 {
+	if !haveAsm || len(a) < 8 {
+		return dotF32Go(a, b)
+	}
+	n8 := len(a) &^ 7
+	b = b[:len(a)]
+	s := dotF32AVX(a[:n8], b[:n8])
+	if n8 < len(a) {
+		s += dotF32Go(a[n8:], b[n8:])
+	}
+	return s
+}
 
 // Axpy adds alpha*x to y[:len(x)].
-func Axpy(alpha float32, x, y []float32) { axpyGo(alpha, x, y) }
+func Axpy(alpha float32, x, y []float32) {
+	y = y[:len(x)]
+	if !haveAsm {
+		axpyGo(alpha, x, y)
+		return
+	}
+	n8 := len(x) &^ 7
+	if n8 > 0 {
+		axpyF32AVX(alpha, x[:n8], y[:n8])
+	}
+	axpyGo(alpha, x[n8:], y[n8:])
+}
+
+func quantizeQ8(x []float32, qs []int8, d []float32) { quantizeQ8Go(x, qs, d) }
+
+// matmulF32 runs 4-row tiles: 4x3 (rows x batch) register tiles for the
+// batch, 4x1 for the rest, plain dot products for leftover rows; columns
+// beyond a multiple of 8 are added in Go.
+func matmulF32(j *matmulJob, r0, r1 int) {
+	if !haveAsm {
+		matmulF32Go(j, r0, r1)
+		return
+	}
+	cols, rows, batch := j.w.Cols, j.w.Rows, j.batch
+	w := bytesF32(j.w.Data)[:rows*cols]
+	x, out := j.x[:batch*cols], j.out
+	n8 := cols &^ 7
+	r := r0
+	if n8 > 0 {
+		for ; r+4 <= r1; r += 4 {
+			wr := w[r*cols : (r+4)*cols]
+			b := 0
+			for ; b+3 <= batch; b += 3 {
+				f32Tile4x3(wr, cols, x[b*cols:(b+3)*cols], cols, n8, out[b*rows+r:(b+2)*rows+r+4], rows)
+			}
+			for ; b < batch; b++ {
+				f32Tile4x1(wr, cols, x[b*cols:(b+1)*cols], n8, out[b*rows+r:b*rows+r+4])
+			}
+			if n8 < cols {
+				for rr := r; rr < r+4; rr++ {
+					for b := 0; b < batch; b++ {
+						out[b*rows+rr] += dotF32Go(w[rr*cols+n8:(rr+1)*cols], x[b*cols+n8:(b+1)*cols])
+					}
+				}
+			}
+		}
+	}
+	for ; r < r1; r++ {
+		for b := 0; b < batch; b++ {
+			out[b*rows+r] = Dot(w[r*cols:(r+1)*cols], x[b*cols:(b+1)*cols])
+		}
+	}
+}
+
+func matmulF16(j *matmulJob, r0, r1 int)  { matmulF16Go(j, r0, r1) }
+func matmulQ8_0(j *matmulJob, r0, r1 int) { matmulQ8_0Go(j, r0, r1) }
+func matmulQ4_0(j *matmulJob, r0, r1 int) { matmulQ4_0Go(j, r0, r1) }

@@ -16,15 +16,15 @@ import (
 // are serialized. Close it to stop the workers.
 type Pool struct {
 	threads int
-	mu      sync.Mutex // serializes Run and MatMul; guards job and scratch
+	mu      sync.Mutex // serializes Run and MatMul; guards jobs, flip and mm
 
-	gen     atomic.Uint32 // bumped once per dispatched job
-	quit    atomic.Bool
-	next    atomic.Int64 // next chunk index of the current job
-	pending atomic.Int32 // workers still inside the current job
-	fn      func(lo, hi int)
-	n       int
-	chunk   int
+	gen  atomic.Uint32 // bumped once per dispatched job
+	quit atomic.Bool
+	cur  atomic.Pointer[job]
+	// Jobs alternate between two slots: a worker that wakes late may still
+	// hold the previous job, which must stay intact until it lets go.
+	jobs [2]job
+	flip int
 
 	workers []*worker
 	done    sync.WaitGroup
@@ -32,6 +32,19 @@ type Pool struct {
 
 	mm       matmulJob
 	matmulFn func(lo, hi int) // mm.run, bound once so MatMul does not allocate
+}
+
+// job is one dispatched Run. The caller waits for every chunk to be done,
+// not for every worker to check in, so a worker that the OS has descheduled
+// (the machine may be shared) delays nobody unless it holds a chunk.
+type job struct {
+	fn       func(lo, hi int)
+	n, chunk int
+	chunks   int64
+	next     atomic.Int64 // next chunk to claim
+	finished atomic.Int64 // chunks done
+	users    atomic.Int32 // workers that may read fn, n and chunk
+	_        [40]byte
 }
 
 type worker struct {
@@ -101,21 +114,29 @@ func (p *Pool) run(n int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	// A few chunks per thread let threads that were descheduled (the machine
-	// may be shared) hand their share to the others.
-	chunks := min(n, p.threads*4)
-	p.fn, p.n, p.chunk = fn, n, (n+chunks-1)/chunks
-	p.next.Store(0)
-	p.pending.Store(int32(len(p.workers)))
-	p.gen.Add(1)
-	p.wakeAll()
-	p.drain()
-	for i := 0; p.pending.Load() != 0; i++ {
+	j := &p.jobs[p.flip]
+	p.flip ^= 1
+	for i := 0; j.users.Load() != 0; i++ {
 		if i%64 == 63 {
 			runtime.Gosched()
 		}
 	}
-	p.fn = nil
+	// A few chunks per thread let the threads that run hand their share
+	// to the others when one is descheduled.
+	chunks := min(n, p.threads*4)
+	j.fn, j.n, j.chunk = fn, n, (n+chunks-1)/chunks
+	j.chunks = int64((n + j.chunk - 1) / j.chunk)
+	j.next.Store(0)
+	j.finished.Store(0)
+	p.cur.Store(j)
+	p.gen.Add(1)
+	p.wakeAll()
+	j.drain()
+	for i := 0; j.finished.Load() != j.chunks; i++ {
+		if i%64 == 63 {
+			runtime.Gosched()
+		}
+	}
 }
 
 func (p *Pool) wakeAll() {
@@ -126,14 +147,16 @@ func (p *Pool) wakeAll() {
 	}
 }
 
-func (p *Pool) drain() {
-	fn, n, chunk := p.fn, p.n, p.chunk
+// drain claims and runs chunks until none is left.
+func (j *job) drain() {
 	for {
-		lo := int(p.next.Add(1)-1) * chunk
-		if lo >= n {
+		c := j.next.Add(1) - 1
+		if c >= j.chunks {
 			return
 		}
-		fn(lo, min(lo+chunk, n))
+		lo := int(c) * j.chunk
+		j.fn(lo, min(lo+j.chunk, j.n))
+		j.finished.Add(1)
 	}
 }
 
@@ -146,8 +169,14 @@ func (p *Pool) work(w *worker, seen uint32) {
 		if p.quit.Load() {
 			return
 		}
-		p.drain()
-		p.pending.Add(-1)
+		j := p.cur.Load()
+		j.users.Add(1)
+		// Re-check after announcing ourselves: if the job was replaced in
+		// between, its slot may be being rewritten, so leave it alone.
+		if p.cur.Load() == j {
+			j.drain()
+		}
+		j.users.Add(-1)
 	}
 }
 

@@ -1,6 +1,9 @@
 package kernels
 
 import (
+	"bytes"
+	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,21 +52,30 @@ func TestPoolDefaultThreads(t *testing.T) {
 	}
 }
 
-// TestPoolWakesParkedWorkers lets the workers park, then checks that work is
-// still shared out (each worker must take part for Run to return).
+// TestPoolWakesParkedWorkers lets the workers park, then checks that jobs
+// still complete and that parked workers wake up to take part.
 func TestPoolWakesParkedWorkers(t *testing.T) {
 	p := NewPool(3)
 	defer p.Close()
 	for rep := 0; rep < 3; rep++ {
 		time.Sleep(20 * time.Millisecond) // long enough for the spin phase to end
 		var sum atomic.Int64
+		var mu sync.Mutex
+		callers := map[int64]bool{}
 		p.Run(100, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				sum.Add(int64(i))
 			}
+			mu.Lock()
+			callers[goid()] = true
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // give the woken workers a chance to claim chunks
 		})
 		if sum.Load() != 4950 {
 			t.Fatalf("sum = %d, want 4950", sum.Load())
+		}
+		if len(callers) < 2 {
+			t.Fatalf("chunks ran on %d goroutines, want the workers to join", len(callers))
 		}
 	}
 }
@@ -86,4 +98,14 @@ func TestPoolConcurrentCallers(t *testing.T) {
 	if total.Load() != 4*50*10 {
 		t.Fatalf("total = %d, want %d", total.Load(), 4*50*10)
 	}
+}
+
+// goid returns the current goroutine's id (from its stack header), to tell
+// the threads of a pool apart in tests.
+func goid() int64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	id, _ := strconv.ParseInt(string(b[:bytes.IndexByte(b, ' ')]), 10, 64)
+	return id
 }

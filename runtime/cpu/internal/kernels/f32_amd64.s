@@ -1,0 +1,224 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func dotF32AVX(a, b []float32) float32
+// Requires len(a) to be a multiple of 8 and len(b) >= len(a).
+TEXT ·dotF32AVX(SB), NOSPLIT, $0-52
+	MOVQ a_base+0(FP), SI
+	MOVQ a_len+8(FP), CX
+	MOVQ b_base+24(FP), DI
+	SHLQ $2, CX
+	XORQ AX, AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ CX, DX
+	ANDQ $-128, DX
+
+dot32:
+	CMPQ AX, DX
+	JAE  dot8
+	VMOVUPS (SI)(AX*1), Y4
+	VMOVUPS 32(SI)(AX*1), Y5
+	VMOVUPS 64(SI)(AX*1), Y6
+	VMOVUPS 96(SI)(AX*1), Y7
+	VFMADD231PS (DI)(AX*1), Y4, Y0
+	VFMADD231PS 32(DI)(AX*1), Y5, Y1
+	VFMADD231PS 64(DI)(AX*1), Y6, Y2
+	VFMADD231PS 96(DI)(AX*1), Y7, Y3
+	ADDQ $128, AX
+	JMP  dot32
+
+dot8:
+	CMPQ AX, CX
+	JAE  dotsum
+	VMOVUPS (SI)(AX*1), Y4
+	VFMADD231PS (DI)(AX*1), Y4, Y0
+	ADDQ $32, AX
+	JMP  dot8
+
+dotsum:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// func axpyF32AVX(alpha float32, x, y []float32)
+// y[i] += alpha*x[i] for i < len(x); len(x) must be a multiple of 8.
+TEXT ·axpyF32AVX(SB), NOSPLIT, $0-56
+	VBROADCASTSS alpha+0(FP), Y0
+	MOVQ x_base+8(FP), SI
+	MOVQ x_len+16(FP), CX
+	MOVQ y_base+32(FP), DI
+	SHLQ $2, CX
+	XORQ AX, AX
+
+axpy8:
+	CMPQ AX, CX
+	JAE  axpydone
+	VMOVUPS (DI)(AX*1), Y1
+	VFMADD231PS (SI)(AX*1), Y0, Y1
+	VMOVUPS Y1, (DI)(AX*1)
+	ADDQ $32, AX
+	JMP  axpy8
+
+axpydone:
+	VZEROUPPER
+	RET
+
+// func f32Tile4x1(w []float32, ws int, x []float32, n int, out []float32)
+// out[r] = sum_{c<n} w[r*ws+c]*x[c] for r < 4; n must be a multiple of 8.
+TEXT ·f32Tile4x1(SB), NOSPLIT, $0-88
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R8
+	MOVQ x_base+32(FP), DI
+	MOVQ n+56(FP), CX
+	MOVQ out_base+64(FP), DX
+	SHLQ $2, R8
+	SHLQ $2, CX
+	LEAQ (SI)(R8*1), R11
+	LEAQ (SI)(R8*2), R12
+	LEAQ (R11)(R8*2), R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-64, BX
+
+t41x16:
+	CMPQ AX, BX
+	JAE  t41x8
+	VMOVUPS (DI)(AX*1), Y8
+	VMOVUPS 32(DI)(AX*1), Y9
+	VFMADD231PS (SI)(AX*1), Y8, Y0
+	VFMADD231PS (R11)(AX*1), Y8, Y1
+	VFMADD231PS (R12)(AX*1), Y8, Y2
+	VFMADD231PS (R13)(AX*1), Y8, Y3
+	VFMADD231PS 32(SI)(AX*1), Y9, Y4
+	VFMADD231PS 32(R11)(AX*1), Y9, Y5
+	VFMADD231PS 32(R12)(AX*1), Y9, Y6
+	VFMADD231PS 32(R13)(AX*1), Y9, Y7
+	ADDQ $64, AX
+	JMP  t41x16
+
+t41x8:
+	CMPQ AX, CX
+	JAE  t41sum
+	VMOVUPS (DI)(AX*1), Y8
+	VFMADD231PS (SI)(AX*1), Y8, Y0
+	VFMADD231PS (R11)(AX*1), Y8, Y1
+	VFMADD231PS (R12)(AX*1), Y8, Y2
+	VFMADD231PS (R13)(AX*1), Y8, Y3
+	ADDQ $32, AX
+	JMP  t41x8
+
+t41sum:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VZEROUPPER
+	RET
+
+// func f32Tile4x3(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
+// out[b*os+r] = sum_{c<n} w[r*ws+c]*x[b*xs+c] for r < 4, b < 3; n must be a
+// multiple of 8. Each weight vector loaded serves three activation rows.
+TEXT ·f32Tile4x3(SB), NOSPLIT, $0-104
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R8
+	MOVQ x_base+32(FP), DI
+	MOVQ xs+56(FP), R9
+	MOVQ n+64(FP), CX
+	MOVQ out_base+72(FP), DX
+	MOVQ os+96(FP), R10
+	SHLQ $2, R8
+	SHLQ $2, R9
+	SHLQ $2, R10
+	SHLQ $2, CX
+	LEAQ (SI)(R8*1), R11
+	LEAQ (SI)(R8*2), R12
+	LEAQ (R11)(R8*2), R13
+	LEAQ (DI)(R9*1), AX
+	LEAQ (DI)(R9*2), BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ R8, R8
+
+t43loop:
+	CMPQ R8, CX
+	JAE  t43sum
+	VMOVUPS (DI)(R8*1), Y12
+	VMOVUPS (AX)(R8*1), Y13
+	VMOVUPS (BX)(R8*1), Y14
+	VMOVUPS (SI)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y1
+	VFMADD231PS Y14, Y15, Y2
+	VMOVUPS (R11)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y5
+	VMOVUPS (R12)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y8
+	VMOVUPS (R13)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y9
+	VFMADD231PS Y13, Y15, Y10
+	VFMADD231PS Y14, Y15, Y11
+	ADDQ $32, R8
+	JMP  t43loop
+
+t43sum:
+	// Accumulator 3r+b holds row r, batch b; fold each batch's four rows
+	// into one vector of four sums.
+	VHADDPS Y3, Y0, Y0
+	VHADDPS Y9, Y6, Y6
+	VHADDPS Y6, Y0, Y0
+	VEXTRACTF128 $1, Y0, X12
+	VADDPS X12, X0, X0
+	VMOVUPS X0, (DX)
+	VHADDPS Y4, Y1, Y1
+	VHADDPS Y10, Y7, Y7
+	VHADDPS Y7, Y1, Y1
+	VEXTRACTF128 $1, Y1, X12
+	VADDPS X12, X1, X1
+	VMOVUPS X1, (DX)(R10*1)
+	VHADDPS Y5, Y2, Y2
+	VHADDPS Y11, Y8, Y8
+	VHADDPS Y8, Y2, Y2
+	VEXTRACTF128 $1, Y2, X12
+	VADDPS X12, X2, X2
+	VMOVUPS X2, (DX)(R10*2)
+	VZEROUPPER
+	RET
