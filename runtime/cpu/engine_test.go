@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 	"github.com/ttis-dev/ttis/units"
 )
 
@@ -40,6 +41,17 @@ func sharedModel(t testing.TB, name string) string {
 	path := filepath.Join(dir, "..", "shared", "models", name)
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("shared test model not present (a fresh clone has none): %v", err)
+	}
+	return path
+}
+
+// tinyModel writes the synthetic "tiny" llama model (random weights, no
+// shared files needed) into the test's temp dir.
+func tinyModel(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := synth.Create(path, synth.Options{Preset: "tiny", Seed: 3}); err != nil {
+		t.Fatal(err)
 	}
 	return path
 }
@@ -134,7 +146,7 @@ func TestEngineInfoAndOpen(t *testing.T) {
 }
 
 func TestEngineConcurrentMatchesSequential(t *testing.T) {
-	path := sharedModel(t, "stories260K-f32.gguf")
+	path := tinyModel(t)
 	prompts := []string{"Once upon a time", "The cat", "Lily and Ben", "One day, a little", "Tom was sad", "The sun", "A big dog", "She saw a bird"}
 	run := func(e *Engine, concurrent bool) [][]int {
 		out := make([][]int, len(prompts))
@@ -180,14 +192,17 @@ type eosTokenizer struct {
 func (e eosTokenizer) EOS() []int { return []int{e.eos} }
 
 func TestEngineFinishReasons(t *testing.T) {
-	path := sharedModel(t, "stories260K-f32.gguf")
+	path := tinyModel(t)
 	prompt := []int{1, 403, 407, 261, 378}
-	const comma = 432 // the first greedy token, ","
 	base := newEngine(t, path, Options{})
-	if first, _, _ := collect(t, mustGenerate(t, base, &runtime.Request{Prompt: prompt, MaxTokens: 1, Logprobs: -1, PromptLogprobs: -1})); len(first) != 1 || first[0].ID != comma {
-		t.Fatalf("first greedy token %v, want [%d]", ids(first), comma)
+	first, _, _ := collect(t, mustGenerate(t, base, &runtime.Request{Prompt: prompt, MaxTokens: 1, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1}))
+	if len(first) != 1 {
+		t.Fatalf("one greedy token: got %v", ids(first))
 	}
-	eosEngine := newEngine(t, path, Options{Tokenizer: eosTokenizer{base.Tokenizer(), comma}})
+	// The first greedy token serves as stop token and, for a second
+	// engine, as EOS.
+	stop := first[0].ID
+	eosEngine := newEngine(t, path, Options{Tokenizer: eosTokenizer{base.Tokenizer(), stop}})
 	tests := []struct {
 		name   string
 		e      *Engine
@@ -195,8 +210,8 @@ func TestEngineFinishReasons(t *testing.T) {
 		reason runtime.FinishReason
 		n      int
 	}{
-		{"max tokens", base, runtime.Request{MaxTokens: 7}, runtime.FinishLength, 7},
-		{"stop token", base, runtime.Request{MaxTokens: 7, StopTokenIDs: []int{comma}}, runtime.FinishStop, 1},
+		{"max tokens", base, runtime.Request{MaxTokens: 7, IgnoreEOS: true}, runtime.FinishLength, 7},
+		{"stop token", base, runtime.Request{MaxTokens: 7, StopTokenIDs: []int{stop}}, runtime.FinishStop, 1},
 		{"eos", eosEngine, runtime.Request{MaxTokens: 7}, runtime.FinishStop, 1},
 		{"ignore eos", eosEngine, runtime.Request{MaxTokens: 7, IgnoreEOS: true}, runtime.FinishLength, 7},
 		{"zero tokens", base, runtime.Request{MaxTokens: 0}, runtime.FinishLength, 0},
@@ -214,7 +229,7 @@ func TestEngineFinishReasons(t *testing.T) {
 }
 
 func TestEngineContextWindow(t *testing.T) {
-	e := newEngine(t, sharedModel(t, "stories260K-f32.gguf"), Options{MaxContext: 12})
+	e := newEngine(t, tinyModel(t), Options{MaxContext: 12})
 	toks, reason, _ := collect(t, mustGenerate(t, e, &runtime.Request{Prompt: []int{1, 403, 407, 261, 378}, MaxTokens: 100, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1}))
 	if reason != runtime.FinishLength || len(toks) != 12-5 {
 		t.Errorf("finished %v after %d tokens, want length after %d", reason, len(toks), 12-5)
@@ -240,7 +255,7 @@ func mustGenerate(t testing.TB, e *Engine, req *runtime.Request) *runtime.Stream
 }
 
 func TestEngineCancelFreesSlot(t *testing.T) {
-	e := newEngine(t, sharedModel(t, "stories260K-f32.gguf"), Options{MaxSeqs: 1})
+	e := newEngine(t, tinyModel(t), Options{MaxSeqs: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	long, err := e.Generate(ctx, &runtime.Request{Prompt: []int{1, 403}, MaxTokens: 400, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1})
 	if err != nil {
@@ -262,7 +277,7 @@ func TestEngineCancelFreesSlot(t *testing.T) {
 }
 
 func TestEngineCloseAbortsStreams(t *testing.T) {
-	e, err := New(sharedModel(t, "stories260K-f32.gguf"), Options{Threads: 1, MaxSeqs: 1})
+	e, err := New(tinyModel(t), Options{Threads: 1, MaxSeqs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +302,7 @@ func TestEngineCloseAbortsStreams(t *testing.T) {
 }
 
 func TestEnginePromptLogprobs(t *testing.T) {
-	path := sharedModel(t, "stories260K-f32.gguf")
+	path := tinyModel(t)
 	prompt := []int{1, 403, 407, 261, 378, 11, 271}
 	var ref []runtime.Token
 	for _, chunk := range []int{256, 3} {
@@ -325,7 +340,7 @@ func TestEnginePromptLogprobs(t *testing.T) {
 }
 
 func TestEngineSeededSampling(t *testing.T) {
-	e := newEngine(t, sharedModel(t, "stories260K-f32.gguf"), Options{})
+	e := newEngine(t, tinyModel(t), Options{})
 	run := func(seed int64) []int {
 		toks, _, _ := collect(t, mustGenerate(t, e, &runtime.Request{
 			Prompt: []int{1, 403}, MaxTokens: 24, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1,

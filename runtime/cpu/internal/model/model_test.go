@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
+	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 )
 
 // storiesPrompt is "Once upon a time" with BOS, as llama.cpp tokenizes it.
@@ -19,13 +21,11 @@ var storiesPrompt = []int{1, 403, 407, 261, 378}
 // storiesText is llama.cpp's greedy continuation (README of shared/models).
 const storiesText = ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it,"
 
-// sharedModels returns ../shared/models next to the repository root, or
-// skips the test when this checkout has none (a fresh clone).
-func sharedModels(t testing.TB) string {
-	t.Helper()
+// findSharedModels returns ../shared/models next to the repository root.
+func findSharedModels() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
@@ -33,15 +33,42 @@ func sharedModels(t testing.TB) string {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			t.Skip("no go.mod above the package directory")
+			return "", fmt.Errorf("no go.mod above the package directory")
 		}
 		dir = parent
 	}
 	models := filepath.Join(dir, "..", "shared", "models")
 	if _, err := os.Stat(filepath.Join(models, "stories260K-f32.gguf")); err != nil {
-		t.Skipf("shared test models not present at %s (a fresh clone has none): %v", models, err)
+		return "", err
 	}
-	return models
+	return models, nil
+}
+
+// sharedModels returns the shared models directory or skips the test when
+// this checkout has none (a fresh clone).
+func sharedModels(t testing.TB) string {
+	t.Helper()
+	dir, err := findSharedModels()
+	if err != nil {
+		t.Skipf("shared test models not present (a fresh clone has none): %v", err)
+	}
+	return dir
+}
+
+// testModels lists the models the shape-independent tests run on: the
+// synthetic tiny model (always, written to a temp dir) and stories260K when
+// the shared models are present.
+func testModels(t *testing.T) []string {
+	t.Helper()
+	tiny := filepath.Join(t.TempDir(), "tiny-q8_0.gguf")
+	if err := synth.Create(tiny, synth.Options{Preset: "tiny", Type: gguf.TypeQ8_0, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{tiny}
+	if dir, err := findSharedModels(); err == nil {
+		paths = append(paths, filepath.Join(dir, "stories260K-f32.gguf"))
+	}
+	return paths
 }
 
 func openModel(t testing.TB, path string) (*gguf.File, *Model) {
@@ -175,121 +202,133 @@ func maxAbsDiff(a, b []float32) float64 {
 const batchTolerance = 1e-4
 
 func TestChunkedPrefillMatchesTokenByToken(t *testing.T) {
-	_, m := openModel(t, filepath.Join(sharedModels(t), "stories260K-f32.gguf"))
-	pool := kernels.NewPool(2)
-	defer pool.Close()
-	r := NewRunner(m, pool, 64)
-	prompt := []int{1, 403, 407, 261, 378, 11, 271, 302, 263, 407, 261, 378, 300, 280}
-	refIDs, refLogits := greedy(t, r, m.NewCache(128), prompt, 16, 1)
-	for _, chunk := range []int{3, len(prompt)} {
-		ids, logits := greedy(t, r, m.NewCache(128), prompt, 16, chunk)
-		if d := maxAbsDiff(refLogits, logits); d > batchTolerance {
-			t.Errorf("chunk %d: last prompt logits differ from token-by-token by %g", chunk, d)
-		}
-		if !slices.Equal(ids, refIDs) {
-			t.Errorf("chunk %d: greedy tokens %v, token-by-token %v", chunk, ids, refIDs)
-		}
+	for _, path := range testModels(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			_, m := openModel(t, path)
+			pool := kernels.NewPool(2)
+			defer pool.Close()
+			r := NewRunner(m, pool, 64)
+			prompt := []int{1, 403, 407, 261, 378, 11, 271, 302, 263, 407, 261, 378, 300, 280}
+			refIDs, refLogits := greedy(t, r, m.NewCache(128), prompt, 16, 1)
+			for _, chunk := range []int{3, len(prompt)} {
+				ids, logits := greedy(t, r, m.NewCache(128), prompt, 16, chunk)
+				if d := maxAbsDiff(refLogits, logits); d > batchTolerance {
+					t.Errorf("chunk %d: last prompt logits differ from token-by-token by %g", chunk, d)
+				}
+				if !slices.Equal(ids, refIDs) {
+					t.Errorf("chunk %d: greedy tokens %v, token-by-token %v", chunk, ids, refIDs)
+				}
+			}
+		})
 	}
 }
 
 func TestBatchedDecodeMatchesSingle(t *testing.T) {
-	_, m := openModel(t, filepath.Join(sharedModels(t), "stories260K-f32.gguf"))
-	pool := kernels.NewPool(2)
-	defer pool.Close()
-	r := NewRunner(m, pool, 64)
-	const seqs, steps = 8, 12
-	prompts := make([][]int, seqs)
-	for i := range prompts {
-		// Different lengths and contents per sequence.
-		prompts[i] = []int{1, 403 + i, 407, 261 + 3*i}[:2+i%3]
-	}
-	// One at a time.
-	single := make([][]int, seqs)
-	singleLogits := make([][]float32, seqs)
-	for i, p := range prompts {
-		ids, _ := greedy(t, r, m.NewCache(64), p, steps, len(p))
-		single[i] = ids
-	}
-	// All together: every prompt in one mixed batch, then one decode token
-	// per sequence per step.
-	caches := make([]*Cache, seqs)
-	var b Batch
-	for i, p := range prompts {
-		caches[i] = m.NewCache(64)
-		for j, tok := range p {
-			b.Add(caches[i], tok, j, j == len(p)-1)
-		}
-	}
-	logits, err := r.Forward(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vocab := m.Cfg.Vocab
-	batched := make([][]int, seqs)
-	for step := range steps {
-		b.Reset()
-		for i := range seqs {
-			next := argmax(logits[i*vocab : (i+1)*vocab])
-			batched[i] = append(batched[i], next)
-			b.Add(caches[i], next, caches[i].Len(), true)
-		}
-		if logits, err = r.Forward(&b); err != nil {
-			t.Fatal(err)
-		}
-		if step == steps-1 {
-			for i := range seqs {
-				singleLogits[i] = append([]float32(nil), logits[i*vocab:(i+1)*vocab]...)
+	for _, path := range testModels(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			_, m := openModel(t, path)
+			pool := kernels.NewPool(2)
+			defer pool.Close()
+			r := NewRunner(m, pool, 64)
+			const seqs, steps = 8, 12
+			prompts := make([][]int, seqs)
+			for i := range prompts {
+				// Different lengths and contents per sequence.
+				prompts[i] = []int{1, 403 + i, 407, 261 + 3*i}[:2+i%3]
 			}
-		}
-	}
-	for i := range seqs {
-		if !slices.Equal(batched[i], single[i]) {
-			t.Errorf("sequence %d: batched %v, alone %v", i, batched[i], single[i])
-		}
-	}
-	// The last step's logits of sequence 0 against a lone run.
-	c := m.NewCache(64)
-	_, _ = greedy(t, r, c, prompts[0], steps-1, len(prompts[0]))
-	b.Reset()
-	b.Add(c, batched[0][steps-1], c.Len(), true)
-	lone, err := r.Forward(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := maxAbsDiff(lone, singleLogits[0]); d > batchTolerance {
-		t.Errorf("batched logits differ from a lone decode by %g", d)
+			// One at a time.
+			single := make([][]int, seqs)
+			singleLogits := make([][]float32, seqs)
+			for i, p := range prompts {
+				ids, _ := greedy(t, r, m.NewCache(64), p, steps, len(p))
+				single[i] = ids
+			}
+			// All together: every prompt in one mixed batch, then one decode token
+			// per sequence per step.
+			caches := make([]*Cache, seqs)
+			var b Batch
+			for i, p := range prompts {
+				caches[i] = m.NewCache(64)
+				for j, tok := range p {
+					b.Add(caches[i], tok, j, j == len(p)-1)
+				}
+			}
+			logits, err := r.Forward(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vocab := m.Cfg.Vocab
+			batched := make([][]int, seqs)
+			for step := range steps {
+				b.Reset()
+				for i := range seqs {
+					next := argmax(logits[i*vocab : (i+1)*vocab])
+					batched[i] = append(batched[i], next)
+					b.Add(caches[i], next, caches[i].Len(), true)
+				}
+				if logits, err = r.Forward(&b); err != nil {
+					t.Fatal(err)
+				}
+				if step == steps-1 {
+					for i := range seqs {
+						singleLogits[i] = append([]float32(nil), logits[i*vocab:(i+1)*vocab]...)
+					}
+				}
+			}
+			for i := range seqs {
+				if !slices.Equal(batched[i], single[i]) {
+					t.Errorf("sequence %d: batched %v, alone %v", i, batched[i], single[i])
+				}
+			}
+			// The last step's logits of sequence 0 against a lone run.
+			c := m.NewCache(64)
+			_, _ = greedy(t, r, c, prompts[0], steps-1, len(prompts[0]))
+			b.Reset()
+			b.Add(c, batched[0][steps-1], c.Len(), true)
+			lone, err := r.Forward(&b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := maxAbsDiff(lone, singleLogits[0]); d > batchTolerance {
+				t.Errorf("batched logits differ from a lone decode by %g", d)
+			}
+		})
 	}
 }
 
 func TestForwardRejectsBadBatches(t *testing.T) {
-	_, m := openModel(t, filepath.Join(sharedModels(t), "stories260K-f32.gguf"))
-	pool := kernels.NewPool(1)
-	defer pool.Close()
-	r := NewRunner(m, pool, 4)
-	tests := []struct {
-		name string
-		fill func(b *Batch)
-		want string
-	}{
-		{"gap in positions", func(b *Batch) { b.Add(m.NewCache(8), 1, 1, true) }, "does not continue"},
-		{"token out of vocabulary", func(b *Batch) { b.Add(m.NewCache(8), 512, 0, true) }, "outside the vocabulary"},
-		{"past the cache", func(b *Batch) {
-			c := m.NewCache(1)
-			b.Add(c, 1, 0, false)
-			b.Add(c, 1, 1, true)
-		}, "outside the cache"},
-		{"too many tokens", func(b *Batch) {
-			c := m.NewCache(8)
-			for i := range 5 {
-				b.Add(c, 1, i, false)
+	for _, path := range testModels(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			_, m := openModel(t, path)
+			pool := kernels.NewPool(1)
+			defer pool.Close()
+			r := NewRunner(m, pool, 4)
+			tests := []struct {
+				name string
+				fill func(b *Batch)
+				want string
+			}{
+				{"gap in positions", func(b *Batch) { b.Add(m.NewCache(8), 1, 1, true) }, "does not continue"},
+				{"token out of vocabulary", func(b *Batch) { b.Add(m.NewCache(8), 512, 0, true) }, "outside the vocabulary"},
+				{"past the cache", func(b *Batch) {
+					c := m.NewCache(1)
+					b.Add(c, 1, 0, false)
+					b.Add(c, 1, 1, true)
+				}, "outside the cache"},
+				{"too many tokens", func(b *Batch) {
+					c := m.NewCache(8)
+					for i := range 5 {
+						b.Add(c, 1, i, false)
+					}
+				}, "exceeds"},
 			}
-		}, "exceeds"},
-	}
-	for _, tt := range tests {
-		var b Batch
-		tt.fill(&b)
-		if _, err := r.Forward(&b); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
-		}
+			for _, tt := range tests {
+				var b Batch
+				tt.fill(&b)
+				if _, err := r.Forward(&b); err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("%s: error %v, want one containing %q", tt.name, err, tt.want)
+				}
+			}
+		})
 	}
 }
