@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
+
+	"github.com/ttis-dev/ttis/daemon/api"
+	daemonclient "github.com/ttis-dev/ttis/daemon/api/client"
+	"github.com/ttis-dev/ttis/runtime/auth"
 
 	"github.com/ttis-dev/ttis/evalsuite/client"
 	"github.com/ttis-dev/ttis/evalsuite/dataset"
@@ -34,8 +39,11 @@ func evalCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "eval",
 		Usage:     "run accuracy evals (lm-eval style) against any OpenAI-compatible server",
-		ArgsUsage: " ",
-		Description: `Evaluates --task(s) against --url, the way lm-evaluation-harness's
+		ArgsUsage: "[UNIT]",
+		Description: `Evaluates --task(s) against --url (no daemon needed), or against UNIT (flags go
+before it) through
+ttisd (address, model and auth from the daemon; results under
+<state>/runs/<unit>/<run-id>/), the way lm-evaluation-harness's
 local-completions / local-chat-completions models do, and writes lm-eval's
 results_<ts>.json and samples_<task>_<ts>.jsonl plus summary_<ts>.md.
 
@@ -47,7 +55,8 @@ ttis_arith_mc_generative are generated and need none. --list-tasks shows them.
 ci-nightly, ci-long, full (per-task limits from the catalog's reference when it
 has one). Scores are graded against the catalog's reference for
 --catalog-model (default --model): PASS when score/reference >= 1-tolerance.
-Interrupted runs resume from the cache in the results directory.
+An interrupted run resumes with --resume <its results directory>: answers
+already cached there are not requested again.
 Exit status: 0 ok, 1 could not run, 2 some samples errored, 3 a check failed.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "server root, e.g. http://127.0.0.1:8000"},
@@ -71,13 +80,81 @@ Exit status: 0 ok, 1 could not run, 2 some samples errored, 3 a check failed.`,
 			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "bound on one request attempt"},
 			&cli.IntFlag{Name: "seed", Value: 1234, Usage: "seed sent with every request"},
 			&cli.StringFlag{Name: "errors-as", Value: "wrong", Usage: "errored samples count as wrong, or exclude them"},
-			&cli.StringFlag{Name: "results-dir", Usage: "where results go (default ./ttis-eval/<run-id>)"},
-			&cli.StringFlag{Name: "cache-dir", Usage: "resume cache (default <results-dir>/cache; - for none)"},
+			&cli.StringFlag{Name: "results-dir", Usage: "where results go (url mode default ./ttis-eval/<run-id>; unit mode: the daemon's runs dir)"},
+			&cli.StringFlag{Name: "cache-dir", Usage: "request cache (default <results-dir>/cache; - for none)"},
+			&cli.StringFlag{Name: "resume", Usage: "finish an interrupted run: its results directory (answers already cached are not requested again)"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar"},
 			&cli.BoolFlag{Name: "list-tasks", Usage: "list the tasks and exit"},
 		},
 		Action: runEval,
 	}
+}
+
+// evalTarget is the server an eval runs against.
+type evalTarget struct {
+	baseURL, model, catalogModel, apiKey, resultsDir string
+}
+
+// resolveEvalUnit asks ttisd for a unit's address, model and auth, and
+// puts the results under the daemon's store (<runs>/<unit>/<run-id>).
+func resolveEvalUnit(c *cli.Context, t *evalTarget, runID string) error {
+	name := c.Args().First()
+	dc := daemonclient.New(c.String("socket"))
+	unit, err := dc.Unit(c.Context, name, 0)
+	if err != nil {
+		return fmt.Errorf("unit %s: %w", name, err)
+	}
+	info, err := dc.Info(c.Context)
+	if err != nil {
+		return fmt.Errorf("daemon info: %w", err)
+	}
+	if unit.State != api.StateActive {
+		return fmt.Errorf("unit %s is %s (%s), not active", name, unit.State, unit.SubState)
+	}
+	host, port, err := net.SplitHostPort(unit.Listen)
+	if err != nil {
+		return fmt.Errorf("unit %s: listen address %q: %w", name, unit.Listen, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	t.baseURL = "http://" + net.JoinHostPort(host, port)
+	// A cpu unit names a model file: the server reports its own name, and
+	// the catalog has no reference for it.
+	if !strings.HasSuffix(strings.ToLower(unit.Model), ".gguf") {
+		if t.model == "" {
+			t.model = unit.Model
+		}
+		if t.catalogModel == "" {
+			t.catalogModel = unit.Model
+		}
+	}
+	runs := info.RunsDir
+	if runs == "" {
+		runs = filepath.Join(info.StateDir, "runs")
+	}
+	t.resultsDir = filepath.Join(runs, name, runID)
+	switch unit.AuthMode {
+	case "", auth.ModeNone:
+	case auth.ModeAPIKey, auth.ModeJWT:
+		if t.apiKey != "" {
+			break
+		}
+		secret, err := auth.ReadSecret(unit.AuthSecretFile)
+		if err != nil {
+			return fmt.Errorf("unit %s uses %s auth: %w (or pass --api-key)", name, unit.AuthMode, err)
+		}
+		tok := strings.TrimSpace(string(secret))
+		if unit.AuthMode == auth.ModeJWT {
+			if tok, err = auth.Mint(secret, "ttisctl", "eval", 24*time.Hour, time.Now()); err != nil {
+				return fmt.Errorf("unit %s: mint token: %w", name, err)
+			}
+		}
+		t.apiKey = tok
+	default:
+		return fmt.Errorf("unit %s: unknown auth mode %q", name, unit.AuthMode)
+	}
+	return nil
 }
 
 // splitTaskPaths reads PATH or TASK=PATH values.
@@ -122,12 +199,6 @@ func runEval(c *cli.Context) error {
 		}
 		return tw.Flush()
 	}
-	if c.NArg() > 0 {
-		return fail("evaluating a unit through the daemon is not available in this build; use --url URL --model NAME")
-	}
-	if c.String("url") == "" {
-		return fail("give --url URL (the server root)")
-	}
 	taskNames := splitList(c.StringSlice("task"))
 	if len(taskNames) == 0 {
 		return fail("give at least one --task (see --list-tasks)")
@@ -140,9 +211,36 @@ func runEval(c *cli.Context) error {
 		}
 		key = strings.TrimSpace(string(b))
 	}
-	model := c.String("model")
+	runID := time.Now().UTC().Format("20060102T150405Z") + "-eval"
+	t := evalTarget{baseURL: c.String("url"), model: c.String("model"), catalogModel: c.String("catalog-model"), apiKey: key}
+	switch {
+	case t.baseURL != "" && c.NArg() > 0:
+		return fail("give either UNIT or --url, not both")
+	case t.baseURL != "":
+		t.resultsDir = filepath.Join("ttis-eval", runID)
+	case c.NArg() == 1:
+		if err := resolveEvalUnit(c, &t, runID); err != nil {
+			return fail("%v", err)
+		}
+	default:
+		return fail("give a UNIT or --url URL (the server root)")
+	}
+	if d := c.String("results-dir"); d != "" {
+		t.resultsDir = d
+	}
+	if d := c.String("resume"); d != "" {
+		if c.String("results-dir") != "" {
+			return fail("--resume already names the results directory; drop --results-dir")
+		}
+		if _, err := os.Stat(filepath.Join(d, "cache")); err != nil {
+			return fail("--resume %s: no cache of an earlier run there (%v)", d, err)
+		}
+		t.resultsDir = d
+	}
+	key = t.apiKey
+	model := t.model
 	if model == "" {
-		m, err := client.FirstModel(c.Context, nil, c.String("url"), key)
+		m, err := client.FirstModel(c.Context, nil, t.baseURL, key)
 		if err != nil {
 			return fail("no --model given and %v", err)
 		}
@@ -157,8 +255,8 @@ func runEval(c *cli.Context) error {
 		columns = splitList([]string{s})
 	}
 	cfg := workflow.Config{
-		BaseURL: c.String("url"), Model: model, API: client.API(c.String("api")), APIKey: key,
-		CatalogModel: c.String("catalog-model"), Tasks: taskNames,
+		BaseURL: t.baseURL, Model: model, API: client.API(c.String("api")), APIKey: key,
+		CatalogModel: t.catalogModel, Tasks: taskNames,
 		Datasets: splitTaskPaths(c.StringSlice("dataset")), FewShot: splitTaskPaths(c.StringSlice("fewshot-dataset")),
 		NumFewShot: c.Int("num-fewshot"), Format: c.String("format"), Mapping: mapping, Columns: columns,
 		BuiltinSize: c.Int("size"), MaxGenToks: c.Int("max-gen-toks"), Concurrency: c.Int("concurrency"),
@@ -171,17 +269,14 @@ func runEval(c *cli.Context) error {
 	default:
 		cfg.Limit = l
 	}
-	cfg.OutputDir = c.String("results-dir")
-	if cfg.OutputDir == "" {
-		cfg.OutputDir = filepath.Join("ttis-eval", time.Now().UTC().Format("20060102T150405Z")+"-eval")
-	}
+	cfg.OutputDir = t.resultsDir
 	if !c.Bool("no-progress") && term.IsTerminal(int(os.Stderr.Fd())) {
 		cfg.Progress = os.Stderr
 	}
 	oc, err := workflow.Run(c.Context, cfg)
 	if err != nil {
-		if errors.Is(err, c.Context.Err()) && c.Context.Err() != nil {
-			return cli.Exit(fmt.Sprintf("ttisctl eval: %v", err), 130)
+		if c.Context.Err() != nil && errors.Is(err, c.Context.Err()) {
+			return cli.Exit(fmt.Sprintf("ttisctl eval: %v\nresume with: ttisctl eval --resume %s (same flags)", err, cfg.OutputDir), 130)
 		}
 		return fail("%v", err)
 	}
