@@ -2,14 +2,11 @@ package ctl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,6 +26,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/result"
 	"github.com/ttis-dev/ttis/bench/sweep"
 	"github.com/ttis-dev/ttis/daemon/api"
+	daemonclient "github.com/ttis-dev/ttis/daemon/api/client"
 	"github.com/ttis-dev/ttis/runtime/auth"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
@@ -47,7 +45,7 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "benchmark a unit or any OpenAI-compatible server (one point, or a catalog sweep with --limit)",
-		ArgsUsage: "[UNIT]",
+		ArgsUsage: "[flags] [UNIT]",
 		Description: `With --url, benchmarks that server directly, no daemon needed. With UNIT,
 asks ttisd for the unit's address, model, device and auth, and writes the results
 under the daemon's results store (<state>/runs/<unit>/<run-id>/).
@@ -193,6 +191,8 @@ func resolveBenchTarget(c *cli.Context) (*benchTarget, error) {
 		if t.resultsDir == "" {
 			t.resultsDir = "ttis-bench"
 		}
+	case c.NArg() > 1:
+		return nil, fmt.Errorf("flags after UNIT are not read (%q...): put them before it", c.Args().Get(1))
 	case c.NArg() == 1:
 		if err := resolveUnit(c, t); err != nil {
 			return nil, err
@@ -448,90 +448,46 @@ func (b *benchBar) finish() {
 // address, model, device, runtime and auth, and for the results store.
 func resolveUnit(c *cli.Context, t *benchTarget) error {
 	name := c.Args().First()
-	sock := c.String("socket")
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-	}}
-	defer hc.CloseIdleConnections()
-	var unit api.UnitDetail
-	if err := controlGet(c.Context, hc, "/v1/units/"+url.PathEscape(name), &unit); err != nil {
+	ep, err := daemonclient.New(c.String("socket")).Endpoint(c.Context, name)
+	if err != nil {
 		return fmt.Errorf("unit %s: %w", name, err)
 	}
-	var info api.Info
-	if err := controlGet(c.Context, hc, "/v1/info", &info); err != nil {
-		return fmt.Errorf("daemon info: %w", err)
+	if ep.State != api.StateActive {
+		return fmt.Errorf("unit %s is %s, not active", name, ep.State)
 	}
-	if unit.State != api.StateActive {
-		return fmt.Errorf("unit %s is %s (%s), not active", name, unit.State, unit.SubState)
-	}
-	host, port, err := net.SplitHostPort(unit.Listen)
-	if err != nil {
-		return fmt.Errorf("unit %s: listen address %q: %w", name, unit.Listen, err)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	t.unit, t.baseURL = name, "http://"+net.JoinHostPort(host, port)
-	t.model, t.device, t.runtime = unit.Model, unit.Device, unit.Runtime
-	t.simulated = unit.Runtime == "sim"
-	if strings.ContainsAny(t.model, "/\\") && strings.HasSuffix(strings.ToLower(t.model), ".gguf") {
-		// A cpu unit names a model file; the server lists its own name.
+	t.unit, t.baseURL = name, ep.BaseURL
+	t.model, t.device, t.runtime = ep.Model, ep.Device, ep.Runtime
+	t.simulated = ep.Runtime == "sim"
+	if strings.HasSuffix(strings.ToLower(t.model), ".gguf") {
+		// A cpu unit names a model file; ask the server for its name.
 		t.model = ""
 	}
 	t.resultsDir = c.String("results-dir")
 	if t.resultsDir == "" {
-		runs := info.RunsDir
-		if runs == "" {
-			runs = filepath.Join(info.StateDir, "runs")
+		if ep.RunsDir == "" {
+			return fmt.Errorf("the daemon reports no results folder; pass --results-dir")
 		}
-		t.resultsDir = filepath.Join(runs, name)
+		t.resultsDir = filepath.Join(ep.RunsDir, name)
 	}
-	switch unit.AuthMode {
+	switch ep.AuthMode {
 	case "", auth.ModeNone:
 	case auth.ModeAPIKey, auth.ModeJWT:
 		if c.String("api-key") != "" || c.String("api-key-file") != "" {
 			break
 		}
-		secret, err := auth.ReadSecret(unit.AuthSecretFile)
+		secret, err := auth.ReadSecret(ep.SecretFile)
 		if err != nil {
-			return fmt.Errorf("unit %s uses %s auth: %w (or pass --api-key)", name, unit.AuthMode, err)
+			return fmt.Errorf("unit %s uses %s auth: %w (or pass --api-key)", name, ep.AuthMode, err)
 		}
-		tok := string(secret)
-		if unit.AuthMode == auth.ModeJWT {
+		tok := strings.TrimSpace(string(secret))
+		if ep.AuthMode == auth.ModeJWT {
 			if tok, err = auth.Mint(secret, "ttisctl", "bench", time.Hour, time.Now()); err != nil {
 				return fmt.Errorf("unit %s: mint token: %w", name, err)
 			}
 		}
-		t.header.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
+		t.header.Set("Authorization", "Bearer "+tok)
 	default:
-		return fmt.Errorf("unit %s: unknown auth mode %q", name, unit.AuthMode)
+		return fmt.Errorf("unit %s: unknown auth mode %q", name, ep.AuthMode)
 	}
 	return nil
-}
-
-func controlGet(ctx context.Context, hc *http.Client, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://ttisd"+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return fmt.Errorf("control socket: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var eb api.ErrorBody
-		if json.Unmarshal(body, &eb) == nil && eb.Error.Message != "" {
-			return errors.New(eb.Error.Message)
-		}
-		return fmt.Errorf("control socket: HTTP %d", resp.StatusCode)
-	}
-	return json.Unmarshal(body, out)
 }

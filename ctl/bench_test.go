@@ -1,0 +1,151 @@
+package ctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/daemon/api"
+)
+
+// fakeInference is a minimal OpenAI-compatible server: /v1/models and a
+// streamed /v1/completions of max_tokens single-token chunks. It counts
+// requests without the expected bearer token.
+func fakeInference(t *testing.T, wantAuth bool, unauthorized *atomic.Int32) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if wantAuth && !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ey") {
+			unauthorized.Add(1)
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"error":{"message":"missing token"}}`)
+			return
+		}
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"served-model","max_model_len":2048,"runtime":"sim","simulated":true}]}`)
+		case "/v1/completions":
+			var b struct {
+				MaxTokens int `json:"max_tokens"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&b)
+			for i := range b.MaxTokens {
+				fmt.Fprintf(w, "data: {\"choices\":[{\"text\":\" t%d\"}]}\n\n", i)
+			}
+			fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", b.MaxTokens)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// fakeDaemon serves the control API's unit and info endpoints on a unix
+// socket.
+func fakeDaemon(t *testing.T, unit api.UnitDetail, runsDir string) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "ttisd.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/units/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("name") != unit.Name {
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrorDetail{Code: api.CodeNotFound, Message: "unit " + r.PathValue("name") + " not found"}})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(unit)
+	})
+	mux.HandleFunc("GET /v1/info", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(api.Info{RunsDir: runsDir})
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return sock
+}
+
+func runApp(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	app := App("test")
+	app.Writer, app.ErrWriter = &out, &out
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := app.RunContext(ctx, append([]string{"ttisctl"}, args...))
+	return out.String(), err
+}
+
+func TestBenchUnitThroughDaemon(t *testing.T) {
+	var unauthorized atomic.Int32
+	inf := fakeInference(t, true, &unauthorized)
+	secret := filepath.Join(t.TempDir(), "jwt")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	unit := api.UnitDetail{Unit: api.Unit{Name: "simu", Model: "Llama-3.1-8B-Instruct", Device: "n150", Runtime: "sim",
+		Listen: strings.TrimPrefix(inf.URL, "http://"), State: api.StateActive}, AuthMode: "jwt", AuthSecretFile: secret}
+	sock := fakeDaemon(t, unit, runs)
+
+	out, err := runApp(t, "--socket", sock, "bench", "--isl", "8", "--osl", "4", "--num-prompts", "3",
+		"--no-server-tokenizer", "--num-warmups", "0", "--no-progress", "simu")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	if unauthorized.Load() != 0 {
+		t.Errorf("%d requests without a minted token", unauthorized.Load())
+	}
+	if !strings.Contains(out, "Successful requests:                 3") || !strings.Contains(out, "(simulated server)") {
+		t.Errorf("output:\n%s", out)
+	}
+	matches, _ := filepath.Glob(filepath.Join(runs, "simu", "*", "benchmark_Llama-3.1-8B-Instruct_*_isl-8_osl-4_maxcon-1_n-3.json"))
+	if len(matches) != 1 {
+		t.Fatalf("result files %v under %s", matches, runs)
+	}
+
+	out, err = runApp(t, "--socket", sock, "bench", "--limit", "smoke", "--plan", "simu")
+	if err != nil || !strings.Contains(out, "51 / 21 / 21") {
+		t.Errorf("plan: %v\n%s", err, out)
+	}
+	if _, err := runApp(t, "--socket", sock, "bench", "nope"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("unknown unit: %v", err)
+	}
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	var n atomic.Int32
+	inf := fakeInference(t, false, &n)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench"}, "give a UNIT or --url"},
+		{[]string{"bench", "--url", inf.URL, "x"}, "not both"},
+		{[]string{"bench", "x", "--limit", "smoke"}, "flags after UNIT"},
+		{[]string{"bench", "--url", inf.URL, "--endpoint", "embeddings"}, "--endpoint"},
+		{[]string{"bench", "--url", inf.URL, "--request-rate", "-3"}, "--request-rate"},
+		{[]string{"bench", "--url", inf.URL, "--goodput", "ttft"}, "--goodput"},
+		{[]string{"bench", "--url", inf.URL, "--limit", "weekly"}, "--limit"},
+		{[]string{"bench", "--url", inf.URL, "--dataset", "sharegpt"}, "--dataset-path"},
+		{[]string{"bench", "--url", inf.URL, "--header", "novalue"}, "--header"},
+	} {
+		_, err := runApp(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
