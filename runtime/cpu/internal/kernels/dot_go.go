@@ -55,8 +55,9 @@ func dotBF16Go(w []uint16, x []float32) float32 {
 
 // quantizeQ8Go quantizes x (a whole number of 32-element blocks) to int8 codes
 // qs and one scale per block in d, symmetric with step amax/127 as ggml's
-// Q8_0.
-func quantizeQ8Go(x []float32, qs []int8, d []float32) {
+// Q8_0, rounding to nearest even as the vector instructions do; d8 gets each
+// scale eight times (the layout the assembly tiles read).
+func quantizeQ8Go(x []float32, qs []int8, d, d8 []float32) {
 	for b := range d {
 		blk := x[32*b : 32*b+32]
 		amax, _ := absMax(blk)
@@ -66,9 +67,12 @@ func quantizeQ8Go(x []float32, qs []int8, d []float32) {
 			inv = 1 / s
 		}
 		d[b] = s
+		for k := 0; k < 8; k++ {
+			d8[8*b+k] = s
+		}
 		q := qs[32*b : 32*b+32]
 		for j, v := range blk {
-			q[j] = int8(roundHalfAway(v * inv))
+			q[j] = int8(math.RoundToEven(float64(v * inv)))
 		}
 	}
 }
@@ -88,7 +92,7 @@ func quantizeQ8KGo(x []float32, qs []int8, d []float32, sums []int16) {
 		d[b] = s
 		q := qs[256*b : 256*b+256]
 		for j, v := range blk {
-			q[j] = int8(roundHalfAway(v * inv))
+			q[j] = int8(math.RoundToEven(float64(v * inv)))
 		}
 		for g := 0; g < 16; g++ {
 			var t int16

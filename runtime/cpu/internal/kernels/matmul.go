@@ -16,9 +16,10 @@ type matmulJob struct {
 
 	// Quantized activations, reused across calls: codes, per-block scales
 	// and (for K-quants) per-16 code sums, batch rows one after the other.
-	xq []int8
-	xd []float32
-	xs []int16
+	xq  []int8
+	xd  []float32
+	xd8 []float32 // xd with every scale repeated 8 times (Q8_0/Q4_0 only)
+	xs  []int16
 }
 
 // rowTile is the number of rows a chunk of work is counted in; it matches
@@ -49,7 +50,8 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 	case gguf.TypeQ8_0, gguf.TypeQ4_0:
 		j.xq = grow(j.xq, n)
 		j.xd = grow(j.xd, n/32)
-		quantizeQ8(x[:n], j.xq, j.xd)
+		j.xd8 = grow(j.xd8, n/4)
+		quantizeQ8(x[:n], j.xq, j.xd, j.xd8)
 	case gguf.TypeQ4_K, gguf.TypeQ6_K:
 		j.xq = grow(j.xq, n)
 		j.xd = grow(j.xd, n/256)

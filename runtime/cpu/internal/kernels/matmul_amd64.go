@@ -48,7 +48,23 @@ func Axpy(alpha float32, x, y []float32) {
 	axpyGo(alpha, x[n8:], y[n8:])
 }
 
-func quantizeQ8(x []float32, qs []int8, d []float32) { quantizeQ8Go(x, qs, d) }
+//go:noescape
+func quantizeQ8AVX(x []float32, qs []int8, d, d8 []float32)
+
+//go:noescape
+func q8DotAVX(w []byte, xq []int8, xd []float32) float32
+
+//go:noescape
+func q8Tile2x4(w []byte, ws int, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
+
+func quantizeQ8(x []float32, qs []int8, d, d8 []float32) {
+	if !haveAsm {
+		quantizeQ8Go(x, qs, d, d8)
+		return
+	}
+	nb := len(x) / 32
+	quantizeQ8AVX(x[:nb*32], qs[:nb*32], d[:nb], d8[:nb*8])
+}
 
 // matmulF32 runs 4-row tiles: 4x3 (rows x batch) register tiles for the
 // batch, 4x1 for the rest, plain dot products for leftover rows; columns
@@ -90,5 +106,37 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 }
 
 func matmulF16(j *matmulJob, r0, r1 int)  { matmulF16Go(j, r0, r1) }
-func matmulQ8_0(j *matmulJob, r0, r1 int) { matmulQ8_0Go(j, r0, r1) }
 func matmulQ4_0(j *matmulJob, r0, r1 int) { matmulQ4_0Go(j, r0, r1) }
+
+// matmulQ8_0 runs 2x4 (rows x batch) tiles when the batch allows, single
+// row-by-activation dot products otherwise.
+func matmulQ8_0(j *matmulJob, r0, r1 int) {
+	if !haveAsm {
+		matmulQ8_0Go(j, r0, r1)
+		return
+	}
+	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
+	nb := cols / 32
+	data, xq, xd, xd8, out := j.w.Data, j.xq, j.xd, j.xd8, j.out
+	r := r0
+	if batch >= 4 {
+		for ; r+2 <= r1; r += 2 {
+			wr := data[r*rb : (r+2)*rb]
+			b := 0
+			for ; b+4 <= batch; b += 4 {
+				q8Tile2x4(wr, rb, xq[b*cols:(b+4)*cols], cols, xd8[b*nb*8:(b+4)*nb*8], nb, out[b*rows+r:(b+3)*rows+r+2], rows)
+			}
+			for ; b < batch; b++ {
+				for rr := r; rr < r+2; rr++ {
+					out[b*rows+rr] = q8DotAVX(data[rr*rb:(rr+1)*rb], xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+				}
+			}
+		}
+	}
+	for ; r < r1; r++ {
+		row := data[r*rb : (r+1)*rb]
+		for b := 0; b < batch; b++ {
+			out[b*rows+r] = q8DotAVX(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+		}
+	}
+}

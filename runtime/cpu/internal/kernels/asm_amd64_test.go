@@ -1,0 +1,141 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+)
+
+// These tests hold the assembly to its pure-Go twin on random inputs:
+// bit-exact where the result is integer or elementwise, within float
+// reassociation error for sums.
+
+func skipNoAsm(t *testing.T) {
+	if !haveAsm {
+		t.Skip("CPU lacks AVX2/FMA: the assembly is not used here")
+	}
+}
+
+func closeSum(t *testing.T, what string, got, want, mag float32) {
+	t.Helper()
+	if math.Abs(float64(got-want)) > 1e-5*float64(mag)+1e-6 {
+		t.Fatalf("%s: asm %g, go %g", what, got, want)
+	}
+}
+
+func absDot(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += float32(math.Abs(float64(a[i] * b[i])))
+	}
+	return s
+}
+
+func TestAsmF32(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{8, 16, 24, 40, 64, 200, 288} {
+		a, b := randVec(rng, n), randVec(rng, n)
+		closeSum(t, "dotF32AVX", dotF32AVX(a, b), dotF32Go(a, b), absDot(a, b))
+		y1 := randVec(rng, n)
+		y2 := append([]float32(nil), y1...)
+		axpyF32AVX(0.75, a, y1)
+		axpyGo(0.75, a, y2)
+		for i := range y1 {
+			if math.Abs(float64(y1[i]-y2[i])) > 1e-6*(1+math.Abs(float64(y2[i]))) {
+				t.Fatalf("axpy n=%d [%d]: %g vs %g", n, i, y1[i], y2[i])
+			}
+		}
+		// 4 rows with a stride larger than n, 3 activation rows.
+		stride := n + 5
+		w := randVec(rng, 4*stride)
+		x := randVec(rng, 3*stride)
+		out := make([]float32, 3*10)
+		f32Tile4x3(w, stride, x, stride, n, out, 10)
+		out1 := make([]float32, 4)
+		f32Tile4x1(w, stride, x, n, out1)
+		for r := 0; r < 4; r++ {
+			wr := w[r*stride : r*stride+n]
+			closeSum(t, "f32Tile4x1", out1[r], dotF32Go(wr, x[:n]), absDot(wr, x[:n]))
+			for b := 0; b < 3; b++ {
+				xb := x[b*stride : b*stride+n]
+				closeSum(t, "f32Tile4x3", out[b*10+r], dotF32Go(wr, xb), absDot(wr, xb))
+			}
+		}
+	}
+}
+
+func TestAsmQuantizeQ8(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(23, 24))
+	x := randVec(rng, 32*9)
+	for i := 32; i < 64; i++ {
+		x[i] = 0 // an all-zero block
+	}
+	x[70] = 1e30 // a block dominated by one huge value
+	qa, qg := make([]int8, len(x)), make([]int8, len(x))
+	da, dg := make([]float32, 9), make([]float32, 9)
+	d8a, d8g := make([]float32, 72), make([]float32, 72)
+	quantizeQ8AVX(x, qa, da, d8a)
+	quantizeQ8Go(x, qg, dg, d8g)
+	for i := range qa {
+		if qa[i] != qg[i] {
+			t.Fatalf("code %d: asm %d, go %d", i, qa[i], qg[i])
+		}
+	}
+	for i := range da {
+		if da[i] != dg[i] {
+			t.Fatalf("scale %d: asm %g, go %g", i, da[i], dg[i])
+		}
+	}
+	for i := range d8a {
+		if d8a[i] != d8g[i] {
+			t.Fatalf("broadcast scale %d: asm %g, go %g", i, d8a[i], d8g[i])
+		}
+	}
+}
+
+func TestAsmQ8_0(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, nb := range []int{1, 2, 3, 9, 24} {
+		cols := 32 * nb
+		w := mustWeight(t, gguf.TypeQ8_0, 2, cols, randVec(rng, 2*cols))
+		rb := nb * blockQ8_0
+		const batch = 4
+		x := randVec(rng, batch*cols)
+		xq, xd, xd8 := make([]int8, batch*cols), make([]float32, batch*nb), make([]float32, batch*nb*8)
+		quantizeQ8Go(x, xq, xd, xd8)
+		out := make([]float32, 3*7+2)
+		q8Tile2x4(w.Data, rb, xq, cols, xd8, nb, out, 7)
+		for r := 0; r < 2; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			deq := make([]float32, cols)
+			DequantizeRow(w, r, deq)
+			for b := 0; b < batch; b++ {
+				xb, db := xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb]
+				want := dotQ8_0Go(row, xb, db)
+				mag := absDot(deq, x[b*cols:(b+1)*cols]) * 2
+				closeSum(t, "q8DotAVX", q8DotAVX(row, xb, db), want, mag)
+				closeSum(t, "q8Tile2x4", out[b*7+r], want, mag)
+			}
+		}
+	}
+	// Extreme codes: -128 does not occur in weights written by Quantize but
+	// may in other files; the sign trick must still be exact for it.
+	blk := make([]byte, blockQ8_0)
+	blk[1] = 0x3c // d = 1.0
+	xq := make([]int8, 32)
+	for j := 0; j < 32; j++ {
+		blk[2+j] = byte(int8(-128 + j%2*255))
+		xq[j] = int8(127 - j%3*127)
+	}
+	xd := []float32{1}
+	if got, want := q8DotAVX(blk, xq, xd), dotQ8_0Go(blk, xq, xd); got != want {
+		t.Fatalf("extreme codes: asm %g, go %g", got, want)
+	}
+}
