@@ -12,7 +12,8 @@ import (
 // followers. The zero value is not usable; call New.
 type Ring struct {
 	mu        sync.Mutex
-	lines     []api.LogLine
+	size      int
+	lines     []api.LogLine // grows up to size, then wraps
 	next      int // index where the next line goes once the ring is full
 	full      bool
 	followers map[chan api.LogLine]struct{}
@@ -23,7 +24,9 @@ func New(size int) *Ring {
 	if size < 1 {
 		size = 1
 	}
-	return &Ring{lines: make([]api.LogLine, 0, size), followers: map[chan api.LogLine]struct{}{}}
+	// The slice grows on demand: most units print a few dozen lines, and a
+	// daemon with many units should not pay for full rings up front.
+	return &Ring{size: size, followers: map[chan api.LogLine]struct{}{}}
 }
 
 // Add appends a line, evicting the oldest when the ring is full, and hands
@@ -32,9 +35,9 @@ func New(size int) *Ring {
 func (r *Ring) Add(l api.LogLine) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.full && len(r.lines) < cap(r.lines) {
+	if !r.full {
 		r.lines = append(r.lines, l)
-		if len(r.lines) == cap(r.lines) {
+		if len(r.lines) == r.size {
 			r.full = true
 		}
 	} else {

@@ -107,7 +107,7 @@ type Deps struct {
 	Clock clock.Clock
 	// Probe checks readiness; nil means HTTP GET http://listen/health.
 	Probe Probe
-	// PollInterval is how often readiness is probed; zero means 100ms.
+	// PollInterval is how often readiness is probed; zero means 50ms.
 	PollInterval time.Duration
 	// Reset runs before an automatic restart of a unit that asks for it.
 	Reset Resetter
@@ -184,7 +184,7 @@ func New(spec Spec, deps Deps) *Supervisor {
 		deps.Probe = HTTPProbe
 	}
 	if deps.PollInterval == 0 {
-		deps.PollInterval = 100 * time.Millisecond
+		deps.PollInterval = 50 * time.Millisecond
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
