@@ -168,6 +168,8 @@ type sampler struct {
 	inCtx  map[int]bool
 	logits []float64
 	ids    []int
+	order  []int
+	probs  []float64
 }
 
 func newSampler(p runtime.Sampling, prompt []int, rng *rand.Rand) *sampler {
@@ -194,7 +196,7 @@ func (s *sampler) next(m *textModel, prev int, ignoreEOS bool) int {
 		if ignoreEOS && c.id == eosID {
 			continue
 		}
-		l := m.logprob(prev, c.id)
+		l := math.Log((1-floorMass)*c.prob + floorMass*m.unigram[c.id])
 		if s.inCtx != nil && s.inCtx[c.id] {
 			// CTRL/vLLM repetition penalty on a logit: divide positive,
 			// multiply negative (ours are log-probabilities, all negative).
@@ -233,22 +235,31 @@ func (s *sampler) pick() int {
 	if s.p.Temperature <= 0 {
 		return s.ids[best]
 	}
-	// Softmax at temperature, in the order of the successor list (already
-	// sorted by base probability; penalties may reorder, so sort here).
+	// Softmax at temperature over the candidates sorted by logit
+	// (penalties may reorder the successor list). The buffers are reused
+	// across tokens: this runs once per generated token.
 	n := len(s.logits)
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
+	s.order = s.order[:0]
+	for i := range n {
+		s.order = append(s.order, i)
 	}
-	sort.Slice(order, func(a, b int) bool { return s.logits[order[a]] > s.logits[order[b]] })
+	order := s.order
+	// Insertion sort: n is fanout+1.
+	for i := 1; i < n; i++ {
+		for j := i; j > 0 && s.logits[order[j]] > s.logits[order[j-1]]; j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
 	t := float64(s.p.Temperature)
-	probs := make([]float64, n)
+	s.probs = s.probs[:0]
 	sum := 0.0
 	top := s.logits[order[0]]
-	for k, i := range order {
-		probs[k] = math.Exp((s.logits[i] - top) / t)
-		sum += probs[k]
+	for _, i := range order {
+		p := math.Exp((s.logits[i] - top) / t)
+		s.probs = append(s.probs, p)
+		sum += p
 	}
+	probs := s.probs
 	for k := range probs {
 		probs[k] /= sum
 	}
