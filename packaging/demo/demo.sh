@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The main job on the embedded default, on any machine: no network, no
+# accelerator, no root. Creates a small random-weight Llama model, starts
+# ttisd on a private folder with a cpu unit (our Go engine serving that
+# model) and a sim unit (a simulated n150 serving Llama-3.1-8B-Instruct),
+# waits until both are active, shows `ttisctl status`, runs a smoke
+# benchmark, a smoke eval and a release report, prints where the results
+# are, and stops the daemon.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${BIN:-$root/bin}
+demo=${DEMO_DIR:-$root/.demo}
+ttisctl() { "$bin/ttisctl" --socket "$demo/ttisd.sock" "$@"; }
+
+# free_port prints a loopback TCP port nobody listens on.
+free_port() {
+	local p
+	for p in $(seq "$1" $(($1 + 200))); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	echo "no free port near $1" >&2
+	exit 1
+}
+
+rm -rf "$demo"
+mkdir -p "$demo/units" "$demo/state" "$demo/models"
+
+echo "== creating a 24M-parameter Llama model (random weights, Q8_0)"
+"$bin/ttisctl" model create --preset 24m --type q8_0 --seed 7 "$demo/models/demo-24m.gguf"
+
+cpu_port=$(free_port 18600)
+sim_port=$(free_port $((cpu_port + 1)))
+cat >"$demo/units/demo-cpu.toml" <<UNIT
+description = "24M random-weight Llama on the host CPU (pure-Go engine)"
+model   = "$demo/models/demo-24m.gguf"
+device  = "cpu"
+runtime = "cpu"
+listen  = "127.0.0.1:$cpu_port"
+
+[limits]
+max_concurrency = 4
+UNIT
+cat >"$demo/units/demo-sim.toml" <<UNIT
+description = "simulated n150 serving Llama 3.1 8B (timing from the catalog targets)"
+model   = "Llama-3.1-8B-Instruct"
+device  = "n150"
+runtime = "sim"
+listen  = "127.0.0.1:$sim_port"
+UNIT
+
+echo "== starting ttisd (log: $demo/ttisd.log)"
+"$bin/ttisd" --units-dir "$demo/units" --state-dir "$demo/state" --socket "$demo/ttisd.sock" \
+	--log-format text >"$demo/ttisd.log" 2>&1 &
+daemon=$!
+cleanup() {
+	if kill -0 "$daemon" 2>/dev/null; then
+		kill -TERM "$daemon"
+		wait "$daemon" || true
+	fi
+}
+trap cleanup EXIT
+
+# Wait (bounded) until both units report active.
+for _ in $(seq 1 120); do
+	if ttisctl status demo-cpu >/dev/null 2>&1 && ttisctl status demo-sim >/dev/null 2>&1; then
+		break
+	fi
+	sleep 0.5
+done
+ttisctl status
+ttisctl status demo-cpu >/dev/null && ttisctl status demo-sim >/dev/null || {
+	echo "units did not become active; see $demo/ttisd.log" >&2
+	exit 1
+}
+
+echo
+echo "== smoke benchmark of each unit"
+ttisctl bench --limit smoke --no-progress demo-cpu
+ttisctl bench --limit smoke --no-progress demo-sim
+
+echo
+echo "== smoke eval of the cpu unit (built-in arithmetic task; random weights score near chance)"
+ttisctl eval --task ttis_arith_mc --limit smoke --no-progress demo-cpu || [ $? -eq 3 ]
+
+echo
+echo "== done. Results store: $demo/state/runs"
+find "$demo/state/runs" -maxdepth 2 -mindepth 2 -type d | sed 's/^/   /'
