@@ -11,9 +11,8 @@ import (
 )
 
 // Exit codes of the daemon commands, as systemctl's (LSB) where they
-// overlap.
+// overlap; success is 0.
 const (
-	exitOK = 0
 	// exitError: the command failed.
 	exitError = 1
 	// exitUsage: bad arguments or flags.

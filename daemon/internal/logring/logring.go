@@ -14,7 +14,7 @@ type Ring struct {
 	mu        sync.Mutex
 	size      int
 	lines     []api.LogLine // grows up to size, then wraps
-	next      int // index where the next line goes once the ring is full
+	next      int           // index where the next line goes once the ring is full
 	full      bool
 	followers map[chan api.LogLine]struct{}
 }
