@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
@@ -28,14 +29,28 @@ func benchMatMul(b *testing.B, threads int, types []gguf.TensorType, batches []i
 					x := randVec(rng, batch*cols)
 					out := make([]float32, batch*rows)
 					p.MatMul(out, w, x, batch)
+					if threads == 1 {
+						// Single-threaded runs stay on this OS thread, so
+						// its CPU time is the kernel's.
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+					}
 					b.ReportAllocs()
+					cpu0 := threadCPUTime()
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						p.MatMul(out, w, x, batch)
 					}
+					b.StopTimer()
 					sec := b.Elapsed().Seconds() / float64(b.N)
 					b.ReportMetric(float64(len(w.Data))/sec/1e9, "GB/s")
 					b.ReportMetric(2*float64(rows*cols*batch)/sec/1e9, "GFLOP/s")
+					if cpu := (threadCPUTime() - cpu0).Seconds() / float64(b.N); threads == 1 && cpu > 0 {
+						// Throughput per CPU-second: what the kernel does on a
+						// core of its own, however loaded the machine is.
+						b.ReportMetric(float64(len(w.Data))/cpu/1e9, "cpuGB/s")
+						b.ReportMetric(2*float64(rows*cols*batch)/cpu/1e9, "cpuGFLOP/s")
+					}
 				})
 			}
 		}
