@@ -69,6 +69,33 @@ func TestAsmF32(t *testing.T) {
 	}
 }
 
+func TestAsmF16(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(27, 28))
+	for _, n := range []int{8, 16, 24, 40, 168} {
+		stride := n + 3
+		src := randVec(rng, 4*stride)
+		w := make([]uint16, len(src))
+		F32ToF16Slice(w, src)
+		x := randVec(rng, 3*stride)
+		out := make([]float32, 3*6)
+		f16Tile4x3(w, stride, x, stride, n, out, 6)
+		out1 := make([]float32, 4)
+		f16Tile4x1(w, stride, x, n, out1)
+		wf := make([]float32, len(w))
+		F16ToF32Slice(wf, w)
+		for r := 0; r < 4; r++ {
+			wr := w[r*stride : r*stride+n]
+			mag := absDot(wf[r*stride:r*stride+n], x[:n])
+			closeSum(t, "f16Tile4x1", out1[r], dotF16Go(wr, x[:n]), mag)
+			for b := 0; b < 3; b++ {
+				xb := x[b*stride : b*stride+n]
+				closeSum(t, "f16Tile4x3", out[b*6+r], dotF16Go(wr, xb), absDot(wf[r*stride:r*stride+n], xb))
+			}
+		}
+	}
+}
+
 func TestAsmQuantizeQ8(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(23, 24))

@@ -49,6 +49,12 @@ func Axpy(alpha float32, x, y []float32) {
 }
 
 //go:noescape
+func f16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
+
+//go:noescape
+func f16Tile4x3(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+
+//go:noescape
 func quantizeQ8AVX(x []float32, qs []int8, d, d8 []float32)
 
 //go:noescape
@@ -105,7 +111,6 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 	}
 }
 
-func matmulF16(j *matmulJob, r0, r1 int)  { matmulF16Go(j, r0, r1) }
 func matmulQ4_0(j *matmulJob, r0, r1 int) { matmulQ4_0Go(j, r0, r1) }
 
 // matmulQ8_0 runs 2x4 (rows x batch) tiles when the batch allows, single
@@ -137,6 +142,44 @@ func matmulQ8_0(j *matmulJob, r0, r1 int) {
 		row := data[r*rb : (r+1)*rb]
 		for b := 0; b < batch; b++ {
 			out[b*rows+r] = q8DotAVX(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+		}
+	}
+}
+
+// matmulF16 has the F32 structure with half-precision rows widened in
+// registers.
+func matmulF16(j *matmulJob, r0, r1 int) {
+	if !haveAsm {
+		matmulF16Go(j, r0, r1)
+		return
+	}
+	cols, rows, batch := j.w.Cols, j.w.Rows, j.batch
+	w := bytesU16(j.w.Data)[:rows*cols]
+	x, out := j.x[:batch*cols], j.out
+	n8 := cols &^ 7
+	r := r0
+	if n8 > 0 {
+		for ; r+4 <= r1; r += 4 {
+			wr := w[r*cols : (r+4)*cols]
+			b := 0
+			for ; b+3 <= batch; b += 3 {
+				f16Tile4x3(wr, cols, x[b*cols:(b+3)*cols], cols, n8, out[b*rows+r:(b+2)*rows+r+4], rows)
+			}
+			for ; b < batch; b++ {
+				f16Tile4x1(wr, cols, x[b*cols:(b+1)*cols], n8, out[b*rows+r:b*rows+r+4])
+			}
+			if n8 < cols {
+				for rr := r; rr < r+4; rr++ {
+					for b := 0; b < batch; b++ {
+						out[b*rows+rr] += dotF16Go(w[rr*cols+n8:(rr+1)*cols], x[b*cols+n8:(b+1)*cols])
+					}
+				}
+			}
+		}
+	}
+	for ; r < r1; r++ {
+		for b := 0; b < batch; b++ {
+			out[b*rows+r] = dotF16Go(w[r*cols:(r+1)*cols], x[b*cols:(b+1)*cols])
 		}
 	}
 }

@@ -1,0 +1,165 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Half-precision weights are widened with VCVTPH2PS as they are loaded; the
+// products and sums are float32, as in the F32 kernels.
+
+// func f16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
+// out[r] = sum_{c<n} f32(w[r*ws+c])*x[c] for r < 4; n must be a multiple of 8.
+TEXT ·f16Tile4x1(SB), NOSPLIT, $0-88
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R8
+	MOVQ x_base+32(FP), DI
+	MOVQ n+56(FP), CX
+	MOVQ out_base+64(FP), DX
+	SHLQ $1, R8
+	SHLQ $1, CX                // n in weight bytes
+	LEAQ (SI)(R8*1), R11
+	LEAQ (SI)(R8*2), R12
+	LEAQ (R11)(R8*2), R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ AX, AX                // weight byte offset; x offset is twice it
+	MOVQ CX, BX
+	ANDQ $-32, BX
+
+h41x16:
+	CMPQ AX, BX
+	JAE  h41x8
+	VMOVUPS (DI)(AX*2), Y8
+	VMOVUPS 32(DI)(AX*2), Y9
+	VCVTPH2PS (SI)(AX*1), Y10
+	VCVTPH2PS (R11)(AX*1), Y11
+	VCVTPH2PS (R12)(AX*1), Y12
+	VCVTPH2PS (R13)(AX*1), Y13
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y8, Y11, Y1
+	VFMADD231PS Y8, Y12, Y2
+	VFMADD231PS Y8, Y13, Y3
+	VCVTPH2PS 16(SI)(AX*1), Y10
+	VCVTPH2PS 16(R11)(AX*1), Y11
+	VCVTPH2PS 16(R12)(AX*1), Y12
+	VCVTPH2PS 16(R13)(AX*1), Y13
+	VFMADD231PS Y9, Y10, Y4
+	VFMADD231PS Y9, Y11, Y5
+	VFMADD231PS Y9, Y12, Y6
+	VFMADD231PS Y9, Y13, Y7
+	ADDQ $32, AX
+	JMP  h41x16
+
+h41x8:
+	CMPQ AX, CX
+	JAE  h41sum
+	VMOVUPS (DI)(AX*2), Y8
+	VCVTPH2PS (SI)(AX*1), Y10
+	VCVTPH2PS (R11)(AX*1), Y11
+	VCVTPH2PS (R12)(AX*1), Y12
+	VCVTPH2PS (R13)(AX*1), Y13
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y8, Y11, Y1
+	VFMADD231PS Y8, Y12, Y2
+	VFMADD231PS Y8, Y13, Y3
+	ADDQ $16, AX
+	JMP  h41x8
+
+h41sum:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VZEROUPPER
+	RET
+
+// func f16Tile4x3(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+// out[b*os+r] = sum_{c<n} f32(w[r*ws+c])*x[b*xs+c] for r < 4, b < 3; n must
+// be a multiple of 8.
+TEXT ·f16Tile4x3(SB), NOSPLIT, $0-104
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R8
+	MOVQ x_base+32(FP), DI
+	MOVQ xs+56(FP), R9
+	MOVQ n+64(FP), CX
+	MOVQ out_base+72(FP), DX
+	MOVQ os+96(FP), R10
+	SHLQ $1, R8
+	SHLQ $2, R9
+	SHLQ $2, R10
+	SHLQ $1, CX
+	LEAQ (SI)(R8*1), R11
+	LEAQ (SI)(R8*2), R12
+	LEAQ (R11)(R8*2), R13
+	LEAQ (DI)(R9*1), AX
+	LEAQ (DI)(R9*2), BX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ R8, R8                // weight byte offset; x offset is twice it
+
+h43loop:
+	CMPQ R8, CX
+	JAE  h43sum
+	VMOVUPS (DI)(R8*2), Y12
+	VMOVUPS (AX)(R8*2), Y13
+	VMOVUPS (BX)(R8*2), Y14
+	VCVTPH2PS (SI)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y1
+	VFMADD231PS Y14, Y15, Y2
+	VCVTPH2PS (R11)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y5
+	VCVTPH2PS (R12)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y8
+	VCVTPH2PS (R13)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y9
+	VFMADD231PS Y13, Y15, Y10
+	VFMADD231PS Y14, Y15, Y11
+	ADDQ $16, R8
+	JMP  h43loop
+
+h43sum:
+	VHADDPS Y3, Y0, Y0
+	VHADDPS Y9, Y6, Y6
+	VHADDPS Y6, Y0, Y0
+	VEXTRACTF128 $1, Y0, X12
+	VADDPS X12, X0, X0
+	VMOVUPS X0, (DX)
+	VHADDPS Y4, Y1, Y1
+	VHADDPS Y10, Y7, Y7
+	VHADDPS Y7, Y1, Y1
+	VEXTRACTF128 $1, Y1, X12
+	VADDPS X12, X1, X1
+	VMOVUPS X1, (DX)(R10*1)
+	VHADDPS Y5, Y2, Y2
+	VHADDPS Y11, Y8, Y8
+	VHADDPS Y8, Y2, Y2
+	VEXTRACTF128 $1, Y2, X12
+	VADDPS X12, X2, X2
+	VMOVUPS X2, (DX)(R10*2)
+	VZEROUPPER
+	RET
