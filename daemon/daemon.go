@@ -89,8 +89,10 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 			Starter: supervise.ExecStarter{Path: exe, Args: []string{"serve"}},
 			Reset:   resetter.Reset,
 		},
-		LogLines: cfg.LogLines,
-		Logger:   log,
+		// Servers run the validated text, even after the file breaks.
+		SnapshotDir: filepath.Join(cfg.StateDir, "unit-snapshots"),
+		LogLines:    cfg.LogLines,
+		Logger:      log,
 	})
 
 	d := &daemon{

@@ -297,6 +297,15 @@ func TestEditBreakFixDelete(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "a.toml:6:1") {
 		t.Fatalf("status a: exit %d\n%s", code, out)
 	}
+	// A crash while the file is broken restarts the last good version.
+	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	u = d.waitUnit(t, "a", "restarted", func(u api.UnitDetail) bool { return active(u) && u.PID != second })
+	if u.LoadState != api.LoadStale || u.Description != "edited" || u.Restarts != 1 {
+		t.Fatalf("restart while broken: %+v", u)
+	}
+	second = u.PID
 
 	// Fix: restarted once more.
 	d.write(t, "a", simUnit(listen, `description = "fixed"`))

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -35,12 +37,13 @@ type Loader func(dir string, held []*units.Unit) (*units.Set, error)
 
 // Reconciler owns the set of supervised units.
 type Reconciler struct {
-	dir      string
-	load     Loader
-	deps     supervise.Deps
-	logLines int
-	log      *slog.Logger
-	now      func() time.Time
+	dir         string
+	snapshotDir string
+	load        Loader
+	deps        supervise.Deps
+	logLines    int
+	log         *slog.Logger
+	now         func() time.Time
 
 	runCtx context.Context // parent of every supervisor's Run
 
@@ -74,6 +77,9 @@ type entry struct {
 type Options struct {
 	// Dir is the units folder.
 	Dir string
+	// SnapshotDir holds a copy of each unit's validated text, which its
+	// server reads; empty means servers read the unit files.
+	SnapshotDir string
 	// Load reads it; nil means units.LoadDirHeld.
 	Load Loader
 	// Deps is the template for every unit's supervisor (starter, probe,
@@ -90,14 +96,15 @@ type Options struct {
 // stops every unit (Shutdown waits for that).
 func New(ctx context.Context, o Options) *Reconciler {
 	r := &Reconciler{
-		dir:      o.Dir,
-		load:     o.Load,
-		deps:     o.Deps,
-		logLines: o.LogLines,
-		log:      o.Logger,
-		now:      o.Now,
-		runCtx:   ctx,
-		units:    map[string]*entry{},
+		dir:         o.Dir,
+		snapshotDir: o.SnapshotDir,
+		load:        o.Load,
+		deps:        o.Deps,
+		logLines:    o.LogLines,
+		log:         o.Logger,
+		now:         o.Now,
+		runCtx:      ctx,
+		units:       map[string]*entry{},
 	}
 	if r.load == nil {
 		r.load = units.LoadDirHeld
@@ -146,6 +153,8 @@ func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 		e     *entry
 		kind  string // start, update, stop, remove
 		spec  supervise.Spec
+		unit  *units.Unit
+		data  []byte
 		start bool
 	}
 	var actions []action
@@ -188,10 +197,10 @@ func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 				res.Stopped = append(res.Stopped, f.Name)
 			}
 		case e.sup == nil:
-			actions = append(actions, action{e: e, kind: "start", spec: spec})
+			actions = append(actions, action{e: e, kind: "start", spec: spec, unit: f.Unit, data: f.Data})
 			res.Started = append(res.Started, f.Name)
 		default:
-			actions = append(actions, action{e: e, kind: "update", spec: spec, start: !e.stoppedByUser})
+			actions = append(actions, action{e: e, kind: "update", spec: spec, unit: f.Unit, data: f.Data, start: !e.stoppedByUser})
 			res.Changed = append(res.Changed, f.Name)
 		}
 		if !first {
@@ -222,6 +231,11 @@ func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 		}()
 	}
 	wg.Wait()
+	for i, a := range actions {
+		if a.kind == "start" || a.kind == "update" {
+			actions[i].spec = r.snapshot(a.unit, a.data, a.spec)
+		}
+	}
 	for _, a := range actions {
 		switch a.kind {
 		case "start":
@@ -302,7 +316,25 @@ func (r *Reconciler) stopEntry(ctx context.Context, e *entry, remove bool) {
 	if remove {
 		cancel()
 		<-sup.Done()
+		if r.snapshotDir != "" {
+			_ = os.Remove(filepath.Join(r.snapshotDir, e.name+units.Ext))
+		}
 	}
+}
+
+// snapshot points spec at a snapshot of the validated unit text, or leaves
+// it on the unit file when snapshots are off or cannot be written.
+func (r *Reconciler) snapshot(u *units.Unit, data []byte, spec supervise.Spec) supervise.Spec {
+	if r.snapshotDir == "" || u == nil {
+		return spec
+	}
+	path, err := writeSnapshot(r.snapshotDir, u, data)
+	if err != nil {
+		r.log.Warn("server reads the unit file directly", "unit", u.Name, "err", err)
+		return spec
+	}
+	spec.UnitFile = path
+	return spec
 }
 
 // Shutdown stops every unit and waits until all their processes are gone.
@@ -536,6 +568,7 @@ func specOf(u *units.Unit, hash string) supervise.Spec {
 	return supervise.Spec{
 		Name:     u.Name,
 		UnitFile: u.Path,
+		WorkDir:  filepath.Dir(u.Path),
 		Listen:   u.Listen,
 		Chips:    slices.Clone(u.Chips),
 		Hash:     hash,

@@ -23,6 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fakeStarter struct {
 	mu     sync.Mutex
 	starts map[string]int
+	files  map[string]string
 	pid    int
 }
 
@@ -33,6 +34,10 @@ func (f *fakeStarter) Start(spec supervise.Spec, stdout, _ io.Writer) (supervise
 		f.starts = map[string]int{}
 	}
 	f.starts[spec.Name]++
+	if f.files == nil {
+		f.files = map[string]string{}
+	}
+	f.files[spec.Name] = spec.UnitFile
 	f.pid++
 	fmt.Fprintf(stdout, "serving %s\n", spec.Name)
 	return &fakeProc{pid: 1000 + f.pid, done: make(chan struct{})}, nil
@@ -78,7 +83,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	st := &fakeStarter{}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := New(ctx, Options{Dir: dir, Deps: supervise.Deps{
+	r := New(ctx, Options{Dir: dir, SnapshotDir: filepath.Join(filepath.Dir(dir), "snap"), Deps: supervise.Deps{
 		Starter:      st,
 		Probe:        func(context.Context, string) error { return nil },
 		PollInterval: 5 * time.Millisecond,
@@ -135,6 +140,12 @@ func TestLifecycle(t *testing.T) {
 	if d.Model != "Llama-3.1-8B-Instruct" || d.LoadState != api.LoadLoaded || d.Hash == "" {
 		t.Fatalf("detail %+v", d)
 	}
+	f.starter.mu.Lock()
+	served := f.starter.files["a"]
+	f.starter.mu.Unlock()
+	if served != filepath.Join(filepath.Dir(f.dir), "snap", "a.toml") {
+		t.Fatalf("server reads %s, want the snapshot", served)
+	}
 
 	// Unchanged folder: nothing happens.
 	if res := f.reconcile(); len(res.Started)+len(res.Changed)+len(res.Stopped) != 0 {
@@ -180,6 +191,9 @@ func TestLifecycle(t *testing.T) {
 	}
 	if _, err := f.r.Unit("a", 0); err == nil {
 		t.Fatal("deleted unit still listed")
+	}
+	if _, err := os.Stat(served); !os.IsNotExist(err) {
+		t.Fatalf("snapshot of a deleted unit left behind: %v", err)
 	}
 }
 
