@@ -128,30 +128,43 @@ func TestAsmQuantizeQ8(t *testing.T) {
 
 func TestAsmQ8_0(t *testing.T) {
 	skipNoAsm(t)
-	rng := rand.New(rand.NewPCG(25, 26))
+	testAsmBlocks(t, gguf.TypeQ8_0, blockQ8_0, q8DotAVX, q8Tile2x4, dotQ8_0Go)
+}
+
+func TestAsmQ4_0(t *testing.T) {
+	skipNoAsm(t)
+	testAsmBlocks(t, gguf.TypeQ4_0, blockQ4_0, q4DotAVX, q4Tile2x4, dotQ4_0Go)
+}
+
+func testAsmBlocks(t *testing.T, typ gguf.TensorType, blockBytes int, dot blockDot, tile blockTile, ref blockDot) {
+	rng := rand.New(rand.NewPCG(25, uint64(typ)))
 	for _, nb := range []int{1, 2, 3, 9, 24} {
 		cols := 32 * nb
-		w := mustWeight(t, gguf.TypeQ8_0, 2, cols, randVec(rng, 2*cols))
-		rb := nb * blockQ8_0
+		w := mustWeight(t, typ, 2, cols, randVec(rng, 2*cols))
+		rb := nb * blockBytes
 		const batch = 4
 		x := randVec(rng, batch*cols)
 		xq, xd, xd8 := make([]int8, batch*cols), make([]float32, batch*nb), make([]float32, batch*nb*8)
 		quantizeQ8Go(x, xq, xd, xd8)
 		out := make([]float32, 3*7+2)
-		q8Tile2x4(w.Data, rb, xq, cols, xd8, nb, out, 7)
+		tile(w.Data, rb, xq, cols, xd8, nb, out, 7)
 		for r := 0; r < 2; r++ {
 			row := w.Data[r*rb : (r+1)*rb]
 			deq := make([]float32, cols)
 			DequantizeRow(w, r, deq)
 			for b := 0; b < batch; b++ {
 				xb, db := xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb]
-				want := dotQ8_0Go(row, xb, db)
+				want := ref(row, xb, db)
 				mag := absDot(deq, x[b*cols:(b+1)*cols]) * 2
-				closeSum(t, "q8DotAVX", q8DotAVX(row, xb, db), want, mag)
-				closeSum(t, "q8Tile2x4", out[b*7+r], want, mag)
+				closeSum(t, typ.String()+" dot", dot(row, xb, db), want, mag)
+				closeSum(t, typ.String()+" tile", out[b*7+r], want, mag)
 			}
 		}
 	}
+}
+
+func TestAsmQ8_0ExtremeCodes(t *testing.T) {
+	skipNoAsm(t)
 	// Extreme codes: -128 does not occur in weights written by Quantize but
 	// may in other files; the sign trick must still be exact for it.
 	blk := make([]byte, blockQ8_0)

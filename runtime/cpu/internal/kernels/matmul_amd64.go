@@ -55,6 +55,12 @@ func f16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
 func f16Tile4x3(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
 
 //go:noescape
+func q4DotAVX(w []byte, xq []int8, xd []float32) float32
+
+//go:noescape
+func q4Tile2x4(w []byte, ws int, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
+
+//go:noescape
 func quantizeQ8AVX(x []float32, qs []int8, d, d8 []float32)
 
 //go:noescape
@@ -111,15 +117,32 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 	}
 }
 
-func matmulQ4_0(j *matmulJob, r0, r1 int) { matmulQ4_0Go(j, r0, r1) }
+// blockDot is a one-row block-quantized dot product; blockTile its 2x4
+// (rows x batch) register tile.
+type (
+	blockDot  func(w []byte, xq []int8, xd []float32) float32
+	blockTile func(w []byte, ws int, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
+)
 
-// matmulQ8_0 runs 2x4 (rows x batch) tiles when the batch allows, single
+// matmulQ8_0 and matmulQ4_0 run 2x4 tiles when the batch allows, single
 // row-by-activation dot products otherwise.
 func matmulQ8_0(j *matmulJob, r0, r1 int) {
 	if !haveAsm {
 		matmulQ8_0Go(j, r0, r1)
 		return
 	}
+	matmulBlocks(j, r0, r1, q8DotAVX, q8Tile2x4)
+}
+
+func matmulQ4_0(j *matmulJob, r0, r1 int) {
+	if !haveAsm {
+		matmulQ4_0Go(j, r0, r1)
+		return
+	}
+	matmulBlocks(j, r0, r1, q4DotAVX, q4Tile2x4)
+}
+
+func matmulBlocks(j *matmulJob, r0, r1 int, dot blockDot, tile blockTile) {
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
 	data, xq, xd, xd8, out := j.w.Data, j.xq, j.xd, j.xd8, j.out
@@ -129,11 +152,11 @@ func matmulQ8_0(j *matmulJob, r0, r1 int) {
 			wr := data[r*rb : (r+2)*rb]
 			b := 0
 			for ; b+4 <= batch; b += 4 {
-				q8Tile2x4(wr, rb, xq[b*cols:(b+4)*cols], cols, xd8[b*nb*8:(b+4)*nb*8], nb, out[b*rows+r:(b+3)*rows+r+2], rows)
+				tile(wr, rb, xq[b*cols:(b+4)*cols], cols, xd8[b*nb*8:(b+4)*nb*8], nb, out[b*rows+r:(b+3)*rows+r+2], rows)
 			}
 			for ; b < batch; b++ {
 				for rr := r; rr < r+2; rr++ {
-					out[b*rows+rr] = q8DotAVX(data[rr*rb:(rr+1)*rb], xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+					out[b*rows+rr] = dot(data[rr*rb:(rr+1)*rb], xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
 				}
 			}
 		}
@@ -141,7 +164,7 @@ func matmulQ8_0(j *matmulJob, r0, r1 int) {
 	for ; r < r1; r++ {
 		row := data[r*rb : (r+1)*rb]
 		for b := 0; b < batch; b++ {
-			out[b*rows+r] = q8DotAVX(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+			out[b*rows+r] = dot(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
 		}
 	}
 }
