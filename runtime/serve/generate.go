@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -131,11 +130,17 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 		j.ctx, j.cancel = context.WithCancel(s.genCtx)
 	}
 	if r.stream {
-		ctx.SetContentType("text/event-stream")
-		ctx.Response.Header.Set("Cache-Control", "no-cache")
-		ctx.Response.Header.Set("X-Accel-Buffering", "no")
-		conn := ctx.Conn()
-		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { j.stream(w, conn) })
+		// The stream is written straight to the connection from this
+		// handler goroutine: fasthttp's SetBodyStreamWriter would add a
+		// pipe and a goroutine hop per flush. Hijacking with no response
+		// makes fasthttp write nothing and close the connection after the
+		// stream (we send Connection: close); the handler still counts as
+		// an open connection, so ShutdownWithContext waits for it.
+		// (HTTP pipelining is not supported on streaming requests: an
+		// earlier pipelined response could still sit in fasthttp's buffer.)
+		ctx.HijackSetNoResponse(true)
+		ctx.Hijack(func(net.Conn) {})
+		j.stream(ctx.Conn())
 		return
 	}
 	defer j.end()
@@ -535,10 +540,9 @@ func (j *job) finishSeq(q *seqState) {
 	}
 }
 
-// stream is the SSE body writer. It runs on the connection's goroutine
-// after the handler returned, so it uses only what the job captured.
-func (j *job) stream(w *bufio.Writer, conn net.Conn) {
-	k := &sseSink{w: w, conn: conn, timeout: j.s.cfg.WriteTimeout, buf: make([]byte, 0, 4096)}
+// stream writes the whole SSE response, headers included, to conn.
+func (j *job) stream(conn net.Conn) {
+	k := &sseSink{conn: conn, timeout: j.s.cfg.WriteTimeout, buf: make([]byte, 0, 4096), frame: make([]byte, 0, 4096)}
 	status := "ok"
 	defer func() {
 		if p := recover(); p != nil {
@@ -550,6 +554,10 @@ func (j *job) stream(w *bufio.Writer, conn net.Conn) {
 			j.s.log.Debug("request", "request_id", j.id, "stream", true, "sequences", len(j.seqs), "result", status, "duration", time.Since(j.arrival))
 		}
 	}()
+	if err := k.header(j.id); err != nil {
+		status = "client gone"
+		return
+	}
 	if j.queued > 0 {
 		if err := j.waitSlots(k.ping); err != nil {
 			if errors.Is(err, errClientGone) {
@@ -586,38 +594,64 @@ func (j *job) stream(w *bufio.Writer, conn net.Conn) {
 	}
 	k.buf = append(k.buf, "data: [DONE]\n\n"...)
 	_ = k.flush()
+	k.end()
 }
 
-// sseSink writes server-sent events.
+// sseSink writes server-sent events as HTTP/1.1 chunks straight to the
+// connection.
 type sseSink struct {
-	w        *bufio.Writer
 	conn     net.Conn
 	timeout  time.Duration
 	deadline time.Time
-	buf      []byte
+	buf      []byte // pending events
+	frame    []byte // buf with its chunk framing
 }
 
-func (k *sseSink) emit(j *job, q *seqState, final bool) {
-	k.buf = j.appendChunks(k.buf, q, final)
+// header writes the response head.
+func (k *sseSink) header(reqID string) error {
+	k.frame = append(k.frame[:0], "HTTP/1.1 200 OK\r\nServer: ttis\r\nDate: "...)
+	k.frame = time.Now().UTC().AppendFormat(k.frame, "Mon, 02 Jan 2006 15:04:05 GMT")
+	k.frame = append(k.frame, "\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\nX-Request-Id: "...)
+	k.frame = append(k.frame, reqID...)
+	k.frame = append(k.frame, "\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"...)
+	return k.write()
 }
 
-// flush writes the buffered events. It renews the connection's write
-// deadline at most once a second, so a client that stops reading fails the
-// write within WriteTimeout.
-func (k *sseSink) flush() error {
-	if k.conn != nil && k.timeout > 0 {
+// end writes the last chunk.
+func (k *sseSink) end() {
+	k.frame = append(k.frame[:0], "0\r\n\r\n"...)
+	_ = k.write()
+}
+
+func (k *sseSink) write() error {
+	if k.timeout > 0 {
 		now := time.Now()
 		if now.Add(k.timeout - time.Second).After(k.deadline) {
 			k.deadline = now.Add(k.timeout)
 			_ = k.conn.SetWriteDeadline(k.deadline)
 		}
 	}
-	_, err := k.w.Write(k.buf)
-	k.buf = k.buf[:0]
-	if err != nil {
-		return err
+	_, err := k.conn.Write(k.frame)
+	return err
+}
+
+func (k *sseSink) emit(j *job, q *seqState, final bool) {
+	k.buf = j.appendChunks(k.buf, q, final)
+}
+
+// flush writes the buffered events as one chunk with one write. It renews
+// the connection's write deadline at most once a second, so a client that
+// stops reading fails the write within WriteTimeout.
+func (k *sseSink) flush() error {
+	if len(k.buf) == 0 {
+		return nil
 	}
-	return k.w.Flush()
+	k.frame = strconv.AppendInt(k.frame[:0], int64(len(k.buf)), 16)
+	k.frame = append(k.frame, '\r', '\n')
+	k.frame = append(k.frame, k.buf...)
+	k.frame = append(k.frame, '\r', '\n')
+	k.buf = k.buf[:0]
+	return k.write()
 }
 
 func (k *sseSink) ping() error {

@@ -28,7 +28,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			writeError(ctx, &apiError{Status: fasthttp.StatusInternalServerError, Type: "InternalServerError", Message: "internal error"})
 			ctx.Response.Header.Set("X-Request-Id", reqID)
 		}
-		if !ctx.Response.IsBodyStream() && s.log.Enabled(context.Background(), slog.LevelDebug) {
+		if !ctx.Hijacked() && s.log.Enabled(context.Background(), slog.LevelDebug) {
 			s.logRequest(ctx, reqID, ctx.Response.StatusCode(), start)
 		}
 	}()

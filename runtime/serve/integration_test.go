@@ -78,8 +78,8 @@ func TestEndpoints(t *testing.T) {
 	u := startUnit(t, 0, "[limits]\nmax_context = 64\nmax_body_bytes = 4096\n")
 
 	code, h, body := u.request("GET", "/health", "", "X-Request-Id", "req-123")
-	if code != 200 || h.Get("X-Request-Id") != "req-123" {
-		t.Errorf("health %d, request id %q", code, h.Get("X-Request-Id"))
+	if code != 200 || h.Get("X-Request-Id") != "req-123" || len(body) != 0 {
+		t.Errorf("health %d %q, request id %q", code, body, h.Get("X-Request-Id"))
 	}
 	_, h, _ = u.request("GET", "/health", "")
 	if h.Get("X-Request-Id") == "" {

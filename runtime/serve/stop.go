@@ -105,6 +105,3 @@ func (m *stopMatcher) flush() []byte {
 	m.emitted = len(m.out)
 	return r
 }
-
-// text is the full released-or-held text so far.
-func (m *stopMatcher) text() []byte { return m.out }
