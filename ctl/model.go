@@ -20,6 +20,7 @@ func modelCommand() *cli.Command {
 		Usage: "work with GGUF model files for the cpu runtime",
 		Subcommands: []*cli.Command{
 			modelCreateCommand(),
+			modelBenchCommand(),
 		},
 	}
 }

@@ -152,7 +152,7 @@ func New(path string, opt Options) (*Engine, error) {
 	}
 	threads := opt.Threads
 	if threads == 0 {
-		threads = goruntime.NumCPU()
+		threads = DefaultThreads()
 	}
 	maxCtx := m.Cfg.ContextLength
 	if opt.MaxContext > 0 && opt.MaxContext < maxCtx {
@@ -200,6 +200,10 @@ func New(path string, opt Options) (*Engine, error) {
 	go e.loop()
 	return e, nil
 }
+
+// DefaultThreads is the thread count used when none is configured: every
+// core.
+func DefaultThreads() int { return goruntime.NumCPU() }
 
 // Info describes the served model.
 func (e *Engine) Info() runtime.Info { return e.info }

@@ -37,8 +37,11 @@ func (c *Cache) Max() int { return c.max }
 // Reset empties the cache, keeping its memory for the next sequence.
 func (c *Cache) Reset() { c.n, c.next = 0, 0 }
 
-// reserve makes room for n positions, growing by doubling.
-func (c *Cache) reserve(n int) {
+// Reserve makes room for n positions (at most Max), growing by doubling.
+// Forward reserves what it needs; calling Reserve first moves the
+// allocation out of the forward pass.
+func (c *Cache) Reserve(n int) {
+	n = min(n, c.max)
 	need := n * c.kvDim
 	if len(c.k[0]) >= need {
 		return
@@ -163,7 +166,7 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		c.next++
 	}
 	for _, c := range b.Caches {
-		c.reserve(c.next)
+		c.Reserve(c.next)
 	}
 
 	dim, qDim, kvDim, ffn := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.FFN
