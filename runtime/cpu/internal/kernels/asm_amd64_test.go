@@ -179,3 +179,34 @@ func TestAsmQ8_0ExtremeCodes(t *testing.T) {
 		t.Fatalf("extreme codes: asm %g, go %g", got, want)
 	}
 }
+
+func TestAsmExp(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(29, 30))
+	x := make([]float32, 4096)
+	for i := range x {
+		x[i] = float32(rng.Float64()*200 - 100)
+	}
+	x[0], x[1], x[2], x[3] = 0, -0.0, 88, -87
+	ea, eg := append([]float32(nil), x...), append([]float32(nil), x...)
+	sa, sg := expSubAVX(ea, 1.5), expSubGo(eg, 1.5)
+	closeSum(t, "expSub sum", sa, sg, sg)
+	for i := range ea {
+		if math.Abs(float64(ea[i]-eg[i])) > 4e-7*float64(eg[i]) {
+			t.Fatalf("exp(%g): asm %g, go %g", x[i]-1.5, ea[i], eg[i])
+		}
+	}
+	up := randVec(rng, len(x))
+	ga, gg := append([]float32(nil), x...), append([]float32(nil), x...)
+	swigluAVX(ga, up)
+	swigluGo(gg, up)
+	sa2, sg2 := append([]float32(nil), x...), append([]float32(nil), x...)
+	siluAVX(sa2)
+	siluGo(sg2)
+	for i := range ga {
+		if math.Abs(float64(ga[i]-gg[i])) > 1e-6*math.Abs(float64(gg[i]))+1e-30 ||
+			math.Abs(float64(sa2[i]-sg2[i])) > 1e-6*math.Abs(float64(sg2[i]))+1e-30 {
+			t.Fatalf("swiglu/silu(%g): asm %g %g, go %g %g", x[i], ga[i], sa2[i], gg[i], sg2[i])
+		}
+	}
+}

@@ -61,6 +61,15 @@ func q4DotAVX(w []byte, xq []int8, xd []float32) float32
 func q4Tile2x4(w []byte, ws int, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
 
 //go:noescape
+func expSubAVX(x []float32, m float32) float32
+
+//go:noescape
+func swigluAVX(gate, up []float32)
+
+//go:noescape
+func siluAVX(x []float32)
+
+//go:noescape
 func quantizeQ8AVX(x []float32, qs []int8, d, d8 []float32)
 
 //go:noescape
@@ -68,6 +77,34 @@ func q8DotAVX(w []byte, xq []int8, xd []float32) float32
 
 //go:noescape
 func q8Tile2x4(w []byte, ws int, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
+
+func expSub(x []float32, m float32) float32 {
+	n8 := len(x) &^ 7
+	if !haveAsm || n8 == 0 {
+		return expSubGo(x, m)
+	}
+	return expSubAVX(x[:n8], m) + expSubGo(x[n8:], m)
+}
+
+// SwiGLU replaces gate with silu(gate)*up element-wise (the gated
+// feed-forward of llama-style models).
+func SwiGLU(gate, up []float32) {
+	up = up[:len(gate)]
+	n8 := len(gate) &^ 7
+	if haveAsm && n8 > 0 {
+		swigluAVX(gate[:n8], up[:n8])
+	}
+	swigluGo(gate[n8:], up[n8:])
+}
+
+// SiLU replaces x with x*sigmoid(x) in place.
+func SiLU(x []float32) {
+	n8 := len(x) &^ 7
+	if haveAsm && n8 > 0 {
+		siluAVX(x[:n8])
+	}
+	siluGo(x[n8:])
+}
 
 func quantizeQ8(x []float32, qs []int8, d, d8 []float32) {
 	if !haveAsm {

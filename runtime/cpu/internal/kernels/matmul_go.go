@@ -17,3 +17,12 @@ func Dot(a, b []float32) float32 { return dotF32Go(a, b) }
 
 // Axpy adds alpha*x to y[:len(x)].
 func Axpy(alpha float32, x, y []float32) { axpyGo(alpha, x, y) }
+
+func expSub(x []float32, m float32) float32 { return expSubGo(x, m) }
+
+// SwiGLU replaces gate with silu(gate)*up element-wise (the gated
+// feed-forward of llama-style models).
+func SwiGLU(gate, up []float32) { swigluGo(gate, up) }
+
+// SiLU replaces x with x*sigmoid(x) in place.
+func SiLU(x []float32) { siluGo(x) }

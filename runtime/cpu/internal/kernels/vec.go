@@ -56,33 +56,13 @@ func Softmax(x []float32) {
 	for _, v := range x[1:] {
 		mx = max(mx, v)
 	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
+	Scale(x, 1/expSub(x, mx))
 }
 
-// SiLU replaces x with x*sigmoid(x) in place.
-func SiLU(x []float32) {
-	for i, v := range x {
-		x[i] = v / (1 + float32(math.Exp(float64(-v))))
-	}
-}
-
-// SwiGLU replaces gate with silu(gate)*up element-wise (the gated feed-forward
-// of llama-style models).
-func SwiGLU(gate, up []float32) {
-	up = up[:len(gate)]
-	for i, g := range gate {
-		gate[i] = g / (1 + float32(math.Exp(float64(-g)))) * up[i]
-	}
-}
+// ExpSub replaces x with exp(x-m) and returns the sum of the results: the
+// core of a softmax whose maximum m the caller already knows (attention
+// scores). Arguments below -87 give about 1e-38 rather than 0.
+func ExpSub(x []float32, m float32) float32 { return expSub(x, m) }
 
 // F16ToF32Slice converts half-precision values in src to dst[:len(src)].
 func F16ToF32Slice(dst []float32, src []uint16) {

@@ -90,3 +90,23 @@ func TestHalfSlices(t *testing.T) {
 		t.Errorf("BF16ToF32Slice = %v", back[:2])
 	}
 }
+
+// TestExpf holds the fast exp to the float64 library over its whole range.
+func TestExpf(t *testing.T) {
+	for x := float32(-87); x <= 88; x += 0.01 {
+		got, want := float64(expf(x)), math.Exp(float64(x))
+		if math.Abs(got-want) > 3e-7*want {
+			t.Fatalf("expf(%g) = %g, want %g", x, got, want)
+		}
+	}
+	if got := expf(-1000); got <= 0 || got > 1e-37 {
+		t.Errorf("expf(-1000) = %g, want a tiny positive number", got)
+	}
+	if got := expf(1000); math.IsInf(float64(got), 0) || got < 1e38 {
+		t.Errorf("expf(1000) = %g, want a large finite number", got)
+	}
+	x := []float32{1, 2, 3}
+	if s := ExpSub(x, 3); !near(float64(s), math.Exp(-2)+math.Exp(-1)+1, 1e-6) || !near(float64(x[2]), 1, 1e-7) {
+		t.Errorf("ExpSub = %g, %v", s, x)
+	}
+}
