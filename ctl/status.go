@@ -133,7 +133,7 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 		active += fmt.Sprintf(" (Result: %s)", d.Result)
 	}
 	if !d.Since.IsZero() {
-		active += fmt.Sprintf(" since %s; %s ago", d.Since.Local().Format("Mon 2006-01-02 15:04:05 MST"), age(d.Since, now))
+		active += fmt.Sprintf(" since %s; %s ago", d.Since.In(now.Location()).Format("Mon 2006-01-02 15:04:05 MST"), age(d.Since, now))
 	}
 	row("Active", "%s", active)
 	if d.PID > 0 {
@@ -154,7 +154,7 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 	if len(d.Logs) > 0 {
 		fmt.Fprintln(w)
 		for _, l := range d.Logs {
-			fmt.Fprintln(w, logLineText(l))
+			fmt.Fprintln(w, logLineTextIn(l, now.Location()))
 		}
 	}
 }
@@ -223,6 +223,9 @@ func shortHash(h string) string {
 	return dash(h)
 }
 
-func logLineText(l api.LogLine) string {
-	return fmt.Sprintf("%s [%s] %s", l.Time.Local().Format("Jan 02 15:04:05"), l.Stream, l.Text)
+func logLineText(l api.LogLine) string { return logLineTextIn(l, time.Local) }
+
+// logLineTextIn formats a log line journalctl-style in loc.
+func logLineTextIn(l api.LogLine, loc *time.Location) string {
+	return fmt.Sprintf("%s [%s] %s", l.Time.In(loc).Format("Jan 02 15:04:05"), l.Stream, l.Text)
 }

@@ -2,7 +2,13 @@ package supervise
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/ttis-dev/ttis/daemon/api"
@@ -61,10 +67,60 @@ func (w *lineWriter) Flush() {
 }
 
 func (w *lineWriter) emit(b []byte) {
-	text := string(bytes.TrimRight(b, "\r"))
+	level, msg, attrs, text := parseLine(bytes.TrimRight(b, "\r"))
 	w.ring.Add(api.LogLine{Time: w.clock.Now(), Stream: w.stream, Text: text})
-	w.log.Info(text, "stream", w.stream)
+	w.log.Log(context.Background(), level, msg, append(attrs, slog.String("stream", w.stream))...)
 	if w.onLine != nil {
 		w.onLine()
 	}
+}
+
+// parseLine understands the JSON lines slog writes ("ttisd serve" logs
+// that way): the daemon re-logs them at their level with their attributes
+// instead of nesting JSON in JSON, and the ring keeps a readable
+// "LEVEL msg key=value" form. Any other line is logged as is, at INFO.
+func parseLine(b []byte) (level slog.Level, msg string, attrs []any, text string) {
+	level, msg, text = slog.LevelInfo, string(b), string(b)
+	if len(b) < 2 || b[0] != '{' {
+		return level, msg, nil, text
+	}
+	var rec map[string]any
+	if json.Unmarshal(b, &rec) != nil {
+		return level, msg, nil, text
+	}
+	m, ok := rec["msg"].(string)
+	if !ok {
+		return level, msg, nil, text
+	}
+	lv, _ := rec["level"].(string)
+	if level.UnmarshalText([]byte(lv)) != nil {
+		level = slog.LevelInfo
+	}
+	keys := make([]string, 0, len(rec))
+	for k := range rec {
+		switch k {
+		case slog.TimeKey, slog.LevelKey, slog.MessageKey, "unit":
+			// The daemon adds its own time and unit.
+		default:
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	sb.WriteString(level.String())
+	sb.WriteByte(' ')
+	sb.WriteString(m)
+	for _, k := range keys {
+		v := rec[k]
+		attrs = append(attrs, slog.Any(k, v))
+		s, isString := v.(string)
+		if !isString {
+			enc, _ := json.Marshal(v)
+			s = string(enc)
+		} else if strings.ContainsAny(s, " \t\"=") {
+			s = strconv.Quote(s)
+		}
+		fmt.Fprintf(&sb, " %s=%s", k, s)
+	}
+	return level, m, attrs, sb.String()
 }
