@@ -42,6 +42,9 @@ func App(version string) *cli.App {
 			evalCommand(),
 			modelCommand(),
 			tokenCommand(),
+			releaseCommand(),
+			runsCommand(),
+			reportCommand(),
 		},
 	}
 }

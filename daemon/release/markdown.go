@@ -1,0 +1,271 @@
+package release
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ttis-dev/ttis/bench/grade"
+)
+
+// simulatedBanner heads every report of a sim unit.
+const simulatedBanner = "> ⚠️ **SIMULATED** — these results come from the `sim` runtime, which imitates the catalog's targets without hardware. They certify nothing about a device."
+
+func badge(ok bool) string {
+	if ok {
+		return "✅ `PASS`"
+	}
+	return "❌ `FAIL`"
+}
+
+func categoryBadge(status string) string {
+	switch status {
+	case CategoryPass:
+		return "✅ `PASS`"
+	case CategoryFail:
+		return "❌ `FAIL`"
+	case CategoryNA:
+		return "🟨 `NA`"
+	}
+	return "⏭️ `ABSENT`"
+}
+
+func title(md *Metadata) string { return md.Model + " on " + md.Device }
+
+// AcceptanceMarkdown renders the acceptance criteria list and blockers
+// (also stored as acceptance_summary_markdown in report.json).
+func AcceptanceMarkdown(r *Report) string {
+	var b strings.Builder
+	a := &r.Acceptance
+	b.WriteString("### Acceptance Criteria\n\n")
+	fmt.Fprintf(&b, "- Overall: %s\n", badge(a.Passed))
+	if r.Metadata.Simulated {
+		b.WriteString("- Hardware: **SIMULATED** (sim runtime)\n")
+	}
+	fmt.Fprintf(&b, "- Model status: %s\n", a.ModelStatus)
+	fmt.Fprintf(&b, "- Enforcement: %s\n", a.EnforcementResult)
+	for _, c := range a.Categories {
+		if c.Status == CategoryAbsent {
+			fmt.Fprintf(&b, "- %s: %s (no blocks present)\n", c.Name, categoryBadge(c.Status))
+			continue
+		}
+		fmt.Fprintf(&b, "- %s: %s (%d/%d passed, %d failed, %d waived, %d skipped, %d NA)\n",
+			c.Name, categoryBadge(c.Status), c.Passed, c.Total, c.Failed, c.Waived, c.Skipped, c.NA)
+	}
+	if len(a.Blockers) == 0 {
+		b.WriteString("\nAll acceptance criteria passed.\n")
+		return b.String()
+	}
+	b.WriteString("\n#### Blockers\n\n")
+	// Identical messages are grouped with a count.
+	seen := map[string]int{}
+	var order []Blocker
+	for _, bl := range a.Blockers {
+		if _, ok := seen[bl.Message]; !ok {
+			order = append(order, bl)
+		}
+		seen[bl.Message]++
+	}
+	for _, bl := range order {
+		if n := seen[bl.Message]; n > 1 {
+			fmt.Fprintf(&b, "- `%s` (and %d more): %s\n", bl.Key, n-1, cell(bl.Message))
+		} else {
+			fmt.Fprintf(&b, "- `%s`: %s\n", bl.Key, cell(bl.Message))
+		}
+	}
+	return b.String()
+}
+
+// Markdown renders report.md in the layout of tt-inference-server's
+// release report.
+func Markdown(r *Report) []byte {
+	var b strings.Builder
+	md := &r.Metadata
+	fmt.Fprintf(&b, "## Tenstorrent Model Release Summary: %s\n\n", title(md))
+	if md.Simulated {
+		b.WriteString(simulatedBanner + "\n\n")
+	}
+	fmt.Fprintf(&b, "### Metadata: %s\n\n```json\n", title(md))
+	mj, _ := json.MarshalIndent(md, "", "  ")
+	b.Write(mj)
+	b.WriteString("\n```\n\n")
+	b.WriteString(AcceptanceMarkdown(r))
+	var sections []string
+	if r.Regressions != nil {
+		sections = append(sections, regressionsMarkdown(r.Regressions))
+	}
+	if r.Evals != nil {
+		sections = append(sections, evalsMarkdown(md, r.Evals))
+	}
+	if r.Benchmarks != nil {
+		sections = append(sections, benchMarkdown(md, r.Benchmarks))
+	}
+	for _, s := range sections {
+		b.WriteString("\n---\n\n")
+		b.WriteString(s)
+	}
+	return []byte(b.String())
+}
+
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+func num(v *float64, dec int) string {
+	if v == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v, 'f', dec, 64)
+}
+
+func regressionsMarkdown(rg *Regressions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Regressions against run %s\n\n", rg.Against)
+	if len(rg.Items) == 0 {
+		fmt.Fprintf(&b, "No regressions: %d metrics compared (thresholds: latency +%g%%, throughput -%g%%, eval score -%g stderr).\n",
+			rg.Compared, rg.Thresholds.LatencyPct, rg.Thresholds.ThroughputPct, rg.Thresholds.EvalStderrs)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d of %d compared metrics are worse than in the earlier run (informational; not an acceptance blocker).\n\n", len(rg.Items), rg.Compared)
+	b.WriteString("| Kind | Point / Task | Metric | Previous | Current | Change | Allowed |\n|---|---|---|---|---|---|---|\n")
+	for _, it := range rg.Items {
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.2f | %+.1f%% | %s |\n", it.Kind, it.Key, it.Metric, it.Previous, it.Current, it.ChangePct, it.Allowed)
+	}
+	return b.String()
+}
+
+func evalsMarkdown(md *Metadata, e *EvalSection) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Accuracy Evaluations for %s\n\n", title(md))
+	if e.Error != "" {
+		fmt.Fprintf(&b, "The eval workflow did not finish: %s\n\n", cell(e.Error))
+	}
+	if len(e.Rows) > 0 {
+		b.WriteString("| Task | Tolerance | Published Score | GPU Reference Score | Subset Reference | Score | Stderr | Ratio to Published | Ratio to Reference | Samples | Errored | Accuracy Check |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, r := range e.Rows {
+			fmt.Fprintf(&b, "| %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n",
+				cell(r.Task), r.Tolerance, num(r.Published, 2), num(r.GPUReference, 2), num(r.SubsetReference, 2),
+				num(r.Score, 2), num(r.ScoreStderr, 2), num(r.RatioToPublished, 3), num(r.RatioToReference, 3),
+				r.Samples, r.Errored, checkGlyph(string(r.Check)))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("Scores are in percent. A task passes when score / GPU reference ≥ 1 − tolerance (a limit mode's subset reference first when the catalog has one, the published score when there is no GPU reference); with no reference the check is NA.\n")
+	return b.String()
+}
+
+func checkGlyph(v string) string {
+	switch v {
+	case string(grade.Pass):
+		return "PASS ✅"
+	case string(grade.Fail):
+		return "FAIL ⛔"
+	}
+	return "N/A"
+}
+
+var benchColumns = []struct {
+	header string
+	cell   func(r *BenchRow) string
+}{
+	{"ISL", func(r *BenchRow) string { return strconv.Itoa(r.ISL) }},
+	{"OSL", func(r *BenchRow) string { return strconv.Itoa(r.OSL) }},
+	{"Concurrency", func(r *BenchRow) string { return strconv.Itoa(r.Concurrency) }},
+	{"Num Requests", func(r *BenchRow) string { return strconv.Itoa(r.Completed) }},
+	{"TTFT (ms)", func(r *BenchRow) string { return num(r.TTFTms, 1) }},
+	{"P50 TTFT (ms)", func(r *BenchRow) string { return num(r.P50TTFTms, 1) }},
+	{"P99 TTFT (ms)", func(r *BenchRow) string { return num(r.P99TTFTms, 1) }},
+	{"TPOT (ms)", func(r *BenchRow) string { return num(r.TPOTms, 1) }},
+	{"E2EL (ms)", func(r *BenchRow) string { return num(r.E2ELms, 1) }},
+	{"Tput User (TPS)", func(r *BenchRow) string { return num(r.TputUser, 2) }},
+	{"Tput Input (TPS)", func(r *BenchRow) string { return num(r.TputInput, 1) }},
+	{"Tput Output (TPS)", func(r *BenchRow) string { return num(r.TputOutput, 1) }},
+	{"Tput Total (TPS)", func(r *BenchRow) string { return num(r.TputTotal, 1) }},
+	{"Req Tput (RPS)", func(r *BenchRow) string { return num(r.ReqTput, 3) }},
+	{"Errors", func(r *BenchRow) string {
+		if r.Errors == 0 {
+			return ""
+		}
+		return strconv.Itoa(r.Errors)
+	}},
+	{"Target Check", func(r *BenchRow) string { return checkGlyph(string(r.Grade.TargetCheck)) }},
+	{"Status", func(r *BenchRow) string { return r.Grade.Status }},
+}
+
+func benchMarkdown(md *Metadata, s *BenchSection) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### Benchmark Sweeps for %s\n\n", title(md))
+	if md.Simulated {
+		b.WriteString("**SIMULATED**: timings follow the sim runtime, not hardware.\n\n")
+	}
+	if s.Error != "" {
+		fmt.Fprintf(&b, "The benchmark sweep did not finish: %s\n\n", cell(s.Error))
+	}
+	if len(s.Rows) > 0 {
+		// Empty columns are dropped, as upstream does.
+		var cols []int
+		for i, c := range benchColumns {
+			for j := range s.Rows {
+				if c.cell(&s.Rows[j]) != "" {
+					cols = append(cols, i)
+					break
+				}
+			}
+		}
+		b.WriteString("|")
+		for _, i := range cols {
+			b.WriteString(" " + benchColumns[i].header + " |")
+		}
+		b.WriteString("\n|")
+		for range cols {
+			b.WriteString("---|")
+		}
+		b.WriteString("\n")
+		for j := range s.Rows {
+			b.WriteString("|")
+			for _, i := range cols {
+				b.WriteString(" " + benchColumns[i].cell(&s.Rows[j]) + " |")
+			}
+			b.WriteString("\n")
+		}
+		for j := range s.Rows {
+			if r := &s.Rows[j]; r.Error != "" {
+				fmt.Fprintf(&b, "\nPoint ISL %d / OSL %d, concurrency %d did not run: %s\n", r.ISL, r.OSL, r.Concurrency, cell(r.Error))
+			}
+		}
+	}
+	for j := range s.Rows {
+		r := &s.Rows[j]
+		if len(r.Grade.Tiers) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n#### Targets — ISL %d / OSL %d, concurrency %d\n\n", r.ISL, r.OSL, r.Concurrency)
+		b.WriteString("| Tier | TTFT Target | TTFT Ratio | TTFT Check | Tput User Target | Tput User Ratio | Tput User Check | Tput Output Target | Tput Output Ratio | Tput Output Check |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, t := range r.Grade.Tiers {
+			name := t.Name
+			if t.Enforced {
+				name += " (enforced)"
+			}
+			fmt.Fprintf(&b, "| %s |", name)
+			for _, c := range t.Checks {
+				target, ratio := "NA", "NA"
+				if c.Threshold > 0 {
+					target = strconv.FormatFloat(c.Threshold, 'f', 2, 64)
+				}
+				if c.Verdict != grade.NA {
+					ratio = strconv.FormatFloat(c.Ratio, 'f', 3, 64)
+				}
+				fmt.Fprintf(&b, " %s | %s | %s |", target, ratio, checkGlyph(string(c.Verdict)))
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n**Notes**\n\n")
+	b.WriteString("- Columns without a percentile label are means; Tput User = 1000 / mean TPOT.\n")
+	b.WriteString("- Target Check is the strictest tier's verdict; acceptance passes when any single tier meets all its checks. Failures in tiers the model status does not enforce are waived.\n")
+	b.WriteString("- Points with Status `na` have no target and are ungraded; `error` means some requests failed.\n")
+	return b.String()
+}
