@@ -31,6 +31,10 @@ const (
 	DefaultPrefillChunk = 256
 )
 
+// maxLogitRows bounds the prompt positions per step whose logits are kept
+// for prompt logprobs (each row is a vocabulary of floats).
+const maxLogitRows = 64
+
 // ErrClosed is returned by Generate after Close.
 var ErrClosed = errors.New("cpu engine is closed")
 
@@ -384,6 +388,10 @@ func (e *Engine) step() error {
 			continue
 		}
 		end := min(len(p), s.prefilled+budget)
+		if s.req.PromptLogprobs >= 0 {
+			// Every position's logits are kept: bound that memory.
+			end = min(end, s.prefilled+maxLogitRows)
+		}
 		for i := s.prefilled; i < end; i++ {
 			want := i == len(p)-1 || s.req.PromptLogprobs >= 0
 			b.Add(s.cache, p[i], i, want)

@@ -100,6 +100,7 @@ type Runner struct {
 	outIn        []float32 // normalised rows whose logits are wanted
 	logits       []float32
 	scratch      chan []float32 // attention score buffers, one per running chunk
+	scratchLen   int            // length of every scratch buffer
 	attnBatch    *Batch         // the batch attention is running on
 	attnLayer    int
 	attnFn       func(lo, hi int)
@@ -128,6 +129,7 @@ func NewRunner(m *Model, pool *kernels.Pool, maxTokens int) *Runner {
 	for range cap(r.scratch) {
 		r.scratch <- nil
 	}
+	r.growScratch(256)
 	r.attnFn = r.attentionRange
 	r.swigluFn = r.swigluRange
 	return r
@@ -165,9 +167,12 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		}
 		c.next++
 	}
-	for _, c := range b.Caches {
+	maxPos := 0
+	for i, c := range b.Caches {
 		c.Reserve(c.next)
+		maxPos = max(maxPos, b.Pos[i])
 	}
+	r.growScratch(maxPos + 1)
 
 	dim, qDim, kvDim, ffn := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.FFN
 	x, xb := r.x[:n*dim], r.xb[:n*dim]
@@ -257,6 +262,22 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 	return logits, nil
 }
 
+// growScratch makes every attention score buffer hold at least n
+// positions, growing by doubling so that a long sequence reallocates only
+// a logarithmic number of times.
+func (r *Runner) growScratch(n int) {
+	if n <= r.scratchLen {
+		return
+	}
+	r.scratchLen = max(n, 2*r.scratchLen, 256)
+	for range cap(r.scratch) {
+		<-r.scratch
+	}
+	for range cap(r.scratch) {
+		r.scratch <- make([]float32, r.scratchLen)
+	}
+}
+
 // ropeTables fills the cos/sin of every batch token's rotation angles.
 func (r *Runner) ropeTables(b *Batch) {
 	cfg := &r.m.Cfg
@@ -306,9 +327,6 @@ func (r *Runner) attentionRange(lo, hi int) {
 	for task := lo; task < hi; task++ {
 		i, h := task/cfg.Heads, task%cfg.Heads
 		c, pos := b.Caches[i], b.Pos[i]
-		if cap(scores) < pos+1 {
-			scores = make([]float32, max(pos+1, 2*cap(scores)))
-		}
 		s := scores[:pos+1]
 		q := r.q[i*qDim+h*hd : i*qDim+(h+1)*hd]
 		off := (h / group) * hd

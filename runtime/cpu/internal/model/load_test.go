@@ -2,10 +2,12 @@ package model
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 )
 
@@ -137,5 +139,111 @@ func TestLlama3RopeScaling(t *testing.T) {
 				t.Errorf("pair %d (wavelength %.1f): %v not between %v and %v", i, wavelen, f, base/8, base)
 			}
 		}
+	}
+}
+
+// toNeox reorders the rows of a Q or K matrix from llama's interleaved
+// rope layout (pair i of a head at rows 2i, 2i+1) to the NEOX layout (rows
+// i, i+half), undoing llama.cpp's conversion permute.
+func toNeox(data []byte, rowBytes, heads, headDim int) []byte {
+	out := make([]byte, len(data))
+	half := headDim / 2
+	for h := range heads {
+		for i := range half {
+			for c := range 2 {
+				src := h*headDim + 2*i + c
+				dst := h*headDim + c*half + i
+				copy(out[dst*rowBytes:(dst+1)*rowBytes], data[src*rowBytes:(src+1)*rowBytes])
+			}
+		}
+	}
+	return out
+}
+
+// TestQwen2MatchesPermutedLlama checks the NEOX rope layout and the qwen2
+// loader: a llama model whose Q/K rows are moved to the NEOX layout, loaded
+// as qwen2 with zero biases, computes the same function.
+func TestQwen2MatchesPermutedLlama(t *testing.T) {
+	llama := rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) { return kv, ts })
+	ref, err := Load(llama)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ref.Cfg
+	qwen := rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+		for i := range kv {
+			if strings.HasPrefix(kv[i].Key, "llama.") {
+				kv[i].Key = "qwen2." + strings.TrimPrefix(kv[i].Key, "llama.")
+			}
+		}
+		kv = setKV(kv, "general.architecture", "qwen2")
+		var out []gguf.TensorData
+		for _, td := range ts {
+			heads := 0
+			switch {
+			case strings.HasSuffix(td.Name, "attn_q.weight"):
+				heads = cfg.Heads
+			case strings.HasSuffix(td.Name, "attn_k.weight"):
+				heads = cfg.KVHeads
+			}
+			if heads > 0 {
+				rb := len(td.Data) / td.Dims[1]
+				td.Data = toNeox(td.Data, rb, heads, cfg.HeadDim)
+				// A zero bias of the matching width.
+				name := strings.TrimSuffix(td.Name, ".weight") + ".bias"
+				out = append(out, gguf.TensorData{TensorSpec: gguf.TensorSpec{Name: name, Type: gguf.TypeF32, Dims: []int{td.Dims[1]}}, Data: make([]byte, 4*td.Dims[1])})
+			}
+			out = append(out, td)
+		}
+		return kv, out
+	})
+	m, err := Load(qwen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Cfg.RopeNeox || m.layers[0].bq == nil || m.layers[0].bk == nil {
+		t.Fatalf("qwen2 config %+v: NEOX rope and biases expected", m.Cfg)
+	}
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	prompt := []int{1, 40, 41, 300, 7, 9}
+	refIDs, refLogits := greedy(t, NewRunner(ref, pool, 16), ref.NewCache(64), prompt, 8, 16)
+	ids, logits := greedy(t, NewRunner(m, pool, 16), m.NewCache(64), prompt, 8, 16)
+	if d := maxAbsDiff(refLogits, logits); d > batchTolerance {
+		t.Errorf("qwen2 logits differ from the llama original by %g", d)
+	}
+	if !slices.Equal(ids, refIDs) {
+		t.Errorf("qwen2 greedy %v, llama %v", ids, refIDs)
+	}
+}
+
+func TestForwardDoesNotAllocate(t *testing.T) {
+	f := rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) { return kv, ts })
+	m, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	r := NewRunner(m, pool, 8)
+	caches := []*Cache{m.NewCache(512), m.NewCache(512)}
+	for _, c := range caches {
+		c.Reserve(512)
+	}
+	var b Batch
+	pos := 0
+	step := func() {
+		b.Reset()
+		for _, c := range caches {
+			b.Add(c, 5, pos, true)
+		}
+		if _, err := r.Forward(&b); err != nil {
+			t.Fatal(err)
+		}
+		pos++
+	}
+	step() // sizes the logits buffer
+	if n := testing.AllocsPerRun(20, step); n != 0 {
+		t.Errorf("a batched decode step allocates %v times", n)
 	}
 }
