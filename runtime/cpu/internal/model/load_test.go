@@ -160,23 +160,21 @@ func toNeox(data []byte, rowBytes, heads, headDim int) []byte {
 	return out
 }
 
-// TestQwen2MatchesPermutedLlama checks the NEOX rope layout and the qwen2
-// loader: a llama model whose Q/K rows are moved to the NEOX layout, loaded
-// as qwen2 with zero biases, computes the same function.
-func TestQwen2MatchesPermutedLlama(t *testing.T) {
-	llama := rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) { return kv, ts })
-	ref, err := Load(llama)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := ref.Cfg
-	qwen := rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+// asNeox rewrites the tiny llama model as arch (qwen2 or qwen3): metadata
+// keys renamed, Q/K rows moved to the NEOX rope layout, zero Q/K/V biases
+// for qwen2 and all-ones per-head Q/K norms for qwen3.
+func asNeox(t *testing.T, arch string, cfg Config) *gguf.File {
+	return rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
 		for i := range kv {
 			if strings.HasPrefix(kv[i].Key, "llama.") {
-				kv[i].Key = "qwen2." + strings.TrimPrefix(kv[i].Key, "llama.")
+				kv[i].Key = arch + "." + strings.TrimPrefix(kv[i].Key, "llama.")
 			}
 		}
-		kv = setKV(kv, "general.architecture", "qwen2")
+		kv = setKV(kv, "general.architecture", arch)
+		ones := make([]byte, 4*cfg.HeadDim)
+		for i := 0; i < len(ones); i += 4 {
+			copy(ones[i:], []byte{0, 0, 0x80, 0x3f}) // 1.0f
+		}
 		var out []gguf.TensorData
 		for _, td := range ts {
 			heads := 0
@@ -189,15 +187,29 @@ func TestQwen2MatchesPermutedLlama(t *testing.T) {
 			if heads > 0 {
 				rb := len(td.Data) / td.Dims[1]
 				td.Data = toNeox(td.Data, rb, heads, cfg.HeadDim)
-				// A zero bias of the matching width.
-				name := strings.TrimSuffix(td.Name, ".weight") + ".bias"
-				out = append(out, gguf.TensorData{TensorSpec: gguf.TensorSpec{Name: name, Type: gguf.TypeF32, Dims: []int{td.Dims[1]}}, Data: make([]byte, 4*td.Dims[1])})
+				base := strings.TrimSuffix(td.Name, ".weight")
+				if arch == "qwen2" {
+					out = append(out, gguf.TensorData{TensorSpec: gguf.TensorSpec{Name: base + ".bias", Type: gguf.TypeF32, Dims: []int{td.Dims[1]}}, Data: make([]byte, 4*td.Dims[1])})
+				} else {
+					out = append(out, gguf.TensorData{TensorSpec: gguf.TensorSpec{Name: base + "_norm.weight", Type: gguf.TypeF32, Dims: []int{cfg.HeadDim}}, Data: ones})
+				}
 			}
 			out = append(out, td)
 		}
 		return kv, out
 	})
-	m, err := Load(qwen)
+}
+
+// TestQwen2MatchesPermutedLlama checks the NEOX rope layout and the qwen2
+// loader: a llama model whose Q/K rows are moved to the NEOX layout, loaded
+// as qwen2 with zero biases, computes the same function.
+func TestQwen2MatchesPermutedLlama(t *testing.T) {
+	llama := rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) { return kv, ts })
+	ref, err := Load(llama)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(asNeox(t, "qwen2", ref.Cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +226,37 @@ func TestQwen2MatchesPermutedLlama(t *testing.T) {
 	}
 	if !slices.Equal(ids, refIDs) {
 		t.Errorf("qwen2 greedy %v, llama %v", ids, refIDs)
+	}
+}
+
+// TestQwen3HeadNorms checks that qwen3 loads its per-head Q/K norms and
+// applies them: a one-token prompt attends to itself only, so the norms
+// cannot change its output, while a longer prompt's attention weights and
+// so its logits do change.
+func TestQwen3HeadNorms(t *testing.T) {
+	ref, err := Load(rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) { return kv, ts }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(asNeox(t, "qwen3", ref.Cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Cfg.QKNorm || m.layers[0].qNorm == nil {
+		t.Fatalf("qwen3 config %+v: Q/K norms expected", m.Cfg)
+	}
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	_, refOne := greedy(t, NewRunner(ref, pool, 16), ref.NewCache(64), []int{1}, 0, 16)
+	_, one := greedy(t, NewRunner(m, pool, 16), m.NewCache(64), []int{1}, 0, 16)
+	if d := maxAbsDiff(refOne, one); d > batchTolerance {
+		t.Errorf("one-token qwen3 logits differ from llama by %g", d)
+	}
+	prompt := []int{1, 40, 41, 300}
+	_, refMany := greedy(t, NewRunner(ref, pool, 16), ref.NewCache(64), prompt, 0, 16)
+	_, many := greedy(t, NewRunner(m, pool, 16), m.NewCache(64), prompt, 0, 16)
+	if d := maxAbsDiff(refMany, many); d < 1e-3 {
+		t.Errorf("Q/K norms left a 4-token prompt's logits unchanged (diff %g)", d)
 	}
 }
 
