@@ -52,7 +52,9 @@ type SweepResult struct {
 
 // RunSweep runs every point in order, grades it and writes the files. A
 // point that fails (server down, bad answers) is recorded and the sweep goes
-// on; only a cancelled context or an unwritable folder stops it.
+// on. A cancelled context stops it: the summaries of the points finished so
+// far are still written, and the result comes back with ctx's error. An
+// unwritable folder is an error with no result.
 func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 	if len(sc.Points) == 0 {
 		return nil, fmt.Errorf("sweep: no points planned")
@@ -61,9 +63,11 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
 	res := &SweepResult{}
+	var cancelled error
 	for i, pt := range sc.Points {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			cancelled = err
+			break
 		}
 		if sc.OnPoint != nil {
 			sc.OnPoint(i, pt)
@@ -77,7 +81,8 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 		pr, err := RunPoint(ctx, pc)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				cancelled = ctx.Err()
+				break
 			}
 			res.Incomplete = true
 			fillMissing(&rp)
@@ -105,6 +110,12 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 			Measured: measured(&rp), Completed: pr.Summary.Completed, Failed: pr.Summary.Failed})
 		res.Points = append(res.Points, rp)
 	}
+	if cancelled != nil {
+		res.Incomplete = true
+		if len(res.Points) == 0 {
+			return nil, cancelled
+		}
+	}
 	res.Acceptance = report.Accept(res.Points)
 	md := sc.Metadata
 	if md.GeneratedAt == "" {
@@ -128,7 +139,7 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 		}
 		res.Files = append(res.Files, path)
 	}
-	return res, nil
+	return res, cancelled
 }
 
 // measured picks the graded figures; tput_user is 1000 / mean TPOT, NA when

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -265,8 +266,12 @@ func benchPoint(ctx context.Context, c *cli.Context, pc bench.PointConfig, outDi
 	if err := result.WriteFileAtomic(path, pr.JSON); err != nil {
 		return cli.Exit("ttisctl bench: "+err.Error(), 1)
 	}
-	printPointSummary(c.App.Writer, pr)
-	fmt.Fprintf(c.App.Writer, "Result: %s\n", path)
+	if c.String("output") == "json" {
+		_, _ = c.App.Writer.Write(pr.JSON)
+	} else {
+		printPointSummary(c.App.Writer, pr)
+		fmt.Fprintf(c.App.Writer, "Result: %s\n", path)
+	}
 	if pr.Summary.Failed > 0 {
 		return cli.Exit(fmt.Sprintf("ttisctl bench: incomplete: %d of %d requests failed (reasons in the result's failure_reasons)", pr.Summary.Failed, pc.NumPrompts), exitIncomplete)
 	}
@@ -370,12 +375,22 @@ func benchSweep(ctx context.Context, c *cli.Context, t *benchTarget, base bench.
 			pts[i].NumPrompts = n
 		}
 	}
-	fmt.Fprintf(c.App.Writer, "Sweep %s for %s on %s (%s), %d points:\n", limit, md.Model, md.Device, t.baseURL, len(pts))
-	if err := sweep.WriteTable(c.App.Writer, pts); err != nil {
+	planOut := c.App.Writer
+	if c.String("output") == "json" && !c.Bool("plan") {
+		planOut = c.App.ErrWriter // stdout carries the JSON report
+	}
+	fmt.Fprintf(planOut, "Sweep %s for %s on %s (%s), %d points:\n", limit, md.Model, md.Device, t.baseURL, len(pts))
+	if err := sweep.WriteTable(planOut, pts); err != nil {
 		return err
 	}
 	if c.Bool("plan") {
 		return nil
+	}
+	// The summary table shows P50 and P99 TTFT whatever else was asked.
+	for _, p := range []float64{50, 99} {
+		if !slices.Contains(base.Percentiles, p) {
+			base.Percentiles = append(base.Percentiles, p)
+		}
 	}
 	if dsName := base.Dataset.Name; dsName != "" && dsName != "random" {
 		fmt.Fprintf(c.App.ErrWriter, "ttisctl bench: sweep points use the %s dataset; ISL is only approximate\n", dsName)
@@ -394,16 +409,25 @@ func benchSweep(ctx context.Context, c *cli.Context, t *benchTarget, base bench.
 	if bar != nil {
 		bar.finish()
 	}
-	if err != nil {
+	if err != nil && res == nil {
 		return cli.Exit("ttisctl bench: "+err.Error(), 1)
 	}
-	fmt.Fprintln(c.App.Writer)
-	fmt.Fprintf(c.App.Writer, "Results in %s\n", outDir)
+	if err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "ttisctl bench: stopped (%v) after %d of %d points; partial results in %s\n", err, len(res.Points), len(pts), outDir)
+		return cli.Exit("", exitIncomplete)
+	}
+	if c.String("output") == "json" {
+		if b, err := os.ReadFile(filepath.Join(outDir, bench.SummaryJSON)); err == nil {
+			_, _ = c.App.Writer.Write(b)
+		}
+	}
+	fmt.Fprintln(c.App.ErrWriter)
+	fmt.Fprintf(c.App.ErrWriter, "Results in %s\n", outDir)
 	for _, f := range res.Files {
-		fmt.Fprintf(c.App.Writer, "  %s\n", filepath.Base(f))
+		fmt.Fprintf(c.App.ErrWriter, "  %s\n", filepath.Base(f))
 	}
 	a := res.Acceptance
-	fmt.Fprintf(c.App.Writer, "Acceptance: %d points, %d passed, %d failed, %d errors, %d waived, %d NA\n", a.Total, a.Pass, a.Failed, a.Errors, a.Waived, a.NA)
+	fmt.Fprintf(c.App.ErrWriter, "Acceptance: %d points, %d passed, %d failed, %d errors, %d waived, %d NA\n", a.Total, a.Pass, a.Failed, a.Errors, a.Waived, a.NA)
 	if res.Incomplete {
 		return cli.Exit("ttisctl bench: incomplete: some points or requests failed (see "+bench.SummaryMarkdown+")", exitIncomplete)
 	}
