@@ -1,6 +1,6 @@
 // Package dataset reads evaluation documents from local files: JSON Lines,
 // CSV (with a header row, or with column names given by the caller, as
-// MMLU's header-less CSVs need), with an optional mapping from
+// MMLU's header-less CSVs need) and Parquet, with an optional mapping from
 // the field names a task expects to the file's column names. Real benchmark
 // datasets are never downloaded; users point at local copies.
 //
@@ -73,8 +73,8 @@ func (m Mapping) apply(row map[string]any) map[string]any {
 
 // Options says how to read a file.
 type Options struct {
-	// Format is "jsonl" or "csv"; empty picks it from the extension
-	// (.jsonl/.json/.ndjson, .csv).
+	// Format is "jsonl", "csv" or "parquet"; empty picks it from the
+	// extension (.jsonl/.json/.ndjson, .csv, .parquet).
 	Format string
 	// Mapping renames columns to task fields.
 	Mapping Mapping
@@ -93,9 +93,14 @@ func Load(path string, opts Options) ([]evalsuite.Doc, error) {
 			format = "jsonl"
 		case ".csv":
 			format = "csv"
+		case ".parquet":
+			format = "parquet"
 		default:
-			return nil, fmt.Errorf("dataset %s: cannot tell the format from the extension; pass the format (jsonl or csv)", path)
+			return nil, fmt.Errorf("dataset %s: cannot tell the format from the extension; pass the format (jsonl, csv or parquet)", path)
 		}
+	}
+	if format == "parquet" {
+		return ReadParquetFile(path, opts)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -109,7 +114,7 @@ func Load(path string, opts Options) ([]evalsuite.Doc, error) {
 	case "csv":
 		return ReadCSV(f, name, opts)
 	}
-	return nil, fmt.Errorf("dataset %s: unknown format %q (want jsonl or csv)", path, format)
+	return nil, fmt.Errorf("dataset %s: unknown format %q (want jsonl, csv or parquet)", path, format)
 }
 
 // ReadJSONL reads one JSON object per line; blank lines are skipped.
