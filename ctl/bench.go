@@ -46,10 +46,11 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "benchmark a unit or any OpenAI-compatible server (one point, or a catalog sweep with --limit)",
-		ArgsUsage: "[flags] [UNIT]",
+		ArgsUsage: "[UNIT]",
 		Description: `With --url, benchmarks that server directly, no daemon needed. With UNIT,
 asks ttisd for the unit's address, model, device and auth, and writes the results
-under the daemon's results store (<state>/runs/<unit>/<run-id>/).
+under the daemon's results store (<state>/runs/<unit>/<run-id>/). Flags go
+before UNIT; booleans that default to true are turned off with --flag=false.
 
 Without --limit one point runs (--isl, --osl, --max-concurrency, --num-prompts).
 With --limit smoke|ci-commit|ci-nightly|full a sweep is planned from the catalog
