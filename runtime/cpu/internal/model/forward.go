@@ -331,23 +331,14 @@ func (r *Runner) attentionRange(lo, hi int) {
 		q := r.q[i*qDim+h*hd : i*qDim+(h+1)*hd]
 		off := (h / group) * hd
 		keys, vals := c.k[l], c.v[l]
-		maxv := float32(math.Inf(-1))
 		for j := range s {
-			d := kernels.Dot(q, keys[j*kvDim+off:j*kvDim+off+hd]) * scale
-			s[j] = d
-			maxv = max(maxv, d)
+			s[j] = kernels.Dot(q, keys[j*kvDim+off:j*kvDim+off+hd]) * scale
 		}
-		var sum float32
-		for j, d := range s {
-			e := float32(math.Exp(float64(d - maxv)))
-			s[j] = e
-			sum += e
-		}
+		kernels.Softmax(s)
 		out := r.att[i*qDim+h*hd : i*qDim+(h+1)*hd]
 		clear(out)
-		inv := 1 / sum
 		for j, p := range s {
-			kernels.Axpy(p*inv, vals[j*kvDim+off:j*kvDim+off+hd], out)
+			kernels.Axpy(p, vals[j*kvDim+off:j*kvDim+off+hd], out)
 		}
 	}
 	r.scratch <- scores

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
 )
 
 // Sampler holds one sequence's sampling state. It is not safe for concurrent
@@ -82,6 +83,9 @@ func (s *Sampler) Accept(id int) {
 // Sample picks the next token from logits (len = vocab), which it does not
 // modify.
 func (s *Sampler) Sample(logits []float32) int {
+	if s.p.Temperature <= 0 && !s.penalised() {
+		return argmax(logits)
+	}
 	w := s.work[:len(logits)]
 	copy(w, logits)
 	s.applyPenalties(w)
@@ -89,6 +93,11 @@ func (s *Sampler) Sample(logits []float32) int {
 		return argmax(w)
 	}
 	return s.sampleTruncated(w)
+}
+
+// penalised reports whether any penalty can change the logits.
+func (s *Sampler) penalised() bool {
+	return s.repetitionActive() || s.p.PresencePenalty != 0 || s.p.FrequencyPenalty != 0
 }
 
 // applyPenalties applies the repetition penalty (CTRL / vLLM: positive
@@ -116,19 +125,10 @@ func (s *Sampler) applyPenalties(w []float32) {
 // from what is left.
 func (s *Sampler) sampleTruncated(w []float32) int {
 	// Softmax at temperature: w becomes probabilities.
-	maxv := w[argmax(w)]
-	invT := 1 / s.p.Temperature
-	var sum float64
-	for i, v := range w {
-		e := float32(math.Exp(float64((v - maxv) * invT)))
-		w[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range w {
-		w[i] *= inv
-	}
-	pmax := float32(1) * inv // the argmax has exp(0) = 1
+	top := argmax(w)
+	kernels.Scale(w, 1/s.p.Temperature)
+	kernels.Softmax(w)
+	pmax := w[top]
 
 	// Candidates: every token that can survive truncation, most likely
 	// first. min-p gives a hard floor; top-p only needs the smallest prefix
