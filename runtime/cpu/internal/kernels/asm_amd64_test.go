@@ -88,6 +88,7 @@ func TestAsmF16(t *testing.T) {
 			wr := w[r*stride : r*stride+n]
 			mag := absDot(wf[r*stride:r*stride+n], x[:n])
 			closeSum(t, "f16Tile4x1", out1[r], dotF16Go(wr, x[:n]), mag)
+			closeSum(t, "dotF16AVX", dotF16AVX(wr, x[:n]), dotF16Go(wr, x[:n]), mag)
 			for b := 0; b < 3; b++ {
 				xb := x[b*stride : b*stride+n]
 				closeSum(t, "f16Tile4x3", out[b*6+r], dotF16Go(wr, xb), absDot(wf[r*stride:r*stride+n], xb))
@@ -187,7 +188,7 @@ func TestAsmExp(t *testing.T) {
 	for i := range x {
 		x[i] = float32(rng.Float64()*200 - 100)
 	}
-	x[0], x[1], x[2], x[3] = 0, -0.0, 88, -87
+	x[0], x[1], x[2], x[3] = 0, float32(math.Copysign(0, -1)), 88, -87
 	ea, eg := append([]float32(nil), x...), append([]float32(nil), x...)
 	sa, sg := expSubAVX(ea, 1.5), expSubGo(eg, 1.5)
 	closeSum(t, "expSub sum", sa, sg, sg)

@@ -66,3 +66,67 @@ func BenchmarkMatMul(b *testing.B) {
 func BenchmarkMatMulSingleThread(b *testing.B) {
 	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_0}, []int{1, 8, 128})
 }
+
+// BenchmarkPoolRun measures the dispatch cost of a tiny job: a decode step
+// issues about 7 products per layer, so this must stay in the microseconds.
+func BenchmarkPoolRun(b *testing.B) {
+	p := NewPool(0)
+	defer p.Close()
+	var sink [64]int
+	fn := func(lo, hi int) { sink[lo%64] += hi }
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p.Run(p.Threads()*2, fn)
+	}
+}
+
+// BenchmarkDecodeMatMuls runs the matrix products of one decoded token
+// through the issue's reference models (q, k, v, o, gate, up and down per
+// layer, then the output layer) with distinct weights per layer, so the
+// weights stream from memory as in a real decode step. tok/s is an upper
+// bound for decode: attention and the vector ops are not included.
+func BenchmarkDecodeMatMuls(b *testing.B) {
+	models := []struct {
+		name                    string
+		dim, ffn, layers, vocab int
+	}{
+		{"dim288", 288, 768, 6, 32000},
+		{"dim768", 768, 2048, 12, 32000},
+	}
+	p := NewPool(0)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(2, 2))
+	for _, m := range models {
+		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0} {
+			for _, batch := range []int{1, 8} {
+				b.Run(fmt.Sprintf("%s/%s/batch%d", typ, m.name, batch), func(b *testing.B) {
+					type mm struct {
+						w   *Weight
+						x   []float32
+						out []float32
+					}
+					var ops []mm
+					add := func(rows, cols int) {
+						ops = append(ops, mm{mustWeight(b, typ, rows, cols, randVec(rng, rows*cols)), randVec(rng, batch*cols), make([]float32, batch*rows)})
+					}
+					for l := 0; l < m.layers; l++ {
+						for k := 0; k < 4; k++ {
+							add(m.dim, m.dim)
+						}
+						add(m.ffn, m.dim)
+						add(m.ffn, m.dim)
+						add(m.dim, m.ffn)
+					}
+					add(m.vocab, m.dim)
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						for _, o := range ops {
+							p.MatMul(o.out, o.w, o.x, batch)
+						}
+					}
+					b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "tok/s")
+				})
+			}
+		}
+	}
+}

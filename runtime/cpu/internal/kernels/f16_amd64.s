@@ -163,3 +163,52 @@ h43sum:
 	VMOVUPS X2, (DX)(R10*2)
 	VZEROUPPER
 	RET
+
+// func dotF16AVX(w []uint16, x []float32) float32
+// Requires len(w) to be a multiple of 8 and len(x) >= len(w).
+TEXT ·dotF16AVX(SB), NOSPLIT, $0-52
+	MOVQ w_base+0(FP), SI
+	MOVQ w_len+8(FP), CX
+	MOVQ x_base+24(FP), DI
+	SHLQ $1, CX                // weight bytes; x offsets are twice the weight offsets
+	XORQ AX, AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ CX, DX
+	ANDQ $-64, DX
+
+hd32:
+	CMPQ AX, DX
+	JAE  hd8
+	VCVTPH2PS (SI)(AX*1), Y4
+	VCVTPH2PS 16(SI)(AX*1), Y5
+	VCVTPH2PS 32(SI)(AX*1), Y6
+	VCVTPH2PS 48(SI)(AX*1), Y7
+	VFMADD231PS (DI)(AX*2), Y4, Y0
+	VFMADD231PS 32(DI)(AX*2), Y5, Y1
+	VFMADD231PS 64(DI)(AX*2), Y6, Y2
+	VFMADD231PS 96(DI)(AX*2), Y7, Y3
+	ADDQ $64, AX
+	JMP  hd32
+
+hd8:
+	CMPQ AX, CX
+	JAE  hdsum
+	VCVTPH2PS (SI)(AX*1), Y4
+	VFMADD231PS (DI)(AX*2), Y4, Y0
+	ADDQ $16, AX
+	JMP  hd8
+
+hdsum:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, ret+48(FP)
+	VZEROUPPER
+	RET

@@ -49,6 +49,9 @@ func Axpy(alpha float32, x, y []float32) {
 }
 
 //go:noescape
+func dotF16AVX(w []uint16, x []float32) float32
+
+//go:noescape
 func f16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
 
 //go:noescape
@@ -128,7 +131,11 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 	x, out := j.x[:batch*cols], j.out
 	n8 := cols &^ 7
 	r := r0
-	if n8 > 0 {
+	// A single activation row streams the weight rows one after another:
+	// one sequential stream per thread is what the hardware prefetchers
+	// follow best once the matrix is larger than the caches (measured:
+	// about 1.4x the throughput of four interleaved rows from DRAM).
+	if n8 > 0 && batch > 1 {
 		for ; r+4 <= r1; r += 4 {
 			wr := w[r*cols : (r+4)*cols]
 			b := 0
@@ -218,7 +225,7 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 	x, out := j.x[:batch*cols], j.out
 	n8 := cols &^ 7
 	r := r0
-	if n8 > 0 {
+	if n8 > 0 && batch > 1 { // one sequential stream for one activation row, as for F32
 		for ; r+4 <= r1; r += 4 {
 			wr := w[r*cols : (r+4)*cols]
 			b := 0
@@ -238,8 +245,14 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 		}
 	}
 	for ; r < r1; r++ {
+		row := w[r*cols : (r+1)*cols]
 		for b := 0; b < batch; b++ {
-			out[b*rows+r] = dotF16Go(w[r*cols:(r+1)*cols], x[b*cols:(b+1)*cols])
+			xb := x[b*cols : (b+1)*cols]
+			s := float32(0)
+			if n8 > 0 {
+				s = dotF16AVX(row[:n8], xb[:n8])
+			}
+			out[b*rows+r] = s + dotF16Go(row[n8:], xb[n8:])
 		}
 	}
 }

@@ -4,8 +4,6 @@ package kernels
 
 // Without assembly every product is a plain row-by-row dot product.
 
-const haveAsm = false
-
 func quantizeQ8(x []float32, qs []int8, d, d8 []float32) { quantizeQ8Go(x, qs, d, d8) }
 func matmulF32(j *matmulJob, r0, r1 int)                 { matmulF32Go(j, r0, r1) }
 func matmulF16(j *matmulJob, r0, r1 int)                 { matmulF16Go(j, r0, r1) }
