@@ -16,6 +16,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/ttis-dev/ttis/evalsuite/filter"
 	"github.com/ttis-dev/ttis/evalsuite/metric"
@@ -219,6 +220,36 @@ type Task struct {
 	// carry one entry per subtask plus this task as a group whose value is
 	// the size-weighted mean of its subtasks (lm-eval's weight_by_size).
 	SubtaskOf func(Doc) string
+
+	// matchers caches compiled exact_match options (shared by copies of
+	// the task, keyed by the options themselves).
+	matchers *matcherCache
+}
+
+type matcherCache struct {
+	mu sync.Mutex
+	m  map[string]*metric.ExactMatcher
+}
+
+// exactMatcher compiles opts once per task.
+func (t *Task) exactMatcher(opts metric.ExactMatchOptions) (*metric.ExactMatcher, error) {
+	key := fmt.Sprintf("%q|%v|%v|%v", opts.RegexesToIgnore, opts.IgnoreCase, opts.IgnorePunctuation, opts.IgnoreNumbers)
+	c := t.matchers
+	if c == nil {
+		// A task used without Validate compiles every time.
+		return metric.NewExactMatcher(opts)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.m[key]; ok {
+		return m, nil
+	}
+	m, err := metric.NewExactMatcher(opts)
+	if err != nil {
+		return nil, err
+	}
+	c.m[key] = m
+	return m, nil
 }
 
 // Validate checks that the task is complete.
@@ -246,6 +277,16 @@ func (t *Task) Validate() error {
 	}
 	if t.NumFewShot > len(t.FewShot) {
 		return fmt.Errorf("task %s: %d-shot needs %d few-shot examples, have %d", t.Name, t.NumFewShot, t.NumFewShot, len(t.FewShot))
+	}
+	if t.matchers == nil {
+		t.matchers = &matcherCache{m: map[string]*metric.ExactMatcher{}}
+	}
+	for _, m := range t.Metrics {
+		if m.ExactMatch != nil {
+			if _, err := t.exactMatcher(*m.ExactMatch); err != nil {
+				return fmt.Errorf("task %s: %w", t.Name, err)
+			}
+		}
 	}
 	return nil
 }
@@ -412,7 +453,7 @@ func (t *Task) Score(doc Doc, resps []Response) ([]Scored, error) {
 				if m.ExactMatch == nil {
 					return nil, fmt.Errorf("task %s: metric %s is not supported for generate_until", t.Name, m.Name)
 				}
-				em, err := metric.NewExactMatcher(*m.ExactMatch)
+				em, err := t.exactMatcher(*m.ExactMatch)
 				if err != nil {
 					return nil, err
 				}

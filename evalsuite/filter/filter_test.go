@@ -177,3 +177,26 @@ func FuzzRegexFilters(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkGSM8KScoring measures filtering and scoring one typical
+// chain-of-thought answer with both gsm8k filters.
+func BenchmarkGSM8KScoring(b *testing.B) {
+	resp := " Natalia sold 48/2 = <<48/2=24>>24 clips in May.\nNatalia sold 48+24 = <<48+24=72>>72 clips altogether in April and May.\n#### 72\n\nQuestion: next"
+	em, err := metric.NewExactMatcher(gsm8kExactMatch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chains := []filter.Chain{filter.GSM8KStrict(), filter.GSM8KFlexible()}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, ch := range chains {
+			got, err := ch.Apply([]string{resp})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := em.Score(got, "#### 72"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
