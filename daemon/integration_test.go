@@ -511,3 +511,148 @@ func TestCtlUsageAndJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestFolderDeletedAndRecreated(t *testing.T) {
+	listen := freePort(t)
+	text := simUnit(listen, "")
+	d := startDaemon(t, map[string]string{"a": text}, "--rescan-interval", "1h")
+	pid := d.waitUnit(t, "a", "active", active).PID
+	if err := os.RemoveAll(d.unitsDir); err != nil {
+		t.Fatal(err)
+	}
+	var list api.UnitList
+	for i := 0; ; i++ {
+		var err error
+		if list, err = d.cl.Units(context.Background()); err == nil && len(list.Errors) == 1 {
+			break
+		}
+		if i > 2000 {
+			t.Fatalf("no folder error reported: %+v", list)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(list.Units) != 1 || list.Units[0].PID != pid || !active(api.UnitDetail{Unit: list.Units[0]}) {
+		t.Fatalf("deleting the folder disturbed the unit: %+v", list)
+	}
+	out, code := d.ctl(t, "status")
+	if code != 0 || !strings.Contains(out, "running units keep running") {
+		t.Fatalf("status: exit %d\n%s", code, out)
+	}
+	// Re-created as a ConfigMap mount: a.toml -> ..data/a.toml, ..data -> ..v1.
+	if err := os.MkdirAll(filepath.Join(d.unitsDir, "..v1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.unitsDir, "..v1", "a.toml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{{"..v1", "..data"}, {"..data/a.toml", "a.toml"}} {
+		if err := os.Symlink(l[0], filepath.Join(d.unitsDir, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; ; i++ {
+		if l, err := d.cl.Units(context.Background()); err == nil && len(l.Errors) == 0 {
+			break
+		}
+		if i > 2000 {
+			t.Fatal("folder error not cleared after the folder came back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if u := d.unit(t, "a"); u.PID != pid {
+		t.Fatalf("same text restarted the unit: pid %d -> %d", pid, u.PID)
+	}
+	// A ConfigMap update swaps ..data; no event names a.toml.
+	if err := os.MkdirAll(filepath.Join(d.unitsDir, "..v2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.unitsDir, "..v2", "a.toml"), []byte(simUnit(listen, `description = "v2"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..v2", filepath.Join(d.unitsDir, "..data_tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(d.unitsDir, "..data_tmp"), filepath.Join(d.unitsDir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	d.waitUnit(t, "a", "updated from the ConfigMap", func(u api.UnitDetail) bool { return active(u) && u.Description == "v2" })
+}
+
+// notifySocket listens like systemd's notify socket and collects messages.
+func notifySocket(t *testing.T) (string, <-chan string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "n.sock")
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make(chan string, 100)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			select {
+			case msgs <- string(buf[:n]):
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { c.Close() })
+	return path, msgs
+}
+
+func waitMsg(t *testing.T, msgs <-chan string, prefix string) string {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case m := <-msgs:
+			if strings.HasPrefix(m, prefix) {
+				return m
+			}
+		case <-timeout:
+			t.Fatalf("no sd_notify message %q", prefix)
+			return ""
+		}
+	}
+}
+
+func TestSystemdNotifyWatchdogAndSIGHUP(t *testing.T) {
+	sock, msgs := notifySocket(t)
+	t.Setenv("NOTIFY_SOCKET", sock)
+	t.Setenv("WATCHDOG_USEC", "200000")
+	d := startDaemon(t, map[string]string{"a": simUnit(freePort(t), "")})
+	if m := waitMsg(t, msgs, "READY=1"); !strings.Contains(m, "STATUS=1 units") {
+		t.Fatalf("ready message %q", m)
+	}
+	waitMsg(t, msgs, "WATCHDOG=1")
+	u := d.waitUnit(t, "a", "active", active)
+	// The server must not inherit systemd's per-service variables.
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", u.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range strings.Split(string(env), "\x00") {
+		if strings.HasPrefix(v, "NOTIFY_SOCKET=") || strings.HasPrefix(v, "WATCHDOG_USEC=") {
+			t.Fatalf("server inherited %s", v)
+		}
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if m := waitMsg(t, msgs, "RELOADING=1"); !strings.Contains(m, "MONOTONIC_USEC=") {
+		t.Fatalf("reloading message %q", m)
+	}
+	waitMsg(t, msgs, "READY=1")
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitMsg(t, msgs, "STOPPING=1")
+	if err := <-d.exited; err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	waitGone(t, u.PID)
+}

@@ -568,7 +568,6 @@ func specOf(u *units.Unit, hash string) supervise.Spec {
 	return supervise.Spec{
 		Name:     u.Name,
 		UnitFile: u.Path,
-		WorkDir:  filepath.Dir(u.Path),
 		Listen:   u.Listen,
 		Chips:    slices.Clone(u.Chips),
 		Hash:     hash,

@@ -106,7 +106,6 @@ func (e ExecStarter) Start(spec Spec, stdout, stderr io.Writer) (Process, error)
 		env = os.Environ()
 	}
 	cmd.Env = scrub(env)
-	cmd.Dir = spec.WorkDir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = e.WaitDelay

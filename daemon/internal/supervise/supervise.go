@@ -36,9 +36,6 @@ type Spec struct {
 	Name string
 	// UnitFile is handed to the server process as its argument.
 	UnitFile string
-	// WorkDir is the server's working directory (the unit file's folder,
-	// against which relative paths in the unit resolve); empty inherits.
-	WorkDir string
 	// Listen is the server's host:port, probed at /health.
 	Listen string
 	// Chips are reset before a restart when Restart.ResetDevice is set.

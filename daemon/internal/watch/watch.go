@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -32,7 +33,8 @@ type Watcher struct {
 	// Rescan reports a change this often even without events; zero means
 	// 30s.
 	Rescan time.Duration
-	// Retry is how often a missing folder is looked for; zero means 500ms.
+	// Retry is how often the folder is checked: looked for when missing,
+	// and compared with the watched one otherwise; zero means 500ms.
 	Retry time.Duration
 	// Logger receives watch problems; nil discards them.
 	Logger *slog.Logger
@@ -70,18 +72,27 @@ func (w *Watcher) Run(ctx context.Context, changed func(reason string)) error {
 	defer fsw.Close()
 
 	watching := false
+	var watched os.FileInfo // the folder the watch is on
 	add := func() error {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return err
+		}
 		if err := fsw.Add(dir); err != nil {
 			return err
 		}
-		watching = true
+		watching, watched = true, fi
 		return nil
+	}
+	// unwatch drops the watch after the folder went away or was replaced.
+	unwatch := func() {
+		_ = fsw.Remove(dir)
+		watching, watched = false, nil
 	}
 
 	var (
 		quiet, capTimer *time.Timer
 		quietC, capC    <-chan time.Time
-		retryC          <-chan time.Time
 	)
 	retryTicker := time.NewTicker(retry)
 	defer retryTicker.Stop()
@@ -113,7 +124,6 @@ func (w *Watcher) Run(ctx context.Context, changed func(reason string)) error {
 
 	if err := add(); err != nil {
 		log.Error("cannot watch units folder; will retry", "dir", dir, "err", err)
-		retryC = retryTicker.C
 	}
 	changed(ReasonStart)
 
@@ -125,15 +135,14 @@ func (w *Watcher) Run(ctx context.Context, changed func(reason string)) error {
 			if !ok {
 				return errors.New("watcher closed")
 			}
+			log.Debug("watch event", "name", ev.Name, "op", ev.Op.String())
 			if ev.Name == "" || ev.Op == fsnotify.Chmod {
 				continue
 			}
 			if filepath.Clean(ev.Name) == dir && ev.Op.Has(fsnotify.Remove|fsnotify.Rename) {
 				// The folder itself went away (or was moved): its watch
 				// is gone. Look for it until it is back.
-				_ = fsw.Remove(dir)
-				watching = false
-				retryC = retryTicker.C
+				unwatch()
 				log.Warn("units folder removed; running units keep running", "dir", dir)
 				flush(ReasonGone)
 				continue
@@ -150,16 +159,32 @@ func (w *Watcher) Run(ctx context.Context, changed func(reason string)) error {
 			flush(ReasonEvent)
 		case <-capC:
 			flush(ReasonEvent)
-		case <-retryC:
-			if add() == nil {
-				retryC = nil
-				log.Info("units folder is back; watching again", "dir", dir)
+		case <-retryTicker.C:
+			if !watching {
+				if add() == nil {
+					log.Info("units folder is back; watching again", "dir", dir)
+					flush(ReasonReturned)
+				}
+				continue
+			}
+			// inotify reports a deleted folder only once nothing holds it
+			// open, and never reports a new folder at the same path: check
+			// that the path still names the watched folder.
+			fi, err := os.Stat(dir)
+			switch {
+			case err != nil:
+				unwatch()
+				log.Warn("units folder gone; running units keep running", "dir", dir, "err", err)
+				flush(ReasonGone)
+			case !os.SameFile(fi, watched):
+				unwatch()
+				if add() != nil {
+					continue
+				}
+				log.Info("units folder replaced; watching the new one", "dir", dir)
 				flush(ReasonReturned)
 			}
 		case <-rescanTicker.C:
-			if !watching && add() == nil {
-				retryC = nil
-			}
 			flush(ReasonRescan)
 		}
 	}

@@ -126,7 +126,7 @@ func TestEditorSavePatterns(t *testing.T) {
 			} else {
 				write(t, filepath.Join(dir, "a.toml"), "model = \"old\"\n")
 			}
-			r := start(t, &Watcher{Dir: dir, Debounce: 50 * time.Millisecond, Rescan: time.Hour})
+			r := start(t, &Watcher{Dir: dir, Debounce: 150 * time.Millisecond, Rescan: time.Hour})
 			tt.save(t, dir)
 			if got := r.next(t, 2*time.Second); got != ReasonEvent {
 				t.Fatalf("reason %q", got)
@@ -198,4 +198,52 @@ func TestMissingFolderAtStart(t *testing.T) {
 	if got := r.next(t, 2*time.Second); got != ReasonReturned {
 		t.Fatalf("reason %q, want %q", got, ReasonReturned)
 	}
+}
+
+// A folder that something holds open (a process's working directory, an
+// open descriptor) sends no inotify event when deleted, and a new folder at
+// the same path is a different inode: the periodic check must notice both.
+func TestHeldFolderReplaced(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "units")
+	must(t, os.Mkdir(dir, 0o755))
+	held, err := os.Open(dir)
+	must(t, err)
+	defer held.Close()
+	r := start(t, &Watcher{Dir: dir, Debounce: 20 * time.Millisecond, Retry: 20 * time.Millisecond, Rescan: time.Hour})
+	must(t, os.RemoveAll(dir))
+	if got := r.next(t, 2*time.Second); got != ReasonGone {
+		t.Fatalf("reason %q, want %q", got, ReasonGone)
+	}
+	must(t, os.Mkdir(dir, 0o755))
+	if got := r.next(t, 2*time.Second); got != ReasonReturned {
+		t.Fatalf("reason %q, want %q", got, ReasonReturned)
+	}
+	write(t, filepath.Join(dir, "b.toml"), "x")
+	if got := r.next(t, 2*time.Second); got != ReasonEvent {
+		t.Fatalf("reason %q, want %q", got, ReasonEvent)
+	}
+}
+
+func TestFolderSwappedByRename(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "units")
+	must(t, os.Mkdir(dir, 0o755))
+	r := start(t, &Watcher{Dir: dir, Debounce: 20 * time.Millisecond, Retry: 20 * time.Millisecond, Rescan: time.Hour})
+	must(t, os.Mkdir(dir+".new", 0o755))
+	must(t, os.Rename(dir, dir+".old"))
+	must(t, os.Rename(dir+".new", dir))
+	// Gone then back, or straight to replaced, depending on timing.
+	for got := r.next(t, 2*time.Second); got != ReasonReturned; got = r.next(t, 2*time.Second) {
+		if got != ReasonGone && got != ReasonEvent {
+			t.Fatalf("reason %q", got)
+		}
+	}
+	write(t, filepath.Join(dir, "c.toml"), "x")
+	if got := r.next(t, 2*time.Second); got != ReasonEvent {
+		t.Fatalf("reason %q, want %q", got, ReasonEvent)
+	}
+	// The old folder is not watched any more.
+	write(t, filepath.Join(dir+".old", "d.toml"), "x")
+	r.none(t, 150*time.Millisecond)
 }
