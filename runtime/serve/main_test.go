@@ -19,33 +19,52 @@ import (
 	"time"
 )
 
-// ttisd is the binary TestMain builds.
-var ttisd string
+// binDir holds the ttisd binary the integration tests build, once, on
+// first use (so unit tests and fuzzing do not pay for or depend on it).
+var (
+	binDir    string
+	buildOnce sync.Once
+	ttisd     string
+	buildErr  error
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
 func runMain(m *testing.M) int {
-	root, err := repoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	dir, err := os.MkdirTemp("", "ttisd-serve-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	ttisd = filepath.Join(dir, "ttisd")
-	build := exec.Command("go", "build", "-o", ttisd, "./cmd/ttisd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build ttisd: %v\n%s", err, out)
-		return 1
-	}
+	binDir = dir
 	return m.Run()
+}
+
+// ttisdBinary builds ./cmd/ttisd into the test's temp dir.
+func ttisdBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := repoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		path := filepath.Join(binDir, "ttisd")
+		build := exec.Command("go", "build", "-o", path, "./cmd/ttisd")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build ttisd: %v\n%s", err, out)
+			return
+		}
+		ttisd = path
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return ttisd
 }
 
 func repoRoot() (string, error) {
@@ -100,7 +119,7 @@ seed = 7
 		t.Fatal(err)
 	}
 	u := &unit{t: t, url: "http://" + addr, done: make(chan error, 1), log: &logBuffer{}}
-	u.cmd = exec.Command(ttisd, "serve", "--log-level", "debug", path)
+	u.cmd = exec.Command(ttisdBinary(t), "serve", "--log-level", "debug", path)
 	u.cmd.Stdout, u.cmd.Stderr = u.log, u.log
 	if err := u.cmd.Start(); err != nil {
 		t.Fatal(err)
