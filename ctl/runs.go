@@ -21,6 +21,9 @@ whose process is gone shows as interrupted.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "state-dir", Usage: "state folder holding runs/ (default: the daemon's, else ./ttis-state)"},
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "show at most this many runs (0: all)"},
+			// Also accepted after the command name (ttisctl runs -o json),
+			// where the global flag is not parsed.
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "table or json (default: the global --output)"},
 		},
 		Action: runRuns,
 	}
@@ -31,7 +34,7 @@ func runRuns(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	asJSON, err := jsonOutput(c)
+	asJSON, err := localOrGlobalJSON(c)
 	if err != nil {
 		return err
 	}
@@ -77,4 +80,22 @@ func runRuns(c *cli.Context) error {
 			m.Started.Local().Format("2006-01-02 15:04:05"), dur)
 	}
 	return tw.Flush()
+}
+
+// localOrGlobalJSON reads a command's own --output, else the global one.
+func localOrGlobalJSON(c *cli.Context) (bool, error) {
+	o := c.String("output")
+	for _, p := range c.Lineage()[1:] {
+		if o != "" {
+			break
+		}
+		o = p.String("output")
+	}
+	switch o {
+	case "json":
+		return true, nil
+	case "table", "":
+		return false, nil
+	}
+	return false, cli.Exit(fmt.Sprintf("--output %q: want table or json", o), exitUsage)
 }

@@ -328,6 +328,14 @@ func ParseJSON(b []byte) (*Report, error) {
 		switch s.Kind {
 		case WorkflowBenchmarks:
 			b := &BenchSection{Error: s.Error}
+			if tf, ok := s.Targets["tier_factors"].(map[string]any); ok {
+				b.TierFactors = map[string]float64{}
+				for k, v := range tf {
+					if x, ok := v.(float64); ok {
+						b.TierFactors[k] = x
+					}
+				}
+			}
 			if err := json.Unmarshal(s.Data, &b.Rows); err != nil {
 				return nil, fmt.Errorf("read %s: section %d (benchmarks): %w", ReportJSON, i, err)
 			}

@@ -1,0 +1,201 @@
+package release_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/daemon/release"
+	"github.com/ttis-dev/ttis/daemon/runs"
+)
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		dir = filepath.Dir(dir)
+	}
+	t.Fatal("go.mod not found above the test directory")
+	return ""
+}
+
+func build(t *testing.T) (ttisd, ttisctl string) {
+	t.Helper()
+	bin := t.TempDir()
+	for _, name := range []string{"ttisd", "ttisctl"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, name), "./cmd/"+name)
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, out)
+		}
+	}
+	return filepath.Join(bin, "ttisd"), filepath.Join(bin, "ttisctl")
+}
+
+// serveSim starts `ttisd serve` on a sim unit with time_scale 0 and waits
+// for /health.
+func serveSim(t *testing.T, ttisd string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	unit := filepath.Join(t.TempDir(), "llama-sim.toml")
+	body := fmt.Sprintf("model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = %q\n[sim]\ntime_scale = 0.0\n", addr)
+	if err := os.WriteFile(unit, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(ttisd, "serve", "--log-level", "warn", unit)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	url := "http://" + addr
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return url
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("ttisd serve did not become healthy:\n%s", logs.String())
+	return ""
+}
+
+func ctl(t *testing.T, ttisctl string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(ttisctl, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return out.String(), 0
+	case errors.As(err, &ee):
+		t.Logf("ttisctl %s: exit %d\n%s", strings.Join(args, " "), ee.ExitCode(), errb.String())
+		return out.String(), ee.ExitCode()
+	}
+	t.Fatalf("ttisctl %v: %v", args, err)
+	return "", 0
+}
+
+// TestReleaseAgainstSimUnit runs `ttisctl release --url` twice against a
+// real `ttisd serve` sim unit, then lists and opens the runs.
+func TestReleaseAgainstSimUnit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ttisd and ttisctl")
+	}
+	ttisd, ttisctl := build(t)
+	url := serveSim(t, ttisd)
+	state := t.TempDir()
+
+	out, rc := ctl(t, ttisctl, "release", "--url", url, "--device", "n150", "--limit", "smoke", "--state-dir", state)
+	if rc != 0 {
+		t.Fatalf("release exit %d, want 0 (accepted)\n%s", rc, out)
+	}
+	for _, want := range []string{"SIMULATED", "Overall: ✅ `PASS`", "report.html"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("release output lacks %q:\n%s", want, out)
+		}
+	}
+	store := &runs.Store{Root: filepath.Join(state, "runs")}
+	list, errs := store.List("")
+	if len(errs) > 0 || len(list) != 1 {
+		t.Fatalf("store lists %v %v, want one run", list, errs)
+	}
+	m := list[0]
+	if m.Status != runs.StatusComplete || m.Verdict != runs.VerdictPass || !m.Simulated || m.Workflow != "release" {
+		t.Errorf("manifest = %+v", m)
+	}
+	dir := store.Dir(m)
+	js, err := os.ReadFile(filepath.Join(dir, release.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Metadata struct {
+			Simulated bool `json:"simulated"`
+		} `json:"metadata"`
+		Sections []struct {
+			Kind string `json:"kind"`
+		} `json:"sections"`
+		Accepted bool              `json:"acceptance_criteria"`
+		Blockers map[string]string `json:"acceptance_blockers"`
+		Summary  string            `json:"acceptance_summary_markdown"`
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Accepted || !doc.Metadata.Simulated || len(doc.Sections) != 2 || doc.Sections[0].Kind != "evals" || doc.Sections[1].Kind != "benchmarks" || doc.Summary == "" {
+		t.Errorf("report.json = %s", js)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, release.ReportMarkdown))
+	page, _ := os.ReadFile(filepath.Join(dir, release.ReportHTML))
+	if !strings.Contains(string(md), "SIMULATED") || !strings.Contains(string(page), "SIMULATED") || !strings.Contains(string(page), "<svg") {
+		t.Error("report.md or report.html lacks the SIMULATED label or the charts")
+	}
+	for _, f := range m.Files {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("manifest file %s: %v", f, err)
+		}
+	}
+	if !strings.Contains(strings.Join(m.Files, " "), "benchmarks/benchmark_") || !strings.Contains(strings.Join(m.Files, " "), "evals/results_") {
+		t.Errorf("manifest files lack raw benchmark or eval results: %v", m.Files)
+	}
+
+	// The second run compares with the first.
+	if _, rc := ctl(t, ttisctl, "release", "--url", url, "--device", "n150", "--state-dir", state); rc != 0 {
+		t.Fatalf("second release exit %d", rc)
+	}
+	out, rc = ctl(t, ttisctl, "runs", "-o", "json", "--state-dir", state)
+	var listed []runs.Manifest
+	if rc != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 2 {
+		t.Fatalf("runs -o json: exit %d\n%s", rc, out)
+	}
+	second := listed[0]
+	md2, rc := ctl(t, ttisctl, "report", "--state-dir", state, second.ID)
+	if rc != 0 || !strings.Contains(md2, "### Regressions against run "+m.ID) {
+		t.Errorf("report of the second run lacks the regression section against %s:\n%s", m.ID, md2)
+	}
+	path, rc := ctl(t, ttisctl, "report", "--format", "path", "--state-dir", state, second.ID[:len(second.ID)-3])
+	if rc != 0 || strings.TrimSpace(path) != store.Dir(second) {
+		t.Errorf("report --format path = %q (exit %d), want %s", path, rc, store.Dir(second))
+	}
+	table, rc := ctl(t, ttisctl, "runs", "--state-dir", state, m.Unit)
+	if rc != 0 || !strings.Contains(table, "RUN ID") || !strings.Contains(table, m.ID) || !strings.Contains(table, "PASS (sim)") {
+		t.Errorf("runs table:\n%s", table)
+	}
+
+	// A step that cannot run is a blocker: exit 3, report still written.
+	out, rc = ctl(t, ttisctl, "release", "--url", url, "--device", "n150", "--workflow", "evals", "--task", "no_such_task", "--state-dir", state)
+	if rc != 3 || !strings.Contains(out, "task:evals") {
+		t.Errorf("release with a bad task: exit %d, want 3 with a task:evals blocker\n%s", rc, out)
+	}
+}
