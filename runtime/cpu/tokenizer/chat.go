@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -108,7 +109,11 @@ func compileTemplate(source string) (*exec.Template, func() *exec.Context, error
 		return nil, nil, fmt.Errorf("chat template: %w", err)
 	}
 	newContext := func() *exec.Context {
-		return exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+		ctx := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+		// The library's range feeds a channel from a goroutine that leaks
+		// when a loop ends early; this one builds a bounded list instead.
+		ctx.Set("range", boundedRange)
+		return ctx
 	}
 	env := &exec.Environment{
 		Context:           newContext(),
@@ -174,13 +179,76 @@ func (t *Tokenizer) ChatPrompt(messages []runtime.ChatMessage, addGenerationProm
 	return out, nil
 }
 
+// maxPromptBytes bounds a rendered prompt: far more than any context
+// window holds, small enough that a runaway template cannot exhaust memory.
+const maxPromptBytes = 4 << 20
+
+// maxRange bounds range() in templates.
+const maxRange = 1 << 16
+
 func executeGuarded(tmpl *exec.Template, ctx *exec.Context) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("template library panicked: %v", r)
 		}
 	}()
-	return tmpl.ExecuteToString(ctx)
+	w := &limitedBuilder{limit: maxPromptBytes}
+	if err := tmpl.Execute(w, ctx); err != nil {
+		return "", err
+	}
+	return w.String(), nil
+}
+
+// limitedBuilder collects output and refuses to grow past limit.
+type limitedBuilder struct {
+	sb    strings.Builder
+	limit int
+}
+
+func (b *limitedBuilder) Write(p []byte) (int, error) { return b.WriteString(string(p)) }
+
+// WriteString is what the template library calls (through io.WriteString).
+func (b *limitedBuilder) WriteString(s string) (int, error) {
+	if b.sb.Len()+len(s) > b.limit {
+		return 0, fmt.Errorf("rendered prompt exceeds %d bytes", b.limit)
+	}
+	return b.sb.WriteString(s)
+}
+
+func (b *limitedBuilder) String() string { return b.sb.String() }
+
+// boundedRange is Python's range(stop) / range(start, stop[, step]) as a
+// list of at most maxRange numbers.
+func boundedRange(_ *exec.Evaluator, params *exec.VarArgs) ([]int, error) {
+	var ints []int
+	for _, a := range params.Args {
+		if !a.IsInteger() {
+			return nil, fmt.Errorf("range: argument %s is not an integer", a.String())
+		}
+		ints = append(ints, a.Integer())
+	}
+	start, stop, step := 0, 0, 1
+	switch len(ints) {
+	case 1:
+		stop = ints[0]
+	case 2:
+		start, stop = ints[0], ints[1]
+	case 3:
+		start, stop, step = ints[0], ints[1], ints[2]
+	default:
+		return nil, fmt.Errorf("range: want 1 to 3 integer arguments, got %d", len(params.Args))
+	}
+	if step == 0 {
+		return nil, errors.New("range: step must not be zero")
+	}
+	var out []int
+	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+		if len(out) == maxRange {
+			return nil, fmt.Errorf("range: more than %d numbers", maxRange)
+		}
+		out = append(out, i)
+	}
+	return out, nil
 }
 
 // renderBuiltin renders the built-in format of a family.

@@ -264,3 +264,26 @@ func TestChatPromptConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestTemplateLimits(t *testing.T) {
+	cases := []struct {
+		template string
+		want     string // rendered output, or the error's text
+		fails    bool
+	}{
+		{"{% for i in range(3) %}{{ i }}{% endfor %}|{% for i in range(1, 7, 2) %}{{ i }}{% endfor %}|{% for i in range(3, 0, -1) %}{{ i }}{% endfor %}", "012|135|321", false},
+		{"{% for i in range(100000000) %}{% endfor %}", "more than 65536 numbers", true},
+		{"{% for i in range(5000) %}" + strings.Repeat("x", 1000) + "{% endfor %}", "exceeds", true},
+		{"{{ range(1, 2, 0) }}", "step must not be zero", true},
+	}
+	for _, c := range cases {
+		tk := withTemplate(t, spmVocab(), c.template)
+		got, err := tk.ChatPrompt(conversation, true)
+		switch {
+		case c.fails && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%.60s: error %v (output %d bytes), want %q", c.template, err, len(got), c.want)
+		case !c.fails && (err != nil || got != c.want):
+			t.Errorf("%s: got %q, %v, want %q", c.template, got, err, c.want)
+		}
+	}
+}
