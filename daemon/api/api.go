@@ -169,6 +169,7 @@ type Devices struct {
 // Error codes of ErrorBody.
 const (
 	CodeNotFound    = "unit_not_found"
+	CodeNoEndpoint  = "no_such_endpoint"
 	CodeBadRequest  = "bad_request"
 	CodeConflict    = "conflict"
 	CodeInternal    = "internal"

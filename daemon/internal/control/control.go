@@ -52,7 +52,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/reload", s.reload)
 	mux.HandleFunc("GET /v1/devices", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Backend.Devices()) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, api.CodeBadRequest, fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, api.CodeNoEndpoint, fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(api.HeaderAPI, api.Version)
