@@ -1,7 +1,7 @@
 // Package tasks is the registry of evaluation tasks: lm-eval's gsm8k, mmlu,
 // mmlu_generative and ifeval definitions applied to local dataset files,
 // and the built-in generated tasks (ttis_arith, ttis_arith_mc,
-// ttis_arith_mc_generative) that need no download.
+// ttis_arith_mc_generative, ttis_ifeval) that need no download.
 package tasks
 
 import (
@@ -60,6 +60,7 @@ var registry = map[string]builder{
 	"ttis_arith":               {Info{"ttis_arith", evalsuite.GenerateUntil, true, "generated arithmetic word problems, GSM8K format and filters (default 200 docs, 3-shot)"}, buildArith},
 	"ttis_arith_mc":            {Info{"ttis_arith_mc", evalsuite.MultipleChoice, true, "generated arithmetic multiple choice, MMLU format, by log-likelihood (default 200 docs)"}, buildArithMC},
 	"ttis_arith_mc_generative": {Info{"ttis_arith_mc_generative", evalsuite.GenerateUntil, true, "generated arithmetic multiple choice answered with a letter (chat-friendly)"}, buildArithMCGen},
+	"ttis_ifeval":              {Info{"ttis_ifeval", evalsuite.GenerateUntil, true, "generated IFEval-style prompts with one or two verifiable instructions (default 100 docs)"}, buildBuiltinIFEval},
 }
 
 // List returns every task, sorted by name.
@@ -403,8 +404,27 @@ func buildIFEval(src Source) (*evalsuite.Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ifevalTask("ifeval", docs), nil
+}
+
+func buildBuiltinIFEval(src Source) (*evalsuite.Task, error) {
+	n := src.Size
+	if n <= 0 {
+		n = 100
+	}
+	seed := src.Seed
+	if seed == 0 {
+		seed = builtin.TestSeed
+	}
+	t := ifevalTask("ttis_ifeval", builtin.Instructions(n, seed, "ttis_ifeval"))
+	t.Version = "1"
+	t.Config["dataset"] = map[string]any{"generator": "builtin.Instructions", "size": n, "seed": seed}
+	return t, nil
+}
+
+func ifevalTask(name string, docs []evalsuite.Doc) *evalsuite.Task {
 	return &evalsuite.Task{
-		Name: "ifeval", Version: "4", Output: evalsuite.GenerateUntil, Docs: docs,
+		Name: name, Version: "4", Output: evalsuite.GenerateUntil, Docs: docs,
 		DocToText: func(d evalsuite.Doc) (string, error) { return d.Str("prompt") },
 		Gen:       evalsuite.GenKwargs{Until: nil, MaxGenToks: 1280, Temperature: 0},
 		Process:   processIFEval,
@@ -415,11 +435,11 @@ func buildIFEval(src Source) (*evalsuite.Task, error) {
 			{Name: "inst_level_loose_acc", Aggregation: "agg_inst_level_acc", HigherIsBetter: true},
 		},
 		Config: map[string]any{
-			"task": "ifeval", "output_type": "generate_until", "doc_to_text": "prompt", "num_fewshot": 0,
+			"task": name, "output_type": "generate_until", "doc_to_text": "prompt", "num_fewshot": 0,
 			"generation_kwargs":      map[string]any{"until": []string{}, "do_sample": false, "temperature": 0.0, "max_gen_toks": 1280},
 			"supported_instructions": ifeval.Supported(),
 		},
-	}, nil
+	}
 }
 
 func processIFEval(d evalsuite.Doc, resp string) (evalsuite.Scores, error) {

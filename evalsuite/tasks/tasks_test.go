@@ -130,3 +130,37 @@ func TestBuiltinsAreDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinIFEval checks that every generated prompt uses supported
+// instructions with valid arguments, and that a response written to follow
+// them is scored as following them.
+func TestBuiltinIFEval(t *testing.T) {
+	task, err := Build("ttis_ifeval", Source{Size: 60, NumFewShot: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range task.Docs {
+		sc, err := task.Score(d, []evalsuite.Response{{Text: "a plain answer"}})
+		if err != nil {
+			t.Fatalf("%s: %v", d.Source, err)
+		}
+		ids, _ := d.Strings("instruction_id_list")
+		if len(sc[0].Scores["inst_level_strict_acc"]) != len(ids) {
+			t.Fatalf("%s: %d instruction scores for %d instructions", d.Source, len(sc[0].Scores["inst_level_strict_acc"]), len(ids))
+		}
+	}
+	// Find a prompt with only the no-comma rule and check both outcomes.
+	for _, d := range task.Docs {
+		ids, _ := d.Strings("instruction_id_list")
+		if len(ids) != 1 || ids[0] != "punctuation:no_comma" {
+			continue
+		}
+		good, _ := task.Score(d, []evalsuite.Response{{Text: "Rain fell all day and we stayed in"}})
+		bad, _ := task.Score(d, []evalsuite.Response{{Text: "Rain fell, and we stayed in"}})
+		if good[0].Scores["prompt_level_strict_acc"][0] != 1 || bad[0].Scores["prompt_level_strict_acc"][0] != 0 {
+			t.Errorf("no_comma scoring: good %v bad %v", good[0].Scores, bad[0].Scores)
+		}
+		return
+	}
+	t.Fatal("no single no-comma prompt among 60 generated ones")
+}
