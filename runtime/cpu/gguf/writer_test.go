@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"math"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -190,5 +191,32 @@ func TestWriterRejects(t *testing.T) {
 	}
 	if err := w.WriteTensor(make([]byte, 4)); err == nil {
 		t.Error("extra tensor accepted")
+	}
+}
+
+// TestRewriteIsByteIdentical re-encodes the llama.cpp-written stories260K
+// files: the writer must reproduce them byte for byte (header, metadata,
+// tensor table, alignment padding, data layout).
+func TestRewriteIsByteIdentical(t *testing.T) {
+	for _, name := range []string{"stories260K-f32.gguf", "stories260K-f16.gguf", "stories260K-q8_0.gguf"} {
+		orig, err := os.ReadFile(sharedModel(t, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := Parse(orig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tensors := make([]TensorData, len(f.Tensors))
+		for i, ti := range f.Tensors {
+			tensors[i] = TensorData{TensorSpec{ti.Name, ti.Type, ti.Dims}, ti.Data}
+		}
+		var buf bytes.Buffer
+		if err := Write(&buf, f.KV, tensors); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), orig) {
+			t.Errorf("%s: rewritten file differs (%d bytes vs %d)", name, buf.Len(), len(orig))
+		}
 	}
 }
