@@ -92,21 +92,22 @@ type Runner struct {
 	pool      *kernels.Pool
 	maxTokens int
 
-	x, xb        []float32 // residual stream and normalised input, n×Dim
-	q, att       []float32 // n×QDim
-	k, v         []float32 // n×KVDim
-	hb, hb2      []float32 // n×FFN
-	cos, sin     []float32 // n×RopeDim/2
-	outIn        []float32 // normalised rows whose logits are wanted
-	logits       []float32
-	scratch      chan []float32 // attention score buffers, one per running chunk
-	scratchLen   int            // length of every scratch buffer
-	attnBatch    *Batch         // the batch attention is running on
-	attnLayer    int
-	attnFn       func(lo, hi int)
-	wantRows     []int
-	swigluFn     func(lo, hi int)
-	swigluTokens int
+	x, xb       []float32 // residual stream and normalised input, n×Dim
+	q, att      []float32 // n×QDim
+	k, v        []float32 // n×KVDim
+	hb, hb2     []float32 // n×FFN
+	cos, sin    []float32 // n×RopeDim/2
+	outIn       []float32 // normalised rows whose logits are wanted
+	logits      []float32
+	scratch     chan []float32 // attention score buffers, one per running chunk
+	scratchLen  int            // length of every scratch buffer
+	attnBatch   *Batch         // the batch attention is running on
+	attnLayer   int
+	attnFn      func(lo, hi int)
+	wantRows    []int
+	swigluFn    func(lo, hi int)
+	swigluFused bool      // the gate and up products are in gu
+	qkv, gu     []float32 // outputs of the fused Q/K/V and gate/up products
 }
 
 // NewRunner returns a runner for batches of up to maxTokens tokens.
@@ -128,6 +129,12 @@ func NewRunner(m *Model, pool *kernels.Pool, maxTokens int) *Runner {
 	}
 	for range cap(r.scratch) {
 		r.scratch <- nil
+	}
+	if m.fusedQKV {
+		r.qkv = make([]float32, maxTokens*(c.QDim()+2*c.KVDim()))
+	}
+	if m.fusedGateUp {
+		r.gu = make([]float32, maxTokens*2*c.FFN)
 	}
 	r.growScratch(256)
 	r.attnFn = r.attentionRange
@@ -188,9 +195,21 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		for i := range n {
 			kernels.RMSNorm(xb[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], ly.attnNorm, cfg.Eps)
 		}
-		r.pool.MatMul(q, ly.wq, xb, n)
-		r.pool.MatMul(k, ly.wk, xb, n)
-		r.pool.MatMul(v, ly.wv, xb, n)
+		if ly.qkv != nil {
+			w := qDim + 2*kvDim
+			qkv := r.qkv[:n*w]
+			r.pool.MatMul(qkv, ly.qkv, xb, n)
+			for i := range n {
+				row := qkv[i*w : (i+1)*w]
+				copy(q[i*qDim:(i+1)*qDim], row[:qDim])
+				copy(k[i*kvDim:(i+1)*kvDim], row[qDim:qDim+kvDim])
+				copy(v[i*kvDim:(i+1)*kvDim], row[qDim+kvDim:])
+			}
+		} else {
+			r.pool.MatMul(q, ly.wq, xb, n)
+			r.pool.MatMul(k, ly.wk, xb, n)
+			r.pool.MatMul(v, ly.wv, xb, n)
+		}
 		for i := range n {
 			qi, ki, vi := q[i*qDim:(i+1)*qDim], k[i*kvDim:(i+1)*kvDim], v[i*kvDim:(i+1)*kvDim]
 			if ly.bq != nil {
@@ -226,9 +245,14 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		for i := range n {
 			kernels.RMSNorm(xb[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], ly.ffnNorm, cfg.Eps)
 		}
-		r.pool.MatMul(hb, ly.gate, xb, n)
-		r.pool.MatMul(hb2, ly.up, xb, n)
-		r.swigluTokens = n
+		if ly.gateUp != nil {
+			r.pool.MatMul(r.gu[:n*2*ffn], ly.gateUp, xb, n)
+			r.swigluFused = true
+		} else {
+			r.pool.MatMul(hb, ly.gate, xb, n)
+			r.pool.MatMul(hb2, ly.up, xb, n)
+			r.swigluFused = false
+		}
 		r.pool.Run(n, r.swigluFn)
 		r.pool.MatMul(xb, ly.down, hb, n)
 		kernels.Add(x, xb)
@@ -344,8 +368,17 @@ func (r *Runner) attentionRange(lo, hi int) {
 	r.scratch <- scores
 }
 
-// swigluRange computes hb = silu(hb) * hb2 for tokens [lo,hi).
+// swigluRange computes hb = silu(gate) * up for tokens [lo,hi), reading
+// gate and up from the fused product's rows or from hb and hb2.
 func (r *Runner) swigluRange(lo, hi int) {
 	ffn := r.m.Cfg.FFN
-	kernels.SwiGLU(r.hb[lo*ffn:hi*ffn], r.hb2[lo*ffn:hi*ffn])
+	if !r.swigluFused {
+		kernels.SwiGLU(r.hb[lo*ffn:hi*ffn], r.hb2[lo*ffn:hi*ffn])
+		return
+	}
+	for t := lo; t < hi; t++ {
+		row := r.gu[t*2*ffn : (t+1)*2*ffn]
+		kernels.SwiGLU(row[:ffn], row[ffn:])
+		copy(r.hb[t*ffn:(t+1)*ffn], row[:ffn])
+	}
 }

@@ -19,6 +19,10 @@ type Model struct {
 	layers  []layer
 	outNorm []float32
 	output  *kernels.Weight // Vocab rows of Dim (token_embd when tied)
+
+	// fusedQKV and fusedGateUp are set when every layer has its
+	// concatenated matrices (see fuse).
+	fusedQKV, fusedGateUp bool
 }
 
 type layer struct {
@@ -30,6 +34,8 @@ type layer struct {
 	ffnNorm      []float32
 	gate, up     *kernels.Weight
 	down         *kernels.Weight
+	// qkv stacks wq, wk and wv, gateUp stacks gate and up, when fused.
+	qkv, gateUp *kernels.Weight
 }
 
 // Load reads the model from an open GGUF file. Unsupported architectures,
@@ -84,7 +90,61 @@ func Load(f *gguf.File) (*Model, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
+	if m.WeightBytes() <= fuseLimit {
+		m.fuse()
+	}
 	return m, nil
+}
+
+// fuseLimit is the largest model whose Q/K/V and gate/up matrices are
+// copied into stacked matrices. Stacking turns five matrix products per
+// layer into two, which saves thread-pool dispatches and activation
+// quantization; that matters for small models, where each product is
+// short, and the copy (heap memory next to the mapped file) is cheap there.
+const fuseLimit = 1 << 30
+
+// fuse stacks the Q, K and V matrices of every layer into one, and gate and
+// up into one, when their types agree across every layer.
+func (m *Model) fuse() {
+	stack := func(ws ...*kernels.Weight) *kernels.Weight {
+		rows, size := 0, 0
+		for _, w := range ws {
+			if w.Type != ws[0].Type || w.Cols != ws[0].Cols {
+				return nil
+			}
+			rows += w.Rows
+			size += len(w.Data)
+		}
+		data := make([]byte, 0, size)
+		for _, w := range ws {
+			data = append(data, w.Data...)
+		}
+		w, err := kernels.NewWeight(ws[0].Type, rows, ws[0].Cols, data)
+		if err != nil {
+			return nil // cannot happen for matrices NewWeight accepted
+		}
+		return w
+	}
+	qkv := make([]*kernels.Weight, len(m.layers))
+	gateUp := make([]*kernels.Weight, len(m.layers))
+	m.fusedQKV, m.fusedGateUp = true, true
+	for i := range m.layers {
+		ly := &m.layers[i]
+		if qkv[i] = stack(ly.wq, ly.wk, ly.wv); qkv[i] == nil {
+			m.fusedQKV = false
+		}
+		if gateUp[i] = stack(ly.gate, ly.up); gateUp[i] == nil {
+			m.fusedGateUp = false
+		}
+	}
+	for i := range m.layers {
+		if m.fusedQKV {
+			m.layers[i].qkv = qkv[i]
+		}
+		if m.fusedGateUp {
+			m.layers[i].gateUp = gateUp[i]
+		}
+	}
 }
 
 // WeightBytes is the storage size of the model's matrices and vectors.
