@@ -475,6 +475,10 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 	}
 	if good != nil {
 		d.AuthMode, d.AuthSecretFile = good.Auth.Mode, good.Auth.SecretFile
+		// Clients (bench, eval) read the secret from wherever they run.
+		if d.AuthSecretFile != "" && !filepath.IsAbs(d.AuthSecretFile) {
+			d.AuthSecretFile = filepath.Join(filepath.Dir(good.Path), d.AuthSecretFile)
+		}
 	}
 	if logLines > 0 {
 		d.Logs = e.ring.Tail(logLines)

@@ -300,3 +300,25 @@ func TestFolderGoneKeepsUnits(t *testing.T) {
 		t.Fatalf("summary %q", f.r.Summary())
 	}
 }
+
+func TestRelativeSecretFile(t *testing.T) {
+	f := newFixture(t)
+	if err := os.WriteFile(filepath.Join(f.dir, "key"), []byte("sekrit\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.write("a", unitText(18006, "[auth]\nmode = \"api-key\"\nsecret_file = \"key\"\n"))
+	if res := f.reconcile(); len(res.Errors) != 0 {
+		t.Fatalf("pass %+v", res)
+	}
+	d := f.waitActive("a")
+	if d.AuthMode != "api-key" || d.AuthSecretFile != filepath.Join(f.dir, "key") {
+		t.Fatalf("auth %q %q", d.AuthMode, d.AuthSecretFile)
+	}
+	f.starter.mu.Lock()
+	snap := f.starter.files["a"]
+	f.starter.mu.Unlock()
+	b, err := os.ReadFile(snap)
+	if err != nil || !strings.Contains(string(b), filepath.Join(f.dir, "key")) {
+		t.Fatalf("snapshot %s: %v\n%s", snap, err, b)
+	}
+}

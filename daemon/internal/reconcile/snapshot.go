@@ -50,25 +50,27 @@ func writeSnapshot(dir string, u *units.Unit, data []byte) (string, error) {
 }
 
 // absolutePaths returns data with the unit's relative file paths made
-// absolute against the unit file's folder.
+// absolute against the unit file's folder. The text decides, not u: the
+// units package may already have resolved the paths in u.
 func absolutePaths(u *units.Unit, data []byte) ([]byte, error) {
-	base := filepath.Dir(u.Path)
-	relModel := u.Runtime == units.RuntimeCPU && u.Model != "" && !filepath.IsAbs(u.Model)
-	relSecret := u.Auth.SecretFile != "" && !filepath.IsAbs(u.Auth.SecretFile)
-	if !relModel && !relSecret {
-		return data, nil
-	}
 	var doc map[string]any
 	if err := toml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("snapshot of %s: %w", u.Name, err)
 	}
-	if relModel {
-		doc["model"] = filepath.Join(base, u.Model)
+	base := filepath.Dir(u.Path)
+	changed := false
+	if m, ok := doc["model"].(string); ok && u.Runtime == units.RuntimeCPU && m != "" && !filepath.IsAbs(m) {
+		doc["model"] = filepath.Join(base, m)
+		changed = true
 	}
-	if relSecret {
-		if auth, ok := doc["auth"].(map[string]any); ok {
-			auth["secret_file"] = filepath.Join(base, u.Auth.SecretFile)
+	if auth, ok := doc["auth"].(map[string]any); ok {
+		if sf, ok := auth["secret_file"].(string); ok && sf != "" && !filepath.IsAbs(sf) {
+			auth["secret_file"] = filepath.Join(base, sf)
+			changed = true
 		}
+	}
+	if !changed {
+		return data, nil
 	}
 	out, err := toml.Marshal(doc)
 	if err != nil {
