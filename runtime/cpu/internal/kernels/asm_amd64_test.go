@@ -211,3 +211,30 @@ func TestAsmExp(t *testing.T) {
 		}
 	}
 }
+
+func TestAsmKQuants(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, nb := range []int{1, 2, 3} {
+		cols := 256 * nb
+		x := randVec(rng, cols)
+		xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
+		quantizeQ8KGo(x, xq, xd, xs)
+		for _, tc := range []struct {
+			typ      gguf.TensorType
+			asm, ref func(w []byte) float32
+		}{
+			{gguf.TypeQ4_K, func(w []byte) float32 { return q4kDotAVX(w, xq, xd, xs) }, func(w []byte) float32 { return dotQ4KGo(w, xq, xd, xs) }},
+			{gguf.TypeQ6_K, func(w []byte) float32 { return q6kDotAVX(w, xq, xd, xs) }, func(w []byte) float32 { return dotQ6KGo(w, xq, xd) }},
+		} {
+			src := randVec(rng, cols)
+			for i := range src {
+				src[i] *= float32(1 + i%5) // vary the sub-block scales
+			}
+			w := mustWeight(t, tc.typ, 1, cols, src)
+			deq := make([]float32, cols)
+			DequantizeRow(w, 0, deq)
+			closeSum(t, tc.typ.String(), tc.asm(w.Data), tc.ref(w.Data), absDot(deq, x)*2)
+		}
+	}
+}

@@ -94,7 +94,7 @@ func (j *matmulJob) run(lo, hi int) {
 		for r := r0; r < r1; r++ {
 			row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
 			for b := 0; b < j.batch; b++ {
-				j.out[b*w.Rows+r] = dotQ4KGo(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
+				j.out[b*w.Rows+r] = dotQ4K(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
 			}
 		}
 	case gguf.TypeQ6_K:
@@ -102,7 +102,7 @@ func (j *matmulJob) run(lo, hi int) {
 		for r := r0; r < r1; r++ {
 			row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
 			for b := 0; b < j.batch; b++ {
-				j.out[b*w.Rows+r] = dotQ6KGo(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
+				j.out[b*w.Rows+r] = dotQ6K(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
 			}
 		}
 	}

@@ -73,6 +73,12 @@ func swigluAVX(gate, up []float32)
 func siluAVX(x []float32)
 
 //go:noescape
+func q4kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
+
+//go:noescape
+func q6kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
+
+//go:noescape
 func quantizeQ8AVX(x []float32, qs []int8, d, d8 []float32)
 
 //go:noescape
@@ -255,4 +261,20 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 			out[b*rows+r] = s + dotF16Go(row[n8:], xb[n8:])
 		}
 	}
+}
+
+// dotQ4K and dotQ6K are the K-quant row dot products against Q8_K
+// activations.
+func dotQ4K(w []byte, xq []int8, xd []float32, xs []int16) float32 {
+	if !haveAsm {
+		return dotQ4KGo(w, xq, xd, xs)
+	}
+	return q4kDotAVX(w, xq, xd, xs)
+}
+
+func dotQ6K(w []byte, xq []int8, xd []float32, xs []int16) float32 {
+	if !haveAsm {
+		return dotQ6KGo(w, xq, xd)
+	}
+	return q6kDotAVX(w, xq, xd, xs)
 }

@@ -24,3 +24,6 @@ func SwiGLU(gate, up []float32) { swigluGo(gate, up) }
 
 // SiLU replaces x with x*sigmoid(x) in place.
 func SiLU(x []float32) { siluGo(x) }
+
+func dotQ4K(w []byte, xq []int8, xd []float32, xs []int16) float32 { return dotQ4KGo(w, xq, xd, xs) }
+func dotQ6K(w []byte, xq []int8, xd []float32, _ []int16) float32  { return dotQ6KGo(w, xq, xd) }

@@ -1,0 +1,242 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// K-quant dot products against Q8_K activations (256 int8 codes, one float32
+// scale and sixteen int16 sums of 16 codes per super-block).
+
+DATA kmask4<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kmask4<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kmask4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA kmask4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL kmask4<>(SB), RODATA|NOPTR, $32
+
+DATA kmask2<>+0(SB)/8, $0x0303030303030303
+DATA kmask2<>+8(SB)/8, $0x0303030303030303
+DATA kmask2<>+16(SB)/8, $0x0303030303030303
+DATA kmask2<>+24(SB)/8, $0x0303030303030303
+GLOBL kmask2<>(SB), RODATA|NOPTR, $32
+
+// func q4kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
+// Block layout in quant.go: f16 d, f16 dmin, 12 bytes of packed 6-bit
+// scales and mins, 128 bytes of nibbles. The scales and mins are unpacked
+// with 32-bit integer operations into 16 words on the stack.
+TEXT ·q4kDotAVX(SB), NOSPLIT, $64-100
+	MOVQ w_base+0(FP), SI
+	MOVQ xq_base+24(FP), DI
+	MOVQ xd_base+48(FP), DX
+	MOVQ xd_len+56(FP), CX
+	MOVQ xs_base+72(FP), BX
+	VXORPS Y0, Y0, Y0          // float sum of d*scale parts
+	VXORPS X1, X1, X1          // float sum of dmin*min parts (4 lanes)
+	VMOVDQU kmask4<>(SB), Y15
+
+q4kblock:
+	TESTQ CX, CX
+	JZ    q4kdone
+	// unpack scales (bytes 0..7) and mins (bytes 8..15)
+	MOVL 4(SI), R8             // u0
+	MOVL 8(SI), R9             // u1
+	MOVL 12(SI), R10           // u2
+	MOVL R8, R11
+	ANDL $0x3f3f3f3f, R11
+	MOVL R11, 0(SP)            // scales 0..3
+	MOVL R10, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL R8, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R11
+	MOVL R11, 4(SP)            // scales 4..7
+	MOVL R9, R11
+	ANDL $0x3f3f3f3f, R11
+	MOVL R11, 8(SP)            // mins 0..3
+	MOVL R10, R11
+	SHRL $4, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL R9, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R11
+	MOVL R11, 12(SP)           // mins 4..7
+	VPMOVZXBW 0(SP), Y2        // 16 words: scales then mins
+	VMOVDQU Y2, 16(SP)
+
+	// d*xd and dmin*xd
+	VCVTPH2PS (SI), X3         // lanes: d, dmin
+	VBROADCASTSS (DX), X4
+	VMULPS X4, X3, X3
+	VBROADCASTSS X3, Y4        // d*xd
+	VMOVSHDUP X3, X5
+	VBROADCASTSS X5, X5        // dmin*xd
+
+	// mins: sum_j m_j * (bsum[2j] + bsum[2j+1])
+	VMOVDQU (BX), Y6
+	VEXTRACTI128 $1, Y6, X7
+	VPHADDW X7, X6, X6         // 8 sub-block sums
+	VPMADDWD 32(SP), X6, X6    // mins are words 8..15 of the unpacked scales
+	VCVTDQ2PS X6, X6
+	VFMADD231PS X6, X5, X1
+
+	// scales: sum_j sc_j * dot(nibbles_j, x_j), in int32
+	VPXOR Y8, Y8, Y8
+	MOVQ $0, R13
+
+q4kchunk:
+	VMOVDQU 16(SI)(R13*1), Y9
+	VPSRLW $4, Y9, Y10
+	VPAND Y15, Y9, Y9          // low nibbles: sub-block 2k
+	VPAND Y15, Y10, Y10        // high nibbles: sub-block 2k+1
+	VPMADDUBSW (DI)(R13*2), Y9, Y9
+	VPMADDUBSW 32(DI)(R13*2), Y10, Y10
+	MOVQ R13, R14
+	SHRQ $3, R14               // R13/8 = 4k bytes = word offset of sc_2k
+	VPBROADCASTW 16(SP)(R14*1), Y11
+	VPBROADCASTW 18(SP)(R14*1), Y12
+	VPMADDWD Y11, Y9, Y9
+	VPMADDWD Y12, Y10, Y10
+	VPADDD Y9, Y8, Y8
+	VPADDD Y10, Y8, Y8
+	ADDQ $32, R13
+	CMPQ R13, $128
+	JB   q4kchunk
+
+	VCVTDQ2PS Y8, Y8
+	VFMADD231PS Y8, Y4, Y0
+
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JMP  q4kblock
+
+q4kdone:
+	VEXTRACTF128 $1, Y0, X2
+	VADDPS X2, X0, X0
+	VSUBPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, ret+96(FP)
+	VZEROUPPER
+	RET
+
+// func q6kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
+// Block layout in quant.go: ql[128], qh[64], int8 scales[16], f16 d. Codes
+// are used unsigned (0..63) and the offset 32 is removed with the
+// activations' 16-element sums: sum (q-32)x = sum qx - 32 sum x.
+TEXT ·q6kDotAVX(SB), NOSPLIT, $64-100
+	MOVQ w_base+0(FP), SI
+	MOVQ xq_base+24(FP), DI
+	MOVQ xd_base+48(FP), DX
+	MOVQ xd_len+56(FP), CX
+	MOVQ xs_base+72(FP), BX
+	VXORPS Y0, Y0, Y0
+	VMOVDQU kmask4<>(SB), Y15
+	VMOVDQU kmask2<>(SB), Y14
+
+q6kblock:
+	TESTQ CX, CX
+	JZ    q6kdone
+	VPMOVSXBW 192(SI), Y2      // 16 scales as words
+	VMOVDQU Y2, 0(SP)
+	// offset: 32 * sum_g sc_g * bsum_g, as int32 (8 lanes)
+	VPMADDWD (BX), Y2, Y3
+	VPSLLD $5, Y3, Y3
+	VPXOR Y8, Y8, Y8
+	VPSUBD Y3, Y8, Y8          // acc = -offset
+
+	MOVQ $0, R13               // half: 0 or 64 (ql offset)
+
+q6khalf:
+	MOVQ R13, R14
+	SHRQ $1, R14               // qh offset: 0 or 32
+	VMOVDQU (SI)(R13*1), Y4    // ql[l], l < 32
+	VMOVDQU 32(SI)(R13*1), Y5  // ql[l+32]
+	VMOVDQU 128(SI)(R14*1), Y6 // qh[l]
+
+	// q1 = ql[l]&15 | (qh&3)<<4   -> elements 0..31 of the half
+	VPAND Y15, Y4, Y9
+	VPAND Y14, Y6, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y9, Y9
+	// q2 = ql[l+32]&15 | (qh>>2&3)<<4 -> 32..63
+	VPAND Y15, Y5, Y11
+	VPSRLW $2, Y6, Y10
+	VPAND Y14, Y10, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y11, Y11
+	// q3 = ql[l]>>4 | (qh>>4&3)<<4 -> 64..95
+	VPSRLW $4, Y4, Y12
+	VPAND Y15, Y12, Y12
+	VPSRLW $4, Y6, Y10
+	VPAND Y14, Y10, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y12, Y12
+	// q4 = ql[l+32]>>4 | (qh>>6&3)<<4 -> 96..127
+	VPSRLW $4, Y5, Y13
+	VPAND Y15, Y13, Y13
+	VPSRLW $6, Y6, Y10
+	VPAND Y14, Y10, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y13, Y13
+
+	// activations of this half start at DI + 2*R13 (0 or 128)
+	VPMADDUBSW (DI)(R13*2), Y9, Y9
+	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
+	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
+	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
+
+	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
+	MOVQ R13, R14
+	SHRQ $2, R14               // byte offset of word 8*half: 0 or 16
+	VPBROADCASTW 0(SP)(R14*1), X2
+	VPBROADCASTW 2(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y9, Y9
+	VPBROADCASTW 4(SP)(R14*1), X2
+	VPBROADCASTW 6(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y11, Y11
+	VPBROADCASTW 8(SP)(R14*1), X2
+	VPBROADCASTW 10(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y12, Y12
+	VPBROADCASTW 12(SP)(R14*1), X2
+	VPBROADCASTW 14(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y13, Y13
+	VPADDD Y9, Y8, Y8
+	VPADDD Y11, Y8, Y8
+	VPADDD Y12, Y8, Y8
+	VPADDD Y13, Y8, Y8
+
+	ADDQ $64, R13
+	CMPQ R13, $128
+	JB   q6khalf
+
+	MOVWLZX 208(SI), R8        // d is the block's last 2 bytes: load only those
+	VMOVD R8, X3
+	VCVTPH2PS X3, X3
+	VMULSS (DX), X3, X3
+	VBROADCASTSS X3, Y3
+	VCVTDQ2PS Y8, Y8
+	VFMADD231PS Y8, Y3, Y0
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JMP  q6kblock
+
+q6kdone:
+	VEXTRACTF128 $1, Y0, X2
+	VADDPS X2, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, ret+96(FP)
+	VZEROUPPER
+	RET
