@@ -122,7 +122,6 @@ func NewRunner(m *Model, pool *kernels.Pool, maxTokens int) *Runner {
 		k:       make([]float32, maxTokens*c.KVDim()),
 		v:       make([]float32, maxTokens*c.KVDim()),
 		hb:      make([]float32, maxTokens*c.FFN),
-		hb2:     make([]float32, maxTokens*c.FFN),
 		cos:     make([]float32, maxTokens*c.RopeDim/2),
 		sin:     make([]float32, maxTokens*c.RopeDim/2),
 		scratch: make(chan []float32, 4*pool.Threads()+1),
@@ -135,6 +134,8 @@ func NewRunner(m *Model, pool *kernels.Pool, maxTokens int) *Runner {
 	}
 	if m.fusedGateUp {
 		r.gu = make([]float32, maxTokens*2*c.FFN)
+	} else {
+		r.hb2 = make([]float32, maxTokens*c.FFN)
 	}
 	r.growScratch(256)
 	r.attnFn = r.attentionRange
@@ -158,9 +159,8 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		return nil, fmt.Errorf("batch of %d tokens exceeds the runner's %d", n, r.maxTokens)
 	}
 	cfg := &r.m.Cfg
-	for i, c := range b.Caches {
+	for _, c := range b.Caches {
 		c.next = c.n
-		_ = i
 	}
 	for i, c := range b.Caches {
 		if b.Pos[i] != c.next {
@@ -174,10 +174,11 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		}
 		c.next++
 	}
-	maxPos := 0
+	maxPos, attnWork := 0, 0
 	for i, c := range b.Caches {
 		c.Reserve(c.next)
 		maxPos = max(maxPos, b.Pos[i])
+		attnWork += (b.Pos[i] + 1) * cfg.QDim()
 	}
 	r.growScratch(maxPos + 1)
 
@@ -189,7 +190,7 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 	r.ropeTables(b)
 
 	q, k, v, att := r.q[:n*qDim], r.k[:n*kvDim], r.v[:n*kvDim], r.att[:n*qDim]
-	hb, hb2 := r.hb[:n*ffn], r.hb2[:n*ffn]
+	hb := r.hb[:n*ffn]
 	for l := range r.m.layers {
 		ly := &r.m.layers[l]
 		for i := range n {
@@ -238,7 +239,11 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 			copy(c.v[l][pos*kvDim:(pos+1)*kvDim], vi)
 		}
 		r.attnBatch, r.attnLayer = b, l
-		r.pool.Run(n*cfg.Heads, r.attnFn)
+		if attnWork < inlineAttention {
+			r.attnFn(0, n*cfg.Heads)
+		} else {
+			r.pool.Run(n*cfg.Heads, r.attnFn)
+		}
 		r.pool.MatMul(xb, ly.wo, att, n)
 		kernels.Add(x, xb)
 
@@ -250,7 +255,7 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 			r.swigluFused = true
 		} else {
 			r.pool.MatMul(hb, ly.gate, xb, n)
-			r.pool.MatMul(hb2, ly.up, xb, n)
+			r.pool.MatMul(r.hb2[:n*ffn], ly.up, xb, n)
 			r.swigluFused = false
 		}
 		r.pool.Run(n, r.swigluFn)
@@ -301,6 +306,11 @@ func (r *Runner) growScratch(n int) {
 		r.scratch <- make([]float32, r.scratchLen)
 	}
 }
+
+// inlineAttention is the attention work (positions × query width summed
+// over the batch) below which the calling thread computes attention alone:
+// waking the pool costs more than a few ten thousand multiply-adds.
+const inlineAttention = 32 << 10
 
 // ropeTables fills the cos/sin of every batch token's rotation angles.
 func (r *Runner) ropeTables(b *Batch) {

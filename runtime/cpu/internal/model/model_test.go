@@ -332,3 +332,32 @@ func TestForwardRejectsBadBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestFusedMatchesSeparate checks the stacked Q/K/V and gate/up products
+// against the separate ones.
+func TestFusedMatchesSeparate(t *testing.T) {
+	for _, path := range testModels(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			_, fused := openModel(t, path)
+			_, plain := openModel(t, path)
+			if !fused.fusedQKV || !fused.fusedGateUp {
+				t.Fatalf("small model %s was not fused", path)
+			}
+			plain.fusedQKV, plain.fusedGateUp = false, false
+			for i := range plain.layers {
+				plain.layers[i].qkv, plain.layers[i].gateUp = nil, nil
+			}
+			pool := kernels.NewPool(2)
+			defer pool.Close()
+			prompt := []int{1, 403, 407, 261, 378}
+			fIDs, fLogits := greedy(t, NewRunner(fused, pool, 8), fused.NewCache(64), prompt, 6, 8)
+			pIDs, pLogits := greedy(t, NewRunner(plain, pool, 8), plain.NewCache(64), prompt, 6, 8)
+			if d := maxAbsDiff(fLogits, pLogits); d > batchTolerance {
+				t.Errorf("fused logits differ from separate products by %g", d)
+			}
+			if !slices.Equal(fIDs, pIDs) {
+				t.Errorf("fused greedy %v, separate %v", fIDs, pIDs)
+			}
+		})
+	}
+}
