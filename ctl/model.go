@@ -2,18 +2,25 @@ package ctl
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"os"
+	"reflect"
+	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
+	"github.com/ttis-dev/ttis/runtime/cpu/tokenizer"
 )
 
-// modelCommand groups the model file workflows; today that is creating
-// synthetic models for demos and benchmarks of the cpu runtime.
+// modelCommand groups the model file workflows: creating synthetic models
+// for demos and benchmarks of the cpu runtime, benchmarking and inspecting
+// GGUF files.
 func modelCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "model",
@@ -21,6 +28,7 @@ func modelCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			modelCreateCommand(),
 			modelBenchCommand(),
+			modelInfoCommand(),
 		},
 	}
 }
@@ -93,4 +101,152 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/1024)
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/math.Pow(2, 20))
+}
+
+// modelInfo is what `ttisctl model info` reports about a GGUF file.
+type modelInfo struct {
+	Path         string            `json:"path"`
+	Bytes        int64             `json:"bytes"`
+	Version      uint32            `json:"gguf_version"`
+	Alignment    int               `json:"alignment"`
+	Name         string            `json:"name,omitempty"`
+	Architecture string            `json:"architecture"`
+	Parameters   int64             `json:"parameters"`
+	Tensors      int               `json:"tensors"`
+	TensorTypes  map[string]int    `json:"tensor_types"`
+	Tokenizer    *tokenizerInfo    `json:"tokenizer,omitempty"`
+	TokenizerErr string            `json:"tokenizer_error,omitempty"`
+	Metadata     map[string]string `json:"metadata"`
+	keys         []string
+}
+
+type tokenizerInfo struct {
+	Model        string `json:"model"`
+	Vocab        int    `json:"vocab_size"`
+	BOS          int    `json:"bos"`
+	EOS          []int  `json:"eos"`
+	ChatTemplate string `json:"chat_template"`
+}
+
+func modelInfoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "info",
+		Usage:     "show a GGUF file's metadata, tensor types and tokenizer (validates the file)",
+		ArgsUsage: "PATH",
+		Action: func(c *cli.Context) error {
+			args, err := positional(c, 1, 1)
+			if err != nil {
+				return err
+			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
+			info, err := readModelInfo(args[0])
+			if err != nil {
+				return cli.Exit(err.Error(), exitError)
+			}
+			if asJSON {
+				return writeJSON(c.App.Writer, info)
+			}
+			printModelInfo(c.App.Writer, info)
+			return nil
+		},
+	}
+}
+
+func readModelInfo(path string) (*modelInfo, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("model info: %w", err)
+	}
+	info := &modelInfo{
+		Path: path, Bytes: st.Size(), Version: f.Version, Alignment: f.Alignment,
+		Architecture: f.Architecture(), Tensors: len(f.Tensors),
+		TensorTypes: map[string]int{}, Metadata: map[string]string{},
+	}
+	info.Name, _ = f.String("general.name")
+	for _, t := range f.Tensors {
+		info.Parameters += int64(t.Elements())
+		info.TensorTypes[t.Type.String()]++
+	}
+	for _, kv := range f.KV {
+		info.keys = append(info.keys, kv.Key)
+		info.Metadata[kv.Key] = describeValue(kv.Value)
+	}
+	tk, err := tokenizer.New(f)
+	if err != nil {
+		info.TokenizerErr = err.Error()
+		return info, nil
+	}
+	ct := tk.ChatTemplate()
+	chat := "GGUF tokenizer.chat_template"
+	switch {
+	case ct.ParseError != nil:
+		chat = fmt.Sprintf("built-in %s format (tokenizer.chat_template does not parse: %v)", ct.Family, ct.ParseError)
+	case ct.Builtin:
+		chat = fmt.Sprintf("built-in %s format (no tokenizer.chat_template)", ct.Family)
+	}
+	info.Tokenizer = &tokenizerInfo{Model: string(tk.Model()), Vocab: tk.VocabSize(), BOS: tk.BOS(), EOS: tk.EOS(), ChatTemplate: chat}
+	return info, nil
+}
+
+// describeValue renders a metadata value on one line: arrays as their
+// element type and length with the first few elements, long strings cut.
+func describeValue(v any) string {
+	const maxLen = 80
+	cut := func(s string) string {
+		if len(s) > maxLen {
+			return s[:maxLen] + "…"
+		}
+		return s
+	}
+	if s, ok := v.(string); ok {
+		return cut(fmt.Sprintf("%q", s))
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice {
+		return fmt.Sprintf("%v", v)
+	}
+	var head []string
+	for i := 0; i < rv.Len() && i < 5; i++ {
+		head = append(head, fmt.Sprintf("%#v", rv.Index(i).Interface()))
+	}
+	if rv.Len() > 5 {
+		head = append(head, "…")
+	}
+	return cut(fmt.Sprintf("%s[%d] %s", rv.Type().Elem(), rv.Len(), strings.Join(head, " ")))
+}
+
+func printModelInfo(w io.Writer, info *modelInfo) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "file\t%s (%s, GGUF v%d, alignment %d)\n", info.Path, humanBytes(info.Bytes), info.Version, info.Alignment)
+	if info.Name != "" {
+		fmt.Fprintf(tw, "name\t%s\n", info.Name)
+	}
+	fmt.Fprintf(tw, "architecture\t%s\n", info.Architecture)
+	var types []string
+	for t, n := range info.TensorTypes {
+		types = append(types, fmt.Sprintf("%s %d", t, n))
+	}
+	sort.Strings(types)
+	fmt.Fprintf(tw, "parameters\t%.2fM in %d tensors (%s)\n", float64(info.Parameters)/1e6, info.Tensors, strings.Join(types, ", "))
+	if tk := info.Tokenizer; tk != nil {
+		fmt.Fprintf(tw, "tokenizer\t%s, %d tokens, BOS %d, EOS %v\n", tk.Model, tk.Vocab, tk.BOS, tk.EOS)
+		fmt.Fprintf(tw, "chat\t%s\n", tk.ChatTemplate)
+	} else {
+		fmt.Fprintf(tw, "tokenizer\tunusable: %s\n", info.TokenizerErr)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "metadata:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, k := range info.keys {
+		fmt.Fprintf(tw, "  %s\t%s\n", k, info.Metadata[k])
+	}
+	tw.Flush()
 }

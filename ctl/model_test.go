@@ -1,6 +1,8 @@
 package ctl
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,5 +48,35 @@ func TestModelCreate(t *testing.T) {
 		if code != 2 || !strings.Contains(out, c.want) {
 			t.Errorf("%v: exit %d, output %q, want %q", c.args, code, out, c.want)
 		}
+	}
+}
+
+func TestModelInfo(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tiny.gguf")
+	if out, code := runCtl(t, "model", "create", "--type", "q4_0", path); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, out)
+	}
+	out, code := runCtl(t, "model", "info", path)
+	for _, want := range []string{"architecture  llama", "in 21 tensors (F32 5, Q4_0 16)", "tokenizer     llama, 512 tokens, BOS 1, EOS [2]",
+		"built-in llama2 format", "llama.block_count", `string[512] "<unk>" "<s>" "</s>"`} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	out, code = runCtl(t, "-o", "json", "model", "info", path)
+	var info modelInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil || code != 0 {
+		t.Fatalf("json output (exit %d): %v\n%s", code, err, out)
+	}
+	if info.Architecture != "llama" || info.Tokenizer == nil || info.Tokenizer.Vocab != 512 || info.Metadata["llama.embedding_length"] != "64" {
+		t.Errorf("json info %+v", info)
+	}
+	bad := filepath.Join(dir, "bad.gguf")
+	if err := os.WriteFile(bad, []byte("GGUF\x03\x00\x00\x00\xff"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runCtl(t, "model", "info", bad); code != 1 || !strings.Contains(out, bad) {
+		t.Errorf("bad file: exit %d: %s", code, out)
 	}
 }
