@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -354,5 +355,35 @@ func TestEngineSeededSampling(t *testing.T) {
 	}
 	if slices.Equal(a, c) {
 		t.Errorf("seeds 11 and 12 gave the same tokens %v", a)
+	}
+}
+
+// TestEnginePrefillInterleavesDecode checks that a long prompt is read in
+// chunks while a running sequence keeps producing a token per step. The
+// clock advances one tick per scheduler step, so token times count steps.
+func TestEnginePrefillInterleavesDecode(t *testing.T) {
+	var ticks atomic.Int64
+	e := newEngine(t, tinyModel(t), Options{PrefillChunk: 4, Now: func() time.Time { return time.Unix(0, ticks.Add(1)) }})
+	running := mustGenerate(t, e, &runtime.Request{Prompt: []int{1}, MaxTokens: 30, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1})
+	long := make([]int, 40)
+	for i := range long {
+		long[i] = 1 + i
+	}
+	reading := mustGenerate(t, e, &runtime.Request{Prompt: long, MaxTokens: 1, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1})
+	first, _, _ := collect(t, reading)
+	toks, _, _ := collect(t, running)
+	if len(first) != 1 || len(toks) != 30 {
+		t.Fatalf("got %d and %d tokens, want 1 and 30", len(first), len(toks))
+	}
+	before := 0
+	for _, tk := range toks {
+		if tk.Time.Before(first[0].Time) {
+			before++
+		}
+	}
+	// 40 prompt tokens in chunks of 4 take 10 steps, each also decoding
+	// the running sequence.
+	if before < 9 {
+		t.Errorf("the running sequence produced %d tokens while a 40-token prompt was read in chunks of 4, want ≥ 9", before)
 	}
 }
