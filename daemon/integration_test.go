@@ -656,3 +656,46 @@ func TestSystemdNotifyWatchdogAndSIGHUP(t *testing.T) {
 	}
 	waitGone(t, u.PID)
 }
+
+// Every kind of bad unit is reported with its place and reason, and none
+// disturbs a good unit.
+func TestBadUnitsDoNotDisturbOthers(t *testing.T) {
+	listen := freePort(t)
+	units := map[string]string{
+		"good":        simUnit(listen, ""),
+		"zclash":      simUnit(listen, ""), // sorts after "good": the later unit loses
+		"broken":      "model = \"x\"\ndevice = [\n",
+		"nomodel":     strings.Replace(simUnit(freePort(t), ""), "Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruc", 1),
+		"wrongdevice": strings.Replace(simUnit(freePort(t), ""), `device = "n150"`, `device = "p150"`, 1),
+		"nosecret":    simUnit(freePort(t), "[auth]\nmode = \"api-key\"\nsecret_file = \"no-such-secret\"\n"),
+	}
+	units["wrongdevice"] = strings.Replace(units["wrongdevice"], "Llama-3.1-8B-Instruct", "Llama-3.2-1B-Instruct", 1)
+	d := startDaemon(t, units)
+	good := d.waitUnit(t, "good", "active", active)
+	want := map[string]string{
+		"zclash":      "zclash.toml:4:1: listen: address " + listen + " already used by unit good",
+		"broken":      "broken.toml:2:",
+		"nomodel":     "nomodel.toml:1:",
+		"wrongdevice": "wrongdevice.toml:2:",
+		"nosecret":    "no-such-secret",
+	}
+	out, code := d.ctl(t, "status")
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s", code, out)
+	}
+	for name, msg := range want {
+		u := d.unit(t, name)
+		if u.State != api.StateFailed || u.LoadState != api.LoadError || !strings.Contains(u.LastError, msg) || u.PID != 0 {
+			t.Errorf("%s: state %s load %s error %q, want an error containing %q", name, u.State, u.LoadState, u.LastError, msg)
+		}
+		if !strings.Contains(out, name+" ") {
+			t.Errorf("status table lacks %s:\n%s", name, out)
+		}
+		if _, code := d.ctl(t, "status", name); code != 3 {
+			t.Errorf("status %s: exit %d, want 3", name, code)
+		}
+	}
+	if u := d.unit(t, "good"); u.PID != good.PID || !active(u) || !healthy(listen) {
+		t.Fatalf("good unit disturbed: %+v", u)
+	}
+}
