@@ -42,6 +42,8 @@ type job struct {
 	seqs        []*seqState
 	stopIDs     map[int]bool
 
+	head []byte // SSE chunk head, see appendChunkHead
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	held   int64 // slots held
@@ -682,8 +684,20 @@ func (collectSink) flush() error { return nil }
 func (collectSink) ping() error  { return nil }
 
 // appendChunkHead starts an SSE event up to the choices array's opening
-// (with withChoice, up to and including the choice's "index":).
+// (with withChoice, up to and including the choice's "index":). The head is
+// the same for every chunk of a job, so it is built once.
 func (j *job) appendChunkHead(b []byte, withChoice bool) []byte {
+	if j.head == nil {
+		j.head = j.buildChunkHead(nil)
+	}
+	b = append(b, j.head...)
+	if withChoice {
+		b = append(b, `[{"index":`...)
+	}
+	return b
+}
+
+func (j *job) buildChunkHead(b []byte) []byte {
 	b = append(b, `data: {"id":"`...)
 	b = append(b, j.respID...)
 	if j.r.chat {
@@ -694,11 +708,7 @@ func (j *job) appendChunkHead(b []byte, withChoice bool) []byte {
 	b = strconv.AppendInt(b, j.created, 10)
 	b = append(b, `,"model":`...)
 	b = appendJSONString(b, j.s.cfg.Model)
-	b = append(b, `,"choices":`...)
-	if withChoice {
-		b = append(b, `[{"index":`...)
-	}
-	return b
+	return append(b, `,"choices":`...)
 }
 
 func (j *job) appendChunkTail(b []byte) []byte {

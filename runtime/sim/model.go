@@ -31,6 +31,7 @@ const (
 type candidate struct {
 	id   int
 	prob float64 // successor probability before mixing
+	logp float64 // log p(id | prev) under the mixture, cached
 }
 
 type textModel struct {
@@ -103,6 +104,9 @@ func newTextModel(tok *Tokenizer, seed int64) *textModel {
 		}
 		cands = append(cands, candidate{id: eosID, prob: eosWeight})
 		sort.Slice(cands, func(i, j int) bool { return cands[i].prob > cands[j].prob })
+		for i := range cands {
+			cands[i].logp = math.Log((1-floorMass)*cands[i].prob + floorMass*m.unigram[cands[i].id])
+		}
 		m.succ[prev] = cands
 	}
 	return m
@@ -116,14 +120,12 @@ func (m *textModel) logprob(prev, id int) float64 {
 	if id < 0 || id >= m.vocab {
 		return math.Inf(-1)
 	}
-	p := floorMass * m.unigram[id]
 	for _, c := range m.succ[prev] {
 		if c.id == id {
-			p += (1 - floorMass) * c.prob
-			break
+			return c.logp
 		}
 	}
-	return math.Log(p)
+	return math.Log(floorMass * m.unigram[id])
 }
 
 // top returns the n most likely next tokens after prev with their logprobs.
@@ -196,7 +198,7 @@ func (s *sampler) next(m *textModel, prev int, ignoreEOS bool) int {
 		if ignoreEOS && c.id == eosID {
 			continue
 		}
-		l := math.Log((1-floorMass)*c.prob + floorMass*m.unigram[c.id])
+		l := c.logp
 		if s.inCtx != nil && s.inCtx[c.id] {
 			// CTRL/vLLM repetition penalty on a logit: divide positive,
 			// multiply negative (ours are log-probabilities, all negative).
