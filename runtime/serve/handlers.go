@@ -18,7 +18,7 @@ import (
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	reqID := string(ctx.Request.Header.Peek("X-Request-Id"))
-	if reqID == "" || len(reqID) > 128 {
+	if !validRequestID(reqID) {
 		reqID = newID()
 	}
 	ctx.Response.Header.Set("X-Request-Id", reqID)
@@ -289,4 +289,18 @@ func tokenString(tok runtime.Tokenizer, id int) string {
 
 func retryAfter(ctx *fasthttp.RequestCtx, d time.Duration) {
 	ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(1, int(d.Seconds()))))
+}
+
+// validRequestID accepts a client's X-Request-Id when it is short printable
+// ASCII (it is echoed into response headers and logs).
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
