@@ -699,3 +699,48 @@ func TestBadUnitsDoNotDisturbOthers(t *testing.T) {
 		t.Fatalf("good unit disturbed: %+v", u)
 	}
 }
+
+// A unit with reset_device gets its chips reset (by the configured command)
+// before an automatic restart; the config file sets the command.
+func TestDeviceResetBeforeRestart(t *testing.T) {
+	dir := t.TempDir()
+	resets := filepath.Join(dir, "resets")
+	cfg := filepath.Join(dir, "ttisd.toml")
+	conf := fmt.Sprintf("reset_command = [\"/bin/sh\", \"-c\", \"echo reset <ids> >> %s\"]\nlog_level = \"debug\"\n", resets)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unit := simUnit(freePort(t), "chips = [0]\n"+strings.Replace(fastRestart, "[restart]", "[restart]\nreset_device = true", 1))
+	d := startDaemon(t, map[string]string{"a": unit}, "--config", cfg)
+	if err := os.WriteFile(filepath.Join(d.devDir, "0"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u := d.waitUnit(t, "a", "active", active)
+	if _, err := os.Stat(resets); err == nil {
+		t.Fatal("chips reset before the first start")
+	}
+	if err := syscall.Kill(u.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.waitUnit(t, "a", "restarted", func(n api.UnitDetail) bool { return active(n) && n.PID != u.PID })
+	b, err := os.ReadFile(resets)
+	if err != nil || string(b) != "reset 0\n" {
+		t.Fatalf("reset log %q, %v", b, err)
+	}
+}
+
+func TestBadConfigFile(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "ttisd.toml")
+	if err := os.WriteFile(cfg, []byte("units_dir = \"/u\"\nsoket = \"/s\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(ttisdBin, "--config", cfg).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "ttisd.toml:2:1: unknown key \"soket\"") {
+		t.Fatalf("bad config: %v\n%s", err, out)
+	}
+	out, err = exec.Command(ttisdBin, "--config", filepath.Join(t.TempDir(), "missing.toml")).CombinedOutput()
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "missing.toml") {
+		t.Fatalf("missing named config: %v\n%s", err, out)
+	}
+}
