@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -162,5 +163,32 @@ func TestEvalUnitThroughDaemon(t *testing.T) {
 	// (none exist for this built-in task, so NA).
 	if !strings.Contains(out, "| ttis_arith_mc |") || !strings.Contains(out, "NA") {
 		t.Errorf("summary:\n%s", out)
+	}
+}
+
+func TestEvalJSONOutput(t *testing.T) {
+	srv := zeroServer(t)
+	out, code := runCtl(t, "--output", "json", "eval", "--url", srv.URL, "--task", "ttis_arith_mc_generative", "--api", "completions",
+		"--limit", "0.01", "--size", "100", "--no-progress", "--results-dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var doc struct {
+		Files struct {
+			Results string
+		}
+		Results struct {
+			Results  map[string]map[string]any `json:"results"`
+			NSamples map[string]map[string]int `json:"n-samples"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if doc.Files.Results == "" || doc.Results.NSamples["ttis_arith_mc_generative"]["effective"] != 1 {
+		t.Errorf("json output %+v", doc)
+	}
+	if _, ok := doc.Results.Results["ttis_arith_mc_generative"]["exact_match,letter-extract"]; !ok {
+		t.Errorf("results %v", doc.Results.Results)
 	}
 }

@@ -91,6 +91,9 @@ func Build(name string, src Source) (*evalsuite.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", name, err)
 	}
+	if len(t.Docs) == 0 {
+		return nil, fmt.Errorf("task %s: dataset %s has no documents", name, src.Dataset)
+	}
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
@@ -442,6 +445,26 @@ func ifevalTask(name string, docs []evalsuite.Doc) *evalsuite.Task {
 	}
 }
 
+// truthy mirrors Python truthiness, which lm-eval uses to drop unset
+// IFEval arguments (None, 0, "", empty lists and objects).
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case string:
+		return x != ""
+	case float64:
+		return x != 0
+	case bool:
+		return x
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
+	}
+	return true
+}
+
 func processIFEval(d evalsuite.Doc, resp string) (evalsuite.Scores, error) {
 	ids, err := d.Strings("instruction_id_list")
 	if err != nil {
@@ -459,7 +482,7 @@ func processIFEval(d evalsuite.Doc, resp string) (evalsuite.Scores, error) {
 		}
 		kw := ifeval.Kwargs{}
 		for key, v := range m {
-			if v != nil && v != "" && v != float64(0) {
+			if truthy(v) {
 				kw[key] = v
 			}
 		}

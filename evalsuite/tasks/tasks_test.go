@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -163,4 +164,27 @@ func TestBuiltinIFEval(t *testing.T) {
 		return
 	}
 	t.Fatal("no single no-comma prompt among 60 generated ones")
+}
+
+func TestEmptyDatasetIsAnError(t *testing.T) {
+	p := t.TempDir() + "/empty.jsonl"
+	if err := os.WriteFile(p, []byte("\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build("gsm8k", Source{Dataset: p, NumFewShot: -1}); err == nil || !strings.Contains(err.Error(), "no documents") {
+		t.Errorf("empty dataset: %v", err)
+	}
+}
+
+func TestTruthy(t *testing.T) {
+	for _, v := range []any{nil, "", 0.0, false, []any{}, map[string]any{}} {
+		if truthy(v) {
+			t.Errorf("%#v should be falsy", v)
+		}
+	}
+	for _, v := range []any{"x", 1.0, true, []any{"a"}, map[string]any{"a": 1}} {
+		if !truthy(v) {
+			t.Errorf("%#v should be truthy", v)
+		}
+	}
 }
