@@ -120,13 +120,48 @@ func compileTemplate(source string) (*exec.Template, func() *exec.Context, error
 		Filters:           builtins.Filters,
 		Tests:             builtins.Tests,
 		ControlStructures: builtins.ControlStructures,
-		Methods:           builtins.Methods,
+		Methods:           templateMethods(),
 	}
 	tmpl, err := parseGuarded(name, cfg, loader, env)
 	if err != nil {
 		return nil, nil, fmt.Errorf("chat template: %w", err)
 	}
 	return tmpl, newContext, nil
+}
+
+// pythonStrMethods are the names of Python's str methods; the ones the
+// template library implements are carried over into templateMethods.
+var pythonStrMethods = strings.Fields(`capitalize casefold center count encode endswith expandtabs
+find format index isalnum isalpha isascii isdecimal isdigit isidentifier islower isnumeric
+isprintable isspace istitle isupper join ljust lower lstrip partition removeprefix removesuffix
+replace rfind rindex rjust rpartition rsplit rstrip split splitlines startswith strip swapcase
+title translate upper zfill`)
+
+// templateMethods is the library's method table with str.replace fixed:
+// the library requires its count argument, which Python (and chat
+// templates) leave out.
+func templateMethods() exec.Methods {
+	m := builtins.Methods
+	str := map[string]exec.Method[string]{}
+	for _, name := range pythonStrMethods {
+		if fn, ok := m.Str.Get(name); ok {
+			str[name] = fn
+		}
+	}
+	str["replace"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
+		var old, repl string
+		var count int
+		if err := args.Take(
+			exec.PositionalArgument("old", nil, exec.StringArgument(&old)),
+			exec.PositionalArgument("new", nil, exec.StringArgument(&repl)),
+			exec.PositionalArgument("count", exec.AsValue(-1), exec.IntArgument(&count)),
+		); err != nil {
+			return nil, exec.ErrInvalidCall(err)
+		}
+		return strings.Replace(self, old, repl, count), nil
+	}
+	m.Str = exec.NewMethodSet(str)
+	return m
 }
 
 // parseGuarded turns a panic inside the template library into an error:

@@ -287,3 +287,15 @@ func TestTemplateLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestTemplateStringMethods(t *testing.T) {
+	const src = `{% for m in messages %}{{ m.content.replace(' ', '_') }}|{{ m.content.replace('e', 'E', 1) }}|{{ m.content.split(' ')[0] | upper }}|{{ m.content.startswith('Hi') }};{% endfor %}`
+	tk := withTemplate(t, spmVocab(), src)
+	got, err := tk.ChatPrompt(conversation[:2], false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Be_brief.|BE brief.|BE|False;Hi_there_|Hi thEre |HI|True;"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
