@@ -238,3 +238,34 @@ func TestAsmKQuants(t *testing.T) {
 		}
 	}
 }
+
+func TestAsmQ8_0VNNI(t *testing.T) {
+	if !haveVNNI {
+		t.Skip("CPU lacks AVX512-VNNI")
+	}
+	rng := rand.New(rand.NewPCG(35, 36))
+	for _, nb := range []int{1, 2, 5, 24} {
+		cols := 32 * nb
+		const rows, batch = 4, 4
+		src := randVec(rng, rows*cols)
+		src[0], src[1] = 1000, -1000 // codes of both signs at full range
+		w := mustWeight(t, gguf.TypeQ8_0, rows, cols, src)
+		rb := nb * blockQ8_0
+		x := randVec(rng, batch*cols)
+		xq, xd, xd8 := make([]int8, batch*cols), make([]float32, batch*nb), make([]float32, batch*nb*8)
+		quantizeQ8Go(x, xq, xd, xd8)
+		prep := make([]byte, nb*256)
+		q8PrepVNNI(w.Data, rb, nb, prep)
+		out := make([]float32, 3*9+4)
+		q8Tile4x4VNNI(w.Data, rb, prep, xq, cols, xd8, nb, out, 9)
+		deq := make([]float32, cols)
+		for r := 0; r < rows; r++ {
+			row := w.Data[r*rb : (r+1)*rb]
+			DequantizeRow(w, r, deq)
+			for b := 0; b < batch; b++ {
+				want := dotQ8_0Go(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+				closeSum(t, "q8Tile4x4VNNI", out[b*9+r], want, absDot(deq, x[b*cols:(b+1)*cols])*2)
+			}
+		}
+	}
+}
