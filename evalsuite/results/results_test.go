@@ -158,3 +158,48 @@ func TestGradeTask(t *testing.T) {
 		t.Errorf("no aggregates: %+v", g)
 	}
 }
+
+func TestMultipleChoiceSampleShape(t *testing.T) {
+	task := &evalsuite.Task{Name: "mc", Version: "1", Output: evalsuite.MultipleChoice,
+		Metrics: []evalsuite.MetricSpec{{Name: "acc"}, {Name: "acc_norm"}}}
+	res := &runner.Result{Task: task, NOriginal: 1, NEffective: 1,
+		Aggregates: []evalsuite.Aggregate{{Metric: "acc", Filter: "none", Value: 1, Stderr: math.NaN(), N: 1}},
+		Errors:     runner.ErrorSummary{Policy: runner.ErrorsAsWrong},
+		Samples: []runner.Sample{{DocID: 0, Target: 1,
+			Requests: []evalsuite.Instance{{Kind: evalsuite.KindLoglikelihood, Context: "Q:", Continuation: " A"},
+				{Kind: evalsuite.KindLoglikelihood, Index: 1, Context: "Q:", Continuation: " B"}},
+			Responses: []evalsuite.Response{{LogLikelihood: -2}, {LogLikelihood: -0.5, IsGreedy: true}},
+			Scored: []evalsuite.Scored{{Filter: "none", Filtered: [][2]any{{-2.0, false}, {-0.5, true}},
+				Scores: evalsuite.Scores{"acc": {1}, "acc_norm": {1}}}}}}}
+	run := sampleRun()
+	run.Tasks, run.Grades = []*runner.Result{res}, nil
+	files, err := Write(t.TempDir(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(files.Samples[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Resps         [][][]any                 `json:"resps"`
+		FilteredResps [][]any                   `json:"filtered_resps"`
+		Arguments     map[string]map[string]any `json:"arguments"`
+		Acc           float64                   `json:"acc"`
+	}
+	if err := json.Unmarshal(b, &line); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if len(line.Resps) != 2 || len(line.FilteredResps) != 2 || line.FilteredResps[1][1] != true || line.Acc != 1 {
+		t.Errorf("sample line %s", b)
+	}
+	if line.Arguments["gen_args_1"]["arg_1"] != " B" {
+		t.Errorf("arguments %v", line.Arguments)
+	}
+	var doc map[string]any
+	rb, _ := os.ReadFile(files.Results)
+	_ = json.Unmarshal(rb, &doc)
+	if se := doc["results"].(map[string]any)["mc"].(map[string]any)["acc_stderr,none"]; se != "N/A" {
+		t.Errorf("a NaN stderr is written as N/A, got %v", se)
+	}
+}

@@ -308,7 +308,12 @@ func writeSamples(w *bufio.Writer, t *runner.Result) error {
 				line["counted_as"] = t.Errors.Policy
 			} else {
 				sc := byFilter[f]
-				line["filtered_resps"] = []any{sc.Filtered}
+				if t.Task.Output == evalsuite.MultipleChoice {
+					// One [log-likelihood, is_greedy] pair per choice.
+					line["filtered_resps"] = sc.Filtered
+				} else {
+					line["filtered_resps"] = []any{sc.Filtered}
+				}
 				for k, v := range sc.Scores {
 					names = append(names, k)
 					if len(v) == 1 {
