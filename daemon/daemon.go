@@ -100,6 +100,8 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 		started: time.Now(), pid: os.Getpid(), runsDir: runsDir,
 		reloads: make(chan reloadRequest),
 	}
+	stopSchedules := d.startSchedules(unitsCtx) // [[schedule]] runs; see schedules.go
+	defer stopSchedules()
 	apiDone := make(chan struct{})
 	srv := control.NewHTTPServer((&control.Server{Backend: d, Logger: log, Done: apiDone}).Handler())
 	serveErr := make(chan error, 1)
