@@ -1,10 +1,12 @@
 package ctl
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/ttis-dev/ttis/daemon/api/client"
 	"github.com/urfave/cli/v2"
@@ -89,3 +91,17 @@ func writeJSON(w io.Writer, v any) error {
 
 // newClient returns a control API client for --socket (or TTIS_SOCKET).
 func newClient(c *cli.Context) *client.Client { return client.New(c.String("socket")) }
+
+// completeUnits prints the daemon's unit names for shell completion; it
+// prints nothing when the daemon does not answer quickly.
+func completeUnits(c *cli.Context) {
+	ctx, cancel := context.WithTimeout(c.Context, time.Second)
+	defer cancel()
+	list, err := newClient(c).Units(ctx)
+	if err != nil {
+		return
+	}
+	for _, u := range list.Units {
+		fmt.Fprintln(c.App.Writer, u.Name)
+	}
+}

@@ -10,10 +10,11 @@ import (
 
 func logsCommand() *cli.Command {
 	return &cli.Command{
-		Name:        "logs",
-		Usage:       "print a unit's recent server output and supervisor events",
-		ArgsUsage:   "UNIT",
-		Description: "With --output json, one JSON object per line.\n" + exitCodesHelp,
+		Name:         "logs",
+		BashComplete: completeUnits,
+		Usage:        "print a unit's recent server output and supervisor events",
+		ArgsUsage:    "UNIT",
+		Description:  "With --output json, one JSON object per line.\n" + exitCodesHelp,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until interrupted"},
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 100, Usage: "how many recent lines to print first (0: all kept)"},

@@ -21,7 +21,8 @@ func statusCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 10, Usage: "log lines shown per unit"},
 		},
-		Action: runStatus,
+		Action:       runStatus,
+		BashComplete: completeUnits,
 	}
 }
 

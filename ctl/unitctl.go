@@ -28,11 +28,12 @@ func unitActionCommand(verb, usage string, call func(*client.Client, context.Con
 		flags = append(flags, &cli.DurationFlag{Name: "wait", Usage: "wait up to this long for the unit to become active (0: return once started)"})
 	}
 	return &cli.Command{
-		Name:        verb,
-		Usage:       usage,
-		ArgsUsage:   "UNIT",
-		Description: exitCodesHelp,
-		Flags:       flags,
+		Name:         verb,
+		Usage:        usage,
+		ArgsUsage:    "UNIT",
+		Description:  exitCodesHelp,
+		Flags:        flags,
+		BashComplete: completeUnits,
 		Action: func(c *cli.Context) error {
 			args, err := positional(c, 1, 1)
 			if err != nil {

@@ -84,7 +84,7 @@ func (s *Server) action(verb string, f func(context.Context, string) error) http
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if s.Logger != nil {
-			s.Logger.Info("control request", "action", verb, "unit", name)
+			s.Logger.Info("control request", append([]any{"action", verb, "unit", name}, peerAttrs(r.Context())...)...)
 		}
 		if err := f(r.Context(), name); err != nil {
 			s.fail(w, err)
@@ -101,7 +101,7 @@ func (s *Server) action(verb string, f func(context.Context, string) error) http
 
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	if s.Logger != nil {
-		s.Logger.Info("control request", "action", "reload")
+		s.Logger.Info("control request", append([]any{"action", "reload"}, peerAttrs(r.Context())...)...)
 	}
 	res, err := s.Backend.Reload(r.Context())
 	if err != nil {
@@ -208,5 +208,5 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // NewHTTPServer returns an http.Server for h with timeouts that suit a
 // local API whose log stream may stay open for hours.
 func NewHTTPServer(h http.Handler) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, ConnContext: peerContext}
 }

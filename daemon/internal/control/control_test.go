@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -274,3 +276,31 @@ func TestListenSocket(t *testing.T) {
 		t.Fatalf("listen over a regular file: %v", err)
 	}
 }
+
+func TestAuditLogNamesPeer(t *testing.T) {
+	var logged strings.Builder
+	fb := &fakeBackend{ring: logring.New(2)}
+	sock := filepath.Join(t.TempDir(), "c.sock")
+	ln, err := Listen(sock, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logged.Write(p) })
+	srv := NewHTTPServer((&Server{Backend: fb, Logger: slog.New(slog.NewTextHandler(w, nil))}).Handler())
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Shutdown(context.Background())
+	if _, err := client.New(sock).Stop(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := fmt.Sprintf("action=stop unit=a peer_uid=%d peer_pid=%d", os.Getuid(), os.Getpid())
+	if !strings.Contains(logged.String(), want) {
+		t.Fatalf("audit log %q lacks %q", logged.String(), want)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
