@@ -517,10 +517,16 @@ type Aggregate struct {
 // Key is lm-eval's result key "metric,filter".
 func (a Aggregate) Key() string { return a.Metric + "," + a.Filter }
 
-// AggregateScores means every (metric, filter)'s flattened values and
-// attaches the sample standard error of the mean. perFilter maps a filter
-// name to the documents' Scores.
+// AggregateScores means every (metric, filter)'s flattened values. Metrics
+// aggregated by "mean" get the sample standard error of the mean; others
+// (IFEval's agg_inst_level_acc) get NaN, written "N/A", as lm-eval gives no
+// standard error for custom aggregations. perFilter maps a filter name to
+// the documents' Scores.
 func AggregateScores(metrics []MetricSpec, filters []string, perFilter map[string][]Scores) []Aggregate {
+	agg := map[string]string{}
+	for _, m := range metrics {
+		agg[m.Name] = m.Aggregation
+	}
 	var out []Aggregate
 	for _, f := range filters {
 		names := map[string]bool{}
@@ -547,7 +553,11 @@ func AggregateScores(metrics []MetricSpec, filters []string, perFilter map[strin
 			for _, s := range perFilter[f] {
 				vals = append(vals, s[m]...)
 			}
-			out = append(out, Aggregate{Metric: m, Filter: f, Value: metric.Mean(vals), Stderr: metric.MeanStderr(vals), N: len(vals)})
+			se := math.NaN()
+			if agg[m] == "" || agg[m] == "mean" {
+				se = metric.MeanStderr(vals)
+			}
+			out = append(out, Aggregate{Metric: m, Filter: f, Value: metric.Mean(vals), Stderr: se, N: len(vals)})
 		}
 	}
 	return out

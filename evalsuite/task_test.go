@@ -33,11 +33,14 @@ func TestAggregateFlattensInstructionLevel(t *testing.T) {
 		{"prompt": {1}, "inst": {1, 1}},
 		{"prompt": {0}, "inst": {1, 0, 0}},
 	}}
-	aggs := AggregateScores([]MetricSpec{{Name: "prompt"}, {Name: "inst"}}, []string{"none"}, per)
+	aggs := AggregateScores([]MetricSpec{{Name: "prompt", Aggregation: "mean"}, {Name: "inst", Aggregation: "agg_inst_level_acc"}}, []string{"none"}, per)
 	if len(aggs) != 2 || aggs[0].Key() != "prompt,none" || aggs[0].Value != 0.5 || aggs[0].N != 2 {
 		t.Fatalf("%+v", aggs)
 	}
-	if aggs[1].Value != 0.6 || aggs[1].N != 5 || math.IsNaN(aggs[1].Stderr) {
-		t.Errorf("instruction level %+v, want the mean of 5 flattened values", aggs[1])
+	if aggs[1].Value != 0.6 || aggs[1].N != 5 || !math.IsNaN(aggs[1].Stderr) {
+		t.Errorf("instruction level %+v, want the mean of 5 flattened values and no stderr", aggs[1])
+	}
+	if math.IsNaN(aggs[0].Stderr) {
+		t.Error("a mean metric has a stderr")
 	}
 }
