@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -34,6 +35,7 @@ type chatTemplate struct {
 	family     Family
 	bos, eos   string
 	newContext func() *exec.Context
+	now        func() time.Time
 }
 
 // ChatTemplate describes what ChatPrompt renders with.
@@ -54,8 +56,8 @@ func (t *Tokenizer) ChatTemplate() ChatTemplate {
 	return ChatTemplate{Source: c.source, Family: c.family, ParseError: c.parseErr, Builtin: c.tmpl == nil}
 }
 
-func (t *Tokenizer) initChat(f *gguf.File) error {
-	c := &chatTemplate{family: t.guessFamily(f.Architecture())}
+func (t *Tokenizer) initChat(f *gguf.File, now func() time.Time) error {
+	c := &chatTemplate{family: t.guessFamily(f.Architecture()), now: now}
 	if t.bos >= 0 {
 		c.bos = t.tokens[t.bos]
 	}
@@ -200,6 +202,7 @@ func (t *Tokenizer) ChatPrompt(messages []runtime.ChatMessage, addGenerationProm
 		raised = &TemplateError{Message: msg}
 		return "", raised
 	})
+	ctx.Set("strftime_now", func(format string) string { return strftime(c.now(), format) })
 	ctx.Set("messages", msgs)
 	ctx.Set("add_generation_prompt", addGenerationPrompt)
 	ctx.Set("bos_token", c.bos)
@@ -359,4 +362,56 @@ func alternatingTurns(messages []runtime.ChatMessage) (string, []runtime.ChatMes
 		}
 	}
 	return system, messages, nil
+}
+
+// strftime formats t with C strftime directives, as Python's
+// datetime.strftime does for the ones chat templates use; an unknown
+// directive is kept as written.
+func strftime(t time.Time, format string) string {
+	var sb strings.Builder
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			sb.WriteByte(format[i])
+			continue
+		}
+		i++
+		switch format[i] {
+		case 'Y':
+			fmt.Fprintf(&sb, "%04d", t.Year())
+		case 'y':
+			fmt.Fprintf(&sb, "%02d", t.Year()%100)
+		case 'm':
+			fmt.Fprintf(&sb, "%02d", int(t.Month()))
+		case 'd':
+			fmt.Fprintf(&sb, "%02d", t.Day())
+		case 'e':
+			fmt.Fprintf(&sb, "%2d", t.Day())
+		case 'H':
+			fmt.Fprintf(&sb, "%02d", t.Hour())
+		case 'I':
+			fmt.Fprintf(&sb, "%02d", (t.Hour()+11)%12+1)
+		case 'M':
+			fmt.Fprintf(&sb, "%02d", t.Minute())
+		case 'S':
+			fmt.Fprintf(&sb, "%02d", t.Second())
+		case 'p':
+			sb.WriteString(t.Format("PM"))
+		case 'j':
+			fmt.Fprintf(&sb, "%03d", t.YearDay())
+		case 'b':
+			sb.WriteString(t.Format("Jan"))
+		case 'B':
+			sb.WriteString(t.Format("January"))
+		case 'a':
+			sb.WriteString(t.Format("Mon"))
+		case 'A':
+			sb.WriteString(t.Format("Monday"))
+		case '%':
+			sb.WriteByte('%')
+		default:
+			sb.WriteByte('%')
+			sb.WriteByte(format[i])
+		}
+	}
+	return sb.String()
 }

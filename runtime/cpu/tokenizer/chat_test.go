@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
@@ -296,6 +297,23 @@ func TestTemplateStringMethods(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := "Be_brief.|BE brief.|BE|False;Hi_there_|Hi thEre |HI|True;"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestStrftimeNow(t *testing.T) {
+	kv := append(spmVocab(), gguf.KV{Key: "tokenizer.chat_template",
+		Value: `{%- set today = strftime_now("%Y-%m-%d") %}{{ today }}|{{ strftime_now("%d %b %Y, %A %B %j %H:%M:%S %I%p %y %% %Q") }}`})
+	now := time.Date(2024, time.July, 6, 15, 4, 5, 0, time.UTC)
+	tk, err := NewWithOptions(parseKV(t, kv), Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tk.ChatPrompt(conversation, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "2024-07-06|06 Jul 2024, Saturday July 188 15:04:05 03PM 24 % %Q"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/dlclark/regexp2"
 	"github.com/ttis-dev/ttis/runtime"
@@ -82,15 +83,28 @@ var _ runtime.Tokenizer = (*Tokenizer)(nil)
 // New builds the tokenizer a GGUF file describes. It refuses unknown
 // tokenizer models and pre-tokenizers, and vocabularies whose arrays
 // disagree in length or whose special token ids are out of range.
-func New(f *gguf.File) (*Tokenizer, error) {
-	t, err := newTokenizer(f)
+func New(f *gguf.File) (*Tokenizer, error) { return NewWithOptions(f, Options{}) }
+
+// Options adjust what New builds.
+type Options struct {
+	// Now is the clock chat templates read through strftime_now
+	// (time.Now when nil).
+	Now func() time.Time
+}
+
+// NewWithOptions is New with options.
+func NewWithOptions(f *gguf.File, opts Options) (*Tokenizer, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	t, err := newTokenizer(f, opts)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
 	return t, nil
 }
 
-func newTokenizer(f *gguf.File) (*Tokenizer, error) {
+func newTokenizer(f *gguf.File, opts Options) (*Tokenizer, error) {
 	model, err := f.RequireString("tokenizer.ggml.model")
 	if err != nil {
 		return nil, err
@@ -202,7 +216,7 @@ func newTokenizer(f *gguf.File) (*Tokenizer, error) {
 			return nil, err
 		}
 	}
-	if err := t.initChat(f); err != nil {
+	if err := t.initChat(f, opts.Now); err != nil {
 		return nil, err
 	}
 	return t, nil
