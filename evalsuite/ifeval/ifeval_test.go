@@ -86,3 +86,46 @@ func TestUnsupportedAndBadArguments(t *testing.T) {
 		t.Error("Supported must list every checker")
 	}
 }
+
+// fuzzKwargs gives every supported instruction valid arguments.
+var fuzzKwargs = map[string]Kwargs{
+	"change_case:capital_word_frequency":            {"capital_frequency": 2.0, "capital_relation": "at least"},
+	"length_constraints:number_words":               {"num_words": 10.0, "relation": "less than"},
+	"length_constraints:number_paragraphs":          {"num_paragraphs": 2.0},
+	"detectable_format:number_bullet_lists":         {"num_bullets": 2.0},
+	"detectable_format:number_highlighted_sections": {"num_highlights": 1.0},
+	"detectable_format:multiple_sections":           {"section_spliter": "Section", "num_sections": 2.0},
+	"detectable_content:number_placeholders":        {"num_placeholders": 1.0},
+	"detectable_content:postscript":                 {"postscript_marker": "P.S."},
+	"startend:end_checker":                          {"end_phrase": "Bye."},
+	"keywords:existence":                            {"keywords": []any{"rain"}},
+	"keywords:forbidden_words":                      {"forbidden_words": []any{"sun"}},
+	"keywords:frequency":                            {"keyword": "rain", "frequency": 2.0, "relation": "at least"},
+	"keywords:letter_frequency":                     {"letter": "a", "let_frequency": 3.0, "let_relation": "less than"},
+	"combination:repeat_prompt":                     {"prompt_to_repeat": "Say hi."},
+}
+
+func FuzzCheck(f *testing.F) {
+	f.Add("Section 1\n* rain\n* sun\n***\n<<t>> P.S. Bye.")
+	f.Add("```json\n{\"a\": [1, 2]}\n```")
+	f.Add("")
+	ids := Supported()
+	kws := make([]Kwargs, len(ids))
+	for i, id := range ids {
+		kws[i] = fuzzKwargs[id]
+		if kws[i] == nil {
+			kws[i] = Kwargs{}
+		}
+	}
+	f.Fuzz(func(t *testing.T, resp string) {
+		res, err := Check(resp, ids, kws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ids {
+			if res.Strict[i] && !res.Loose[i] {
+				t.Fatalf("%s: followed strictly but not loosely", ids[i])
+			}
+		}
+	})
+}
