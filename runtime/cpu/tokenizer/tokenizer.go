@@ -468,17 +468,11 @@ func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 			continue
 		}
 		if t.IsSpecial(id) || t.types[id] == TypeUnused {
-			if id == t.bos && first {
-				// BOS does not end the leading position.
-				if !skipSpecial {
-					sb.WriteString(t.tokens[id])
-				}
-				continue
-			}
 			if !skipSpecial {
 				sb.WriteString(t.tokens[id])
 			}
-			first = false
+			// BOS keeps the next token in the leading position.
+			first = first && id == t.bos
 			continue
 		}
 		b := t.TokenBytes(id)
