@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 )
@@ -48,5 +49,42 @@ func BenchmarkForward(b *testing.B) {
 				run("tg128@8", 8*128, func() (time.Duration, error) { return bench.Generate(128, 8) })
 			})
 		}
+	}
+}
+
+// BenchmarkEngine measures end-to-end generation through the scheduler
+// (sampling, streams, continuous batching) with 1 and 8 concurrent
+// sequences of 64 greedy tokens on the 24m Q8_0 preset, reporting the
+// aggregate tokens/s.
+func BenchmarkEngine(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "model.gguf")
+	if err := synth.Create(path, synth.Options{Preset: "24m", Type: gguf.TypeQ8_0, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(path, Options{Threads: 2, MaxSeqs: 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	prompt := []int{1, 100, 200, 300}
+	for _, seqs := range []int{1, 8} {
+		b.Run(fmt.Sprintf("seqs=%d", seqs), func(b *testing.B) {
+			tokens := 0
+			start := time.Now()
+			for b.Loop() {
+				streams := make([]*runtime.Stream, seqs)
+				for i := range streams {
+					streams[i] = mustGenerate(b, e, &runtime.Request{Prompt: prompt, MaxTokens: 64, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1})
+				}
+				for _, st := range streams {
+					toks, _, err := collect(b, st)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tokens += len(toks)
+				}
+			}
+			b.ReportMetric(float64(tokens)/time.Since(start).Seconds(), "tok/s")
+		})
 	}
 }
