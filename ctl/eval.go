@@ -79,6 +79,7 @@ Exit status: 0 ok, 1 could not run, 2 some samples errored, 3 a check failed.`,
 			&cli.IntFlag{Name: "max-retries", Value: 3, Usage: "attempts per request (exponential back-off)"},
 			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "bound on one request attempt"},
 			&cli.IntFlag{Name: "seed", Value: 1234, Usage: "seed sent with every request"},
+			&cli.StringFlag{Name: "think-end-token", Usage: "score only the text after this token (e.g. </think>) of reasoning models"},
 			&cli.StringFlag{Name: "errors-as", Value: "wrong", Usage: "errored samples count as wrong, or exclude them"},
 			&cli.StringFlag{Name: "results-dir", Usage: "where results go (url mode default ./ttis-eval/<run-id>; unit mode: the daemon's runs dir)"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "request cache (default <results-dir>/cache; - for none)"},
@@ -262,6 +263,7 @@ func runEval(c *cli.Context) error {
 		BuiltinSize: c.Int("size"), MaxGenToks: c.Int("max-gen-toks"), Concurrency: c.Int("concurrency"),
 		MaxRetries: c.Int("max-retries"), Timeout: c.Duration("timeout"), Seed: c.Int("seed"),
 		ErrorPolicy: runner.ErrorPolicy(c.String("errors-as")), CacheDir: c.String("cache-dir"), Version: c.App.Version,
+		ThinkEndToken: c.String("think-end-token"),
 	}
 	switch l := c.String("limit"); l {
 	case "smoke", "ci-commit", "ci-nightly", "ci-long", "full":

@@ -102,3 +102,28 @@ func (fixedBackend) API() client.API { return client.Completions }
 func (b fixedBackend) Do(context.Context, evalsuite.Instance) (evalsuite.Response, json.RawMessage, error) {
 	return evalsuite.Response{Text: b.text}, nil, nil
 }
+
+func TestThinkEndToken(t *testing.T) {
+	task, err := tasks.Build("ttis_arith", tasks.Source{Size: 1, NumFewShot: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, _ := task.Docs[0].Str("answer")
+	final := ans[strings.LastIndex(ans, "#### "):]
+	be := fixedBackend{text: "<think>maybe #### 99999</think> " + final}
+	for _, tc := range []struct {
+		token string
+		want  float64
+	}{{"", 0}, {"</think>", 1}} {
+		res, err := runner.Run(context.Background(), task, be, runner.Options{ThinkEndToken: tc.token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := value(t, res, "exact_match,strict-match").Value; got != tc.want {
+			t.Errorf("token %q: strict %v, want %v", tc.token, got, tc.want)
+		}
+		if !strings.HasPrefix(res.Samples[0].Responses[0].Text, "<think>") {
+			t.Error("the raw response must be kept")
+		}
+	}
+}

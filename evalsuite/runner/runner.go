@@ -17,6 +17,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/schollz/progressbar/v3"
@@ -56,6 +57,11 @@ type Options struct {
 	ErrorPolicy ErrorPolicy
 	// Progress, when set, receives a progress bar (pass a terminal).
 	Progress io.Writer
+	// ThinkEndToken, when set, removes a reasoning model's thinking from
+	// generated text before scoring: everything up to and including the
+	// last occurrence of the token (lm-eval's think_end_token). The raw
+	// text stays in the samples.
+	ThinkEndToken string
 }
 
 // SampleError is why a sample could not be scored.
@@ -153,7 +159,7 @@ func Run(ctx context.Context, task *evalsuite.Task, be Backend, opts Options) (*
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				res.Samples[i] = runDoc(ctx, task, be, opts.Cache, task.Docs[i])
+				res.Samples[i] = runDoc(ctx, task, be, opts, task.Docs[i])
 				if bar != nil {
 					_ = bar.Add(1)
 				}
@@ -187,7 +193,8 @@ func hashJSON(v any) string {
 	return hex.EncodeToString(s[:])
 }
 
-func runDoc(ctx context.Context, task *evalsuite.Task, be Backend, cache *Cache, doc evalsuite.Doc) Sample {
+func runDoc(ctx context.Context, task *evalsuite.Task, be Backend, opts Options, doc evalsuite.Doc) Sample {
+	cache := opts.Cache
 	s := Sample{DocID: doc.ID, Source: doc.Source, Doc: doc.Fields, DocHash: hashJSON(doc.Fields)}
 	if task.SubtaskOf != nil {
 		s.Subtask = task.SubtaskOf(doc)
@@ -241,7 +248,17 @@ func runDoc(ctx context.Context, task *evalsuite.Task, be Backend, cache *Cache,
 			}
 		}
 	}
-	scored, err := task.Score(doc, s.Responses)
+	toScore := s.Responses
+	if opts.ThinkEndToken != "" {
+		toScore = make([]evalsuite.Response, len(s.Responses))
+		for i, r := range s.Responses {
+			if j := strings.LastIndex(r.Text, opts.ThinkEndToken); j >= 0 {
+				r.Text = r.Text[j+len(opts.ThinkEndToken):]
+			}
+			toScore[i] = r
+		}
+	}
+	scored, err := task.Score(doc, toScore)
 	if err != nil {
 		s.Err = &SampleError{Kind: "scoring", Message: err.Error()}
 		return s

@@ -53,6 +53,8 @@ type Config struct {
 	Timeout     time.Duration
 	Seed        int
 	ErrorPolicy runner.ErrorPolicy
+	// ThinkEndToken strips reasoning before scoring (see runner.Options).
+	ThinkEndToken string
 	// OutputDir receives the result files; CacheDir the resume cache
 	// (default OutputDir/cache; "-" disables it).
 	OutputDir string
@@ -179,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 		limits = append(limits, name+"="+limitStr)
 		res, err := runner.Run(ctx, task, cl, runner.Options{Concurrency: cfg.Concurrency, Limit: limit, Cache: cache,
-			ErrorPolicy: cfg.ErrorPolicy, Progress: cfg.Progress})
+			ErrorPolicy: cfg.ErrorPolicy, Progress: cfg.Progress, ThinkEndToken: cfg.ThinkEndToken})
 		if err != nil {
 			return nil, err
 		}
