@@ -208,10 +208,16 @@ func TestChunkedPrefillMatchesTokenByToken(t *testing.T) {
 			pool := kernels.NewPool(2)
 			defer pool.Close()
 			r := NewRunner(m, pool, 64)
-			prompt := []int{1, 403, 407, 261, 378, 11, 271, 302, 263, 407, 261, 378, 300, 280}
-			refIDs, refLogits := greedy(t, r, m.NewCache(128), prompt, 16, 1)
-			for _, chunk := range []int{3, len(prompt)} {
-				ids, logits := greedy(t, r, m.NewCache(128), prompt, 16, chunk)
+			// 300 positions: past the first size of the caches and of the
+			// attention score buffers, which must grow mid-sequence.
+			prompt := make([]int, 290)
+			prompt[0] = 1
+			for i := 1; i < len(prompt); i++ {
+				prompt[i] = (i*37 + 11) % m.Cfg.Vocab
+			}
+			refIDs, refLogits := greedy(t, r, m.NewCache(512), prompt, 10, 1)
+			for _, chunk := range []int{3, 64} {
+				ids, logits := greedy(t, r, m.NewCache(512), prompt, 10, chunk)
 				if d := maxAbsDiff(refLogits, logits); d > batchTolerance {
 					t.Errorf("chunk %d: last prompt logits differ from token-by-token by %g", chunk, d)
 				}
