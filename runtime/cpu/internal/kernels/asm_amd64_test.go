@@ -58,6 +58,13 @@ func TestAsmF32(t *testing.T) {
 		f32Tile4x3(w, stride, x, stride, n, out, 10)
 		out1 := make([]float32, 4)
 		f32Tile4x1(w, stride, x, n, out1)
+		x8 := randVec(rng, 8*stride)
+		out8 := make([]float32, 7*3+1)
+		f32Tile1x8(w, x8, stride, n, out8, 3)
+		for b := 0; b < 8; b++ {
+			xb := x8[b*stride : b*stride+n]
+			closeSum(t, "f32Tile1x8", out8[b*3], dotF32Go(w[:n], xb), absDot(w[:n], xb))
+		}
 		for r := 0; r < 4; r++ {
 			wr := w[r*stride : r*stride+n]
 			closeSum(t, "f32Tile4x1", out1[r], dotF32Go(wr, x[:n]), absDot(wr, x[:n]))

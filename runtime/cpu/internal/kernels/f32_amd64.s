@@ -222,3 +222,75 @@ t43sum:
 	VMOVUPS X2, (DX)(R10*2)
 	VZEROUPPER
 	RET
+
+// func f32Tile1x8(w []float32, x []float32, xs int, n int, out []float32, os int)
+// out[b*os] = sum_{c<n} w[c]*x[b*xs+c] for b < 8; n must be a multiple of
+// 8. One weight row meets eight activation rows: the weights stream once,
+// sequentially, which suits batched decode of matrices larger than the
+// caches.
+TEXT ·f32Tile1x8(SB), NOSPLIT, $0-96
+	MOVQ w_base+0(FP), SI
+	MOVQ x_base+24(FP), DI
+	MOVQ xs+48(FP), R9
+	MOVQ n+56(FP), CX
+	SHLQ $2, R9
+	SHLQ $2, CX
+	LEAQ (DI)(R9*1), R8
+	LEAQ (DI)(R9*2), R10
+	LEAQ (R8)(R9*2), R11
+	LEAQ (R10)(R9*2), R12
+	LEAQ (R11)(R9*2), R13
+	LEAQ (R12)(R9*2), BX
+	LEAQ (R13)(R9*2), DX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ AX, AX
+
+t18loop:
+	CMPQ AX, CX
+	JAE  t18sum
+	VMOVUPS (SI)(AX*1), Y8
+	VFMADD231PS (DI)(AX*1), Y8, Y0
+	VFMADD231PS (R8)(AX*1), Y8, Y1
+	VFMADD231PS (R10)(AX*1), Y8, Y2
+	VFMADD231PS (R11)(AX*1), Y8, Y3
+	VFMADD231PS (R12)(AX*1), Y8, Y4
+	VFMADD231PS (R13)(AX*1), Y8, Y5
+	VFMADD231PS (BX)(AX*1), Y8, Y6
+	VFMADD231PS (DX)(AX*1), Y8, Y7
+	ADDQ $32, AX
+	JMP  t18loop
+
+t18sum:
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0         // [s0 s1 s2 s3 | upper halves]
+	VHADDPS Y5, Y4, Y4
+	VHADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4         // [s4 s5 s6 s7 | upper halves]
+	VPERM2F128 $0x20, Y4, Y0, Y9
+	VPERM2F128 $0x31, Y4, Y0, Y10
+	VADDPS Y10, Y9, Y9         // s0..s7
+	MOVQ out_base+64(FP), DI
+	MOVQ os+88(FP), R9
+	SHLQ $2, R9
+	VEXTRACTF128 $1, Y9, X10
+	VMOVSS X9, (DI)
+	VEXTRACTPS $1, X9, (DI)(R9*1)
+	LEAQ (DI)(R9*2), DI
+	VEXTRACTPS $2, X9, (DI)
+	VEXTRACTPS $3, X9, (DI)(R9*1)
+	LEAQ (DI)(R9*2), DI
+	VMOVSS X10, (DI)
+	VEXTRACTPS $1, X10, (DI)(R9*1)
+	LEAQ (DI)(R9*2), DI
+	VEXTRACTPS $2, X10, (DI)
+	VEXTRACTPS $3, X10, (DI)(R9*1)
+	VZEROUPPER
+	RET

@@ -32,6 +32,9 @@ func axpyF32AVX(alpha float32, x, y []float32)
 func f32Tile4x1(w []float32, ws int, x []float32, n int, out []float32)
 
 //go:noescape
+func f32Tile1x8(w []float32, x []float32, xs int, n int, out []float32, os int)
+
+//go:noescape
 func f32Tile4x3(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
 
 // Dot returns the dot product of a and b[:len(a)].
@@ -151,6 +154,10 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 	x, out := j.x[:batch*cols], j.out
 	n8 := cols &^ 7
 	r := r0
+	if n8 > 0 && batch >= 8 && batch < f32RowTileMaxBatch {
+		matmulF32Rows1x8(j, r0, r1)
+		return
+	}
 	// A single activation row streams the weight rows one after another:
 	// one sequential stream per thread is what the hardware prefetchers
 	// follow best once the matrix is larger than the caches (measured:
@@ -323,6 +330,35 @@ func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
 		row := data[r*rb : (r+1)*rb]
 		for b := 0; b < batch; b++ {
 			out[b*rows+r] = q8DotAVX(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+		}
+	}
+}
+
+// f32RowTileMaxBatch is the batch from which 4x3 tiles beat 1x8 row tiles
+// (measured per CPU-second: 1x8 reads a 32000x288 matrix 1.5x faster at
+// batch 8, 4x3 is 2x faster from batch 16 on).
+const f32RowTileMaxBatch = 16
+
+// matmulF32Rows1x8 streams each weight row once against eight activation
+// rows at a time (batched decode): one sequential stream of weights.
+func matmulF32Rows1x8(j *matmulJob, r0, r1 int) {
+	cols, rows, batch := j.w.Cols, j.w.Rows, j.batch
+	w := bytesF32(j.w.Data)[:rows*cols]
+	x, out := j.x[:batch*cols], j.out
+	n8 := cols &^ 7
+	for r := r0; r < r1; r++ {
+		wr := w[r*cols : (r+1)*cols]
+		b := 0
+		for ; b+8 <= batch; b += 8 {
+			f32Tile1x8(wr, x[b*cols:(b+8)*cols], cols, n8, out[b*rows+r:(b+7)*rows+r+1], rows)
+			if n8 < cols {
+				for bb := b; bb < b+8; bb++ {
+					out[bb*rows+r] += dotF32Go(wr[n8:], x[bb*cols+n8:(bb+1)*cols])
+				}
+			}
+		}
+		for ; b < batch; b++ {
+			out[b*rows+r] = Dot(wr, x[b*cols:(b+1)*cols])
 		}
 	}
 }

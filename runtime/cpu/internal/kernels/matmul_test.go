@@ -75,7 +75,7 @@ func TestMatMul(t *testing.T) {
 	for _, tc := range types {
 		for _, cols := range tc.cols {
 			for _, rows := range []int{1, 17} {
-				for _, batch := range []int{1, 5} {
+				for _, batch := range []int{1, 5, 9} {
 					name := fmt.Sprintf("%s/%dx%d/batch%d", tc.typ, rows, cols, batch)
 					t.Run(name, func(t *testing.T) {
 						w := mustWeight(t, tc.typ, rows, cols, randVec(rng, rows*cols))
