@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 
@@ -12,14 +13,27 @@ import (
 	"github.com/ttis-dev/ttis/runtime/cpu"
 	"github.com/ttis-dev/ttis/runtime/serve"
 	"github.com/ttis-dev/ttis/runtime/sim"
+	"github.com/ttis-dev/ttis/runtime/vllm"
 	"github.com/ttis-dev/ttis/units"
 )
 
 // runtimes maps a unit's runtime name to the function that opens its engine.
-// A runtime missing here fails `ttisd serve` with a clear error.
+// A runtime missing here and in upstreams fails `ttisd serve` with a clear
+// error.
 var runtimes = map[string]serve.OpenFunc{
 	"sim": sim.Open,
 	"cpu": cpu.Open,
+}
+
+// upstreams maps runtimes that forward to an upstream server.
+var upstreams = map[string]serve.UpstreamOpenFunc{
+	"vllm": func(ctx context.Context, u *units.Unit, log *slog.Logger) (serve.Upstream, error) {
+		s, err := vllm.Open(ctx, u, log)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	},
 }
 
 func serveCommand() *cli.Command {
@@ -43,17 +57,27 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
-			return runUnit(c.Context, u, runtimes, serve.Options{Version: version, Logger: log, Grace: c.Duration("grace")})
+			return runUnit(c.Context, u, runtimes, upstreams, serve.Options{Version: version, Logger: log, Grace: c.Duration("grace")})
 		},
 	}
 }
 
-// runUnit serves u with the engine its runtime opens.
-func runUnit(ctx context.Context, u *units.Unit, opens map[string]serve.OpenFunc, o serve.Options) error {
+// runUnit serves u with the engine or upstream its runtime opens.
+func runUnit(ctx context.Context, u *units.Unit, opens map[string]serve.OpenFunc, ups map[string]serve.UpstreamOpenFunc, o serve.Options) error {
+	if up, ok := ups[u.Runtime]; ok {
+		log := o.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		return serve.RunUnitUpstream(ctx, u, func(ctx context.Context) (serve.Upstream, error) { return up(ctx, u, log) }, o)
+	}
 	open, ok := opens[u.Runtime]
 	if !ok {
-		names := make([]string, 0, len(opens))
+		names := make([]string, 0, len(opens)+len(ups))
 		for n := range opens {
+			names = append(names, n)
+		}
+		for n := range ups {
 			names = append(names, n)
 		}
 		sort.Strings(names)

@@ -77,14 +77,18 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, &apiError{Status: fasthttp.StatusUnauthorized, Type: "AuthenticationError", Message: err.Error()})
 		return
 	}
-	st := s.state.Load()
-	if st == nil {
-		s.unavailable(ctx)
-		return
-	}
 	if s.draining.Load() {
 		ctx.Response.Header.Set("Retry-After", "5")
 		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: "the server is shutting down"})
+		return
+	}
+	if up := s.upstream.Load(); up != nil {
+		s.forward(ctx, up, path, reqID, start)
+		return
+	}
+	st := s.state.Load()
+	if st == nil {
+		s.unavailable(ctx)
 		return
 	}
 	r.fn(ctx, st, reqID)
@@ -105,7 +109,11 @@ func (s *Server) unavailable(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
-	if s.state.Load() == nil {
+	if up := s.upstream.Load(); up != nil && !up.alive() {
+		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: fmt.Sprintf("the upstream server exited: %v", up.u.Err())})
+		return
+	}
+	if !s.Ready() {
 		s.unavailable(ctx)
 		return
 	}
@@ -128,6 +136,9 @@ func writeJSON(ctx *fasthttp.RequestCtx, v any) {
 
 func (s *Server) version(ctx *fasthttp.RequestCtx) {
 	v := map[string]any{"version": s.cfg.Version, "server": "ttis"}
+	if up := s.upstream.Load(); up != nil {
+		v["upstream_model"] = up.u.Model()
+	}
 	if st := s.state.Load(); st != nil {
 		v["runtime"] = st.info.Runtime
 		v["engine"] = st.info.Version

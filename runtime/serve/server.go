@@ -68,9 +68,10 @@ type Config struct {
 // engine with SetEngine (health turns 200), serve with Serve and stop with
 // Shutdown; Run does all of that.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	state atomic.Pointer[engineState]
+	cfg      Config
+	log      *slog.Logger
+	state    atomic.Pointer[engineState]
+	upstream atomic.Pointer[upstreamState]
 	// loadErr is set when the engine failed to open.
 	loadErr atomic.Pointer[string]
 	sem     *semaphore.Weighted
@@ -166,8 +167,8 @@ func (s *Server) SetLoadError(err error) {
 	s.loadErr.Store(&msg)
 }
 
-// Ready reports whether an engine is set.
-func (s *Server) Ready() bool { return s.state.Load() != nil }
+// Ready reports whether an engine or an upstream is set.
+func (s *Server) Ready() bool { return s.state.Load() != nil || s.upstream.Load() != nil }
 
 // Handler is the server's request handler (for in-process tests and
 // benchmarks that serve it on their own listener).
@@ -207,6 +208,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // (see Shutdown) and closes the engine. A failed engine open ends Run with
 // the error.
 func Run(ctx context.Context, cfg Config, open func(context.Context) (runtime.Engine, error)) error {
+	return runBackend(ctx, cfg, func(c context.Context) (backend, error) {
+		e, err := open(c)
+		if err != nil {
+			return nil, err
+		}
+		return engineBackend{e}, nil
+	})
+}
+
+// RunUpstream is Run for a unit whose requests go to an upstream server
+// (the vllm runtime): it ends with an error when the upstream dies, so the
+// supervisor restarts the unit.
+func RunUpstream(ctx context.Context, cfg Config, open func(context.Context) (Upstream, error)) error {
+	return runBackend(ctx, cfg, func(c context.Context) (backend, error) {
+		u, err := open(c)
+		if err != nil {
+			return nil, err
+		}
+		return upstreamBackend{u}, nil
+	})
+}
+
+func runBackend(ctx context.Context, cfg Config, open func(context.Context) (backend, error)) error {
 	s, err := New(cfg)
 	if err != nil {
 		return err
@@ -218,66 +242,92 @@ func Run(ctx context.Context, cfg Config, open func(context.Context) (runtime.En
 	return s.run(ctx, ln, open)
 }
 
-func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Context) (runtime.Engine, error)) error {
+// backend is what a unit's requests are served from: an engine, or an
+// upstream server they are forwarded to.
+type backend interface {
+	// install makes the server ready with this backend.
+	install(s *Server)
+	// dead is closed when the backend dies on its own (nil: never).
+	dead() <-chan struct{}
+	deathErr() error
+	Close() error
+}
+
+type engineBackend struct{ runtime.Engine }
+
+func (b engineBackend) install(s *Server) {
+	s.SetEngine(b.Engine)
+	i := b.Info()
+	s.log.Info("ready", "model", i.Model, "runtime", i.Runtime, "simulated", i.Simulated)
+}
+func (engineBackend) dead() <-chan struct{} { return nil }
+func (engineBackend) deathErr() error       { return nil }
+
+type upstreamBackend struct{ Upstream }
+
+func (b upstreamBackend) install(s *Server) {
+	s.SetUpstream(b.Upstream)
+	s.log.Info("ready", "model", b.Model(), "runtime", "upstream")
+}
+func (b upstreamBackend) dead() <-chan struct{} { return b.Done() }
+func (b upstreamBackend) deathErr() error       { return b.Err() }
+
+func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Context) (backend, error)) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.Serve(ln) }()
 	s.log.Info("listening", "addr", ln.Addr().String(), "model", s.cfg.Model)
 
 	type opened struct {
-		e   runtime.Engine
+		b   backend
 		err error
 	}
 	openCtx, cancelOpen := context.WithCancel(ctx)
 	defer cancelOpen()
 	openDone := make(chan opened, 1)
 	go func() {
-		e, err := open(openCtx)
-		openDone <- opened{e, err}
+		b, err := open(openCtx)
+		openDone <- opened{b, err}
 	}()
 
-	var eng runtime.Engine
+	var be backend
 	var runErr error
-	loading := true
-	for loading {
-		select {
-		case o := <-openDone:
-			loading = false
-			if o.err != nil {
-				runErr = fmt.Errorf("open runtime: %w", o.err)
-				s.SetLoadError(runErr)
-				break
-			}
-			eng = o.e
-			s.SetEngine(eng)
-			s.log.Info("ready", "model", eng.Info().Model, "runtime", eng.Info().Runtime, "simulated", eng.Info().Simulated)
-			select {
-			case <-ctx.Done():
-			case err := <-serveErr:
-				runErr = fmt.Errorf("serve: %w", err)
-			}
-		case <-ctx.Done():
-			loading = false
-			cancelOpen()
-		case err := <-serveErr:
-			loading = false
-			runErr = fmt.Errorf("serve: %w", err)
+	select {
+	case o := <-openDone:
+		if o.err != nil {
+			runErr = fmt.Errorf("open runtime: %w", o.err)
+			s.SetLoadError(runErr)
+			break
 		}
+		be = o.b
+		be.install(s)
+		select {
+		case <-ctx.Done():
+		case err := <-serveErr:
+			runErr = fmt.Errorf("serve: %w", err)
+		case <-be.dead():
+			runErr = fmt.Errorf("runtime exited: %v", be.deathErr())
+			s.log.Error("runtime exited", "err", be.deathErr())
+		}
+	case <-ctx.Done():
+		cancelOpen()
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serve: %w", err)
 	}
 	s.log.Info("stopping", "grace", s.cfg.ShutdownGrace)
 	if err := s.Shutdown(context.Background()); err != nil && runErr == nil {
 		s.log.Warn("shutdown did not finish cleanly", "err", err)
 	}
-	if eng == nil {
-		// The open may still be running; wait for it so its engine is
+	if be == nil {
+		// The open may still be running; wait for it so what it opened is
 		// closed rather than leaked.
 		select {
 		case o := <-openDone:
-			eng = o.e
+			be = o.b
 		case <-time.After(s.cfg.ShutdownGrace):
 		}
 	}
-	if eng != nil {
-		if err := eng.Close(); err != nil {
+	if be != nil {
+		if err := be.Close(); err != nil {
 			s.log.Warn("closing runtime", "err", err)
 		}
 	}

@@ -48,9 +48,9 @@ func TestHealthWhileLoading(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- s.run(ctx, ln, func(context.Context) (runtime.Engine, error) {
+		done <- s.run(ctx, ln, func(context.Context) (backend, error) {
 			<-release
-			return newSim(t), nil
+			return engineBackend{newSim(t)}, nil
 		})
 	}()
 	for _, p := range []string{"/health", "/v1/models"} {
@@ -94,7 +94,7 @@ func TestLoadFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("no device")
-	err = s.run(context.Background(), ln, func(context.Context) (runtime.Engine, error) { return nil, boom })
+	err = s.run(context.Background(), ln, func(context.Context) (backend, error) { return nil, boom })
 	if !errors.Is(err, boom) {
 		t.Errorf("run = %v, want the open error", err)
 	}

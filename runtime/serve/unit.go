@@ -78,6 +78,22 @@ func RunUnit(ctx context.Context, u *units.Unit, open func(context.Context) (run
 	return Run(ctx, cfg, open)
 }
 
+// UpstreamOpenFunc opens a unit's upstream server (vllm.Open, adapted).
+type UpstreamOpenFunc func(ctx context.Context, u *units.Unit, log *slog.Logger) (Upstream, error)
+
+// RunUnitUpstream serves a loaded unit by forwarding to the upstream that
+// open starts (see RunUpstream).
+func RunUnitUpstream(ctx context.Context, u *units.Unit, open func(context.Context) (Upstream, error), o Options) error {
+	cfg, err := ConfigFor(u, o)
+	if err != nil {
+		return err
+	}
+	if cfg.Logger != nil {
+		cfg.Logger = cfg.Logger.With("unit", u.Name)
+	}
+	return RunUpstream(ctx, cfg, open)
+}
+
 // NewLogger returns the serve process's logger: tint (coloured text) when
 // w is a terminal, JSON lines otherwise.
 func NewLogger(w io.Writer, level string) (*slog.Logger, error) {

@@ -1,0 +1,99 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Upstream is an OpenAI-compatible server a unit forwards its API to (the
+// vllm runtime's *vllm.Server satisfies it). The front door keeps auth,
+// admission (one slot per generation request), the request log and the
+// queue and latency metrics; the upstream does the rest.
+type Upstream interface {
+	// Forward sends ctx's request upstream and writes the answer to ctx;
+	// onChunk sees each body chunk, done is called once at the end.
+	Forward(ctx *fasthttp.RequestCtx, onChunk func(n int), done func(error))
+	// Model is the name the upstream serves.
+	Model() string
+	// Done is closed when the upstream exits; Err says why.
+	Done() <-chan struct{}
+	Err() error
+	Close() error
+}
+
+type upstreamState struct{ u Upstream }
+
+// SetUpstream makes the server ready, forwarding to u.
+func (s *Server) SetUpstream(u Upstream) {
+	s.upstream.Store(&upstreamState{u: u})
+}
+
+// upstreamAlive reports whether an upstream is set and still running.
+func (st *upstreamState) alive() bool {
+	select {
+	case <-st.u.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// forward serves an authenticated API request from the upstream.
+func (s *Server) forward(ctx *fasthttp.RequestCtx, st *upstreamState, path, reqID string, start time.Time) {
+	if !st.alive() {
+		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: fmt.Sprintf("the upstream server exited: %v", st.u.Err())})
+		return
+	}
+	if path != "/v1/completions" && path != "/v1/chat/completions" {
+		st.u.Forward(ctx, nil, nil)
+		return
+	}
+	if !s.sem.TryAcquire(1) {
+		if s.m.waiting.Add(1) > int64(s.cfg.MaxQueue) {
+			s.m.waiting.Add(-1)
+			retryAfter(ctx, time.Second)
+			writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
+				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, s.cfg.MaxQueue)})
+			return
+		}
+		wctx, cancel := s.genCtx, context.CancelFunc(func() {})
+		if s.cfg.RequestTimeout > 0 {
+			wctx, cancel = context.WithTimeout(s.genCtx, s.cfg.RequestTimeout)
+		}
+		err := s.sem.Acquire(wctx, 1)
+		cancel()
+		s.m.waiting.Add(-1)
+		if err != nil {
+			j := &job{s: s}
+			writeError(ctx, j.ctxError(err))
+			return
+		}
+	}
+	s.m.running.Add(1)
+	s.m.queue.observe(time.Since(start).Seconds())
+	var first atomic.Bool
+	var released atomic.Bool
+	st.u.Forward(ctx, func(int) {
+		if first.CompareAndSwap(false, true) {
+			s.m.ttft.observe(time.Since(start).Seconds())
+		}
+	}, func(err error) {
+		if !released.CompareAndSwap(false, true) {
+			return
+		}
+		s.sem.Release(1)
+		s.m.running.Add(-1)
+		s.m.e2e.observe(time.Since(start).Seconds())
+		if err != nil {
+			s.m.finished("abort")
+		}
+		if s.log.Enabled(context.Background(), slog.LevelDebug) {
+			s.log.Debug("request", "request_id", reqID, "path", path, "upstream", true, "err", err, "duration", time.Since(start))
+		}
+	})
+}
