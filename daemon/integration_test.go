@@ -39,7 +39,11 @@ func runMain(m *testing.M) int {
 	}
 	ttisdBin, ttisctlBin = filepath.Join(dir, "ttisd"), filepath.Join(dir, "ttisctl")
 	for bin, pkg := range map[string]string{ttisdBin: "./cmd/ttisd", ttisctlBin: "./cmd/ttisctl"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		args := []string{"build", "-o", bin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, pkg)...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
