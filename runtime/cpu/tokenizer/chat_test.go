@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -141,10 +142,8 @@ func llama3Vocab() []gguf.KV {
 			kv[i].Value = "llama"
 		}
 	}
-	return append(kv,
-		gguf.KV{Key: "tokenizer.ggml.bos_token_id", Value: uint32(266)},
-		gguf.KV{Key: "tokenizer.ggml.add_bos_token", Value: true},
-	)
+	// No add_bos_token: the llama-bpe pre-tokenizer implies it.
+	return append(kv, gguf.KV{Key: "tokenizer.ggml.bos_token_id", Value: uint32(266)})
 }
 
 func TestBuiltinFormats(t *testing.T) {
@@ -315,5 +314,24 @@ func TestStrftimeNow(t *testing.T) {
 	}
 	if want := "2024-07-06|06 Jul 2024, Saturday July 188 15:04:05 03PM 24 % %Q"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestLlama3AddsBOS(t *testing.T) {
+	tk, err := New(parseKV(t, llama3Vocab()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := tk.Encode("hello", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pieces(tk, ids); !reflect.DeepEqual(got, []string{"<|begin_of_text|>", "hello"}) {
+		t.Errorf("Encode = %q, want BOS first", got)
+	}
+	prompt, _ := tk.ChatPrompt(conversation[1:2], true)
+	ids, _ = tk.Encode(prompt, true)
+	if ids[0] != 266 || ids[1] != 267 {
+		t.Errorf("chat prompt ids start %v, want one BOS then <|start_header_id|>", ids[:2])
 	}
 }

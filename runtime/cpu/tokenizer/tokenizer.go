@@ -172,6 +172,11 @@ func newTokenizer(f *gguf.File, opts Options) (*Tokenizer, error) {
 			return nil, err
 		}
 	}
+	if pre, _ := f.String("tokenizer.ggml.pre"); t.model == ModelGPT2 && t.bos >= 0 && (pre == "llama3" || pre == "llama-bpe") {
+		// Llama 3 expects <|begin_of_text|> even when the file does not
+		// say so; other byte-level vocabularies add nothing by default.
+		t.addBOS = true
+	}
 	if t.unk < 0 && t.model == ModelSPM {
 		if id, ok := t.index["<unk>"]; ok {
 			t.unk = id
