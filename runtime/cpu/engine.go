@@ -215,9 +215,6 @@ func (e *Engine) Info() runtime.Info { return e.info }
 // Tokenizer returns the model's tokenizer.
 func (e *Engine) Tokenizer() runtime.Tokenizer { return e.tok }
 
-// Model exposes the loaded model's hyper-parameters.
-func (e *Engine) Model() model.Config { return e.model.Cfg }
-
 // Generate validates the request and queues it for the scheduler.
 func (e *Engine) Generate(ctx context.Context, req *runtime.Request) (*runtime.Stream, error) {
 	if len(req.Prompt) == 0 {
