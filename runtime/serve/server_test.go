@@ -148,3 +148,42 @@ func TestPanicBecomes500(t *testing.T) {
 		t.Errorf("health %d after panics", code)
 	}
 }
+
+// A client that sends its request too slowly is cut off after ReadTimeout
+// instead of holding a connection forever.
+func TestSlowClientTimesOut(t *testing.T) {
+	s, err := New(Config{Model: "m", MaxConcurrency: 1, ReadTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newSim(t)
+	defer e.Close()
+	s.SetEngine(e)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.srv.Shutdown()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Headers promise a body that never comes.
+	if _, err := io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"prompt\""); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("connection not closed by the server: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("cut off after %v", d)
+	}
+	if len(b) > 0 && !strings.Contains(string(b), "408") && !strings.Contains(string(b), "400") {
+		t.Errorf("answer to a slow client: %q", b)
+	}
+}
