@@ -91,8 +91,11 @@ func runRelease(c *cli.Context) error {
 		}
 	case c.NArg() == 1:
 		if runsDir, err = resolveReleaseUnit(c, &t); err != nil {
-			if daemonclient.IsUnreachable(err) {
+			switch {
+			case daemonclient.IsUnreachable(err):
 				return cli.Exit("release: "+err.Error(), exitUnavailable)
+			case daemonclient.IsNotFound(err):
+				return cli.Exit("release: "+err.Error(), exitNoUnit)
 			}
 			return fail("%v", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,17 +35,110 @@ func repoRoot(t *testing.T) string {
 	return ""
 }
 
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// build compiles ttisd and ttisctl once per test binary.
 func build(t *testing.T) (ttisd, ttisctl string) {
 	t.Helper()
-	bin := t.TempDir()
-	for _, name := range []string{"ttisd", "ttisctl"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, name), "./cmd/"+name)
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", name, err, out)
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "ttis-release-bin-"); buildErr != nil {
+			return
+		}
+		for _, name := range []string{"ttisd", "ttisctl"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), "./cmd/"+name)
+			cmd.Dir = repoRoot(t)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("build %s: %v\n%s", name, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "ttisd"), filepath.Join(binDir, "ttisctl")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// TestReleaseUnitThroughDaemon runs `ttisctl release UNIT` against a sim
+// unit supervised by a real ttisd: the daemon supplies the address, model,
+// device and results folder.
+func TestReleaseUnitThroughDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ttisd and ttisctl")
+	}
+	ttisd, ttisctl := build(t)
+	dir := t.TempDir()
+	unitsDir, state := filepath.Join(dir, "units"), filepath.Join(dir, "state")
+	sock := filepath.Join(dir, "ttisd.sock")
+	if err := os.MkdirAll(unitsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	body := fmt.Sprintf("model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = %q\n[sim]\ntime_scale = 0.0\n", addr)
+	if err := os.WriteFile(filepath.Join(unitsDir, "llama.toml"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(ttisd, "--units-dir", unitsDir, "--state-dir", state, "--socket", sock, "--log-format", "text")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	active := false
+	for i := 0; i < 300 && !active; i++ {
+		out, _ := exec.Command(ttisctl, "--socket", sock, "status", "llama").CombinedOutput()
+		active = strings.Contains(string(out), "active (running)") || strings.Contains(string(out), " active ")
+		if !active {
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	return filepath.Join(bin, "ttisd"), filepath.Join(bin, "ttisctl")
+	if !active {
+		t.Fatalf("unit did not become active:\n%s", logs.String())
+	}
+	out, rc := ctl(t, ttisctl, "--socket", sock, "release", "llama")
+	if rc != 0 {
+		t.Fatalf("release llama: exit %d\n%s\n%s", rc, out, logs.String())
+	}
+	store := &runs.Store{Root: filepath.Join(state, "runs")}
+	list, _ := store.List("llama")
+	if len(list) != 1 || list[0].Verdict != runs.VerdictPass || !list[0].Simulated || list[0].Device != "n150" {
+		t.Fatalf("runs of llama = %+v", list)
+	}
+	path, rc := ctl(t, ttisctl, "--socket", sock, "report", "-f", "path", list[0].ID)
+	if rc != 0 || strings.TrimSpace(path) != store.Dir(list[0]) {
+		t.Errorf("report path through the daemon = %q, want %s", path, store.Dir(list[0]))
+	}
+	if _, rc := ctl(t, ttisctl, "--socket", sock, "release", "nope"); rc != 4 {
+		t.Errorf("release of an unknown unit: exit %d", rc)
+	}
 }
 
 // serveSim starts `ttisd serve` on a sim unit with time_scale 0 and waits

@@ -163,7 +163,9 @@ func (s *Store) Create(m Manifest) (*Run, error) {
 	if err := CheckUnitName(m.Unit); err != nil {
 		return nil, err
 	}
-	m.Started = s.now().Truncate(time.Second)
+	// Full precision: runs started in the same second still list in
+	// order.
+	m.Started = s.now()
 	id, err := NewID(m.Started, m.Workflow, s.Rand)
 	if err != nil {
 		return nil, err
@@ -385,19 +387,20 @@ func (s *Store) Open(ref string) (Manifest, string, error) {
 	return Manifest{}, "", fmt.Errorf("run %q is ambiguous: %s", ref, strings.Join(ids, ", "))
 }
 
-// Previous returns the newest complete run of unit and workflow started
-// before the run id before (any, when before is empty); ok is false when
-// there is none.
-func (s *Store) Previous(unit, workflow, before string) (Manifest, bool) {
+// Previous returns the newest complete run of unit and workflow listed
+// before (that is, started earlier than) the run id current, or the newest
+// of all when current is empty; ok is false when there is none.
+func (s *Store) Previous(unit, workflow, current string) (Manifest, bool) {
 	all, _ := s.List(unit)
+	passed := current == ""
 	for _, m := range all {
-		if m.Workflow != workflow || m.Status != StatusComplete || m.ID == before {
+		if m.ID == current {
+			passed = true
 			continue
 		}
-		if before != "" && m.ID > before {
-			continue
+		if passed && m.Workflow == workflow && m.Status == StatusComplete {
+			return m, true
 		}
-		return m, true
 	}
 	return Manifest{}, false
 }
