@@ -33,9 +33,17 @@ func modelBenchCommand() *cli.Command {
 			&cli.IntFlag{Name: "reps", Aliases: []string{"r"}, Value: 3, Usage: "measured repetitions per test"},
 		},
 		Action: func(c *cli.Context) error {
-			args, err := positional(c, 1, 1)
-			if err != nil {
-				return err
+			args := c.Args().Slice()
+			for _, a := range args[min(1, len(args)):] {
+				if strings.HasPrefix(a, "-") {
+					return benchUsage("flag %q after PATH; put flags before PATH", a)
+				}
+			}
+			if len(args) != 1 {
+				return benchUsage("want one argument, the GGUF PATH (got %d)", len(args))
+			}
+			if strings.HasPrefix(args[0], "-") {
+				return benchUsage("flag %q where PATH belongs; put flags before PATH", args[0])
 			}
 			asJSON, err := jsonOutput(c)
 			if err != nil {
@@ -43,10 +51,10 @@ func modelBenchCommand() *cli.Command {
 			}
 			cfg := benchConfig{threads: c.Int("threads"), prompt: c.Int("p"), gen: c.Int("n"), reps: c.Int("reps")}
 			if cfg.batches, err = parseBatches(c.String("batch")); err != nil {
-				return usageError(c, "--batch: %v", err)
+				return benchUsage("--batch: %v", err)
 			}
 			if cfg.threads <= 0 || cfg.prompt < 0 || cfg.gen < 0 || cfg.reps <= 0 {
-				return usageError(c, "--threads and --reps must be positive, -p and -n not negative")
+				return benchUsage("--threads and --reps must be positive, -p and -n not negative")
 			}
 			rows, err := runModelBench(args[0], cfg)
 			if err != nil {
@@ -58,6 +66,13 @@ func modelBenchCommand() *cli.Command {
 			return writeBenchTable(c.App.Writer, rows)
 		},
 	}
+}
+
+// benchUsage is a usage error (exit 2) pointing at this subcommand's help;
+// the shared usageError names only the last command word, which here would
+// point at the unrelated "ttisctl bench".
+func benchUsage(format string, a ...any) error {
+	return cli.Exit(fmt.Sprintf("model bench: %s (see \"ttisctl model bench --help\")", fmt.Sprintf(format, a...)), exitUsage)
 }
 
 type benchConfig struct {
