@@ -106,7 +106,7 @@ func compileTemplate(source string) (*exec.Template, func() *exec.Context, error
 	cfg.LeftStripBlocks = true
 	cfg.KeepTrailingNewline = false
 	const name = "/chat_template" // the memory loader wants absolute names
-	loader, err := loaders.NewMemoryLoader(map[string]string{name: source})
+	loader, err := loaders.NewMemoryLoader(map[string]string{name: joinContinuedLines(source)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("chat template: %w", err)
 	}
@@ -164,6 +164,53 @@ func templateMethods() exec.Methods {
 	}
 	m.Str = exec.NewMethodSet(str)
 	return m
+}
+
+// joinContinuedLines removes backslash-newline pairs inside string literals
+// of template tags. Jinja decodes literals like Python, where such a pair
+// continues the line; the template library would keep the backslash.
+// Mistral's templates write their long default system prompts this way.
+func joinContinuedLines(src string) string {
+	if !strings.Contains(src, "\\\n") {
+		return src
+	}
+	var sb strings.Builder
+	sb.Grow(len(src))
+	inTag := false
+	var quote byte // the open string literal's quote inside a tag, or 0
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case !inTag:
+			if c == '{' && i+1 < len(src) && (src[i+1] == '{' || src[i+1] == '%') {
+				inTag = true
+				sb.WriteByte(c)
+				i++
+				c = src[i]
+			}
+		case quote != 0:
+			if c == '\\' && i+1 < len(src) {
+				if src[i+1] == '\n' {
+					i++
+					continue
+				}
+				sb.WriteByte(c)
+				i++
+				c = src[i]
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case (c == '}' || c == '%') && i+1 < len(src) && src[i+1] == '}':
+			inTag = false
+			sb.WriteByte(c)
+			i++
+			c = src[i]
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String()
 }
 
 // parseGuarded turns a panic inside the template library into an error:

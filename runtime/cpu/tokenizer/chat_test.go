@@ -335,3 +335,19 @@ func TestLlama3AddsBOS(t *testing.T) {
 		t.Errorf("chat prompt ids start %v, want one BOS then <|start_header_id|>", ids[:2])
 	}
 }
+
+func TestLineContinuationInLiterals(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{"{{ \"Paris.\\\nYour\" }}", "Paris.Your"},
+		{"{%- set m = 'a\\\n\\\nb' %}{{ m }}", "ab"},
+		{"{{ \"say \\\"hi\\\"\\\n!\" }}", "say \"hi\"!"},
+		{"text \\\n{{ 'x' }}", "text \\\nx"}, // outside tags the backslash is text
+	}
+	for _, c := range cases {
+		tk := withTemplate(t, spmVocab(), c.src)
+		got, err := tk.ChatPrompt(conversation, false)
+		if err != nil || got != c.want {
+			t.Errorf("%q rendered %q, %v; want %q", c.src, got, err, c.want)
+		}
+	}
+}
