@@ -58,6 +58,11 @@ func TestAsmF32(t *testing.T) {
 		f32Tile4x3(w, stride, x, stride, n, out, 10)
 		out1 := make([]float32, 4)
 		f32Tile4x1(w, stride, x, n, out1)
+		outRows := make([]float32, 4)
+		dotF32Rows(w, stride, x, n, outRows)
+		for r := 0; r < 4; r++ {
+			closeSum(t, "dotF32Rows", outRows[r], dotF32Go(w[r*stride:r*stride+n], x[:n]), absDot(w[r*stride:r*stride+n], x[:n]))
+		}
 		x8 := randVec(rng, 8*stride)
 		out8 := make([]float32, 7*3+1)
 		f32Tile1x8(w, x8, stride, n, out8, 3)
@@ -89,6 +94,8 @@ func TestAsmF16(t *testing.T) {
 		f16Tile4x3(w, stride, x, stride, n, out, 6)
 		out1 := make([]float32, 4)
 		f16Tile4x1(w, stride, x, n, out1)
+		outRows := make([]float32, 4)
+		dotF16Rows(w, stride, x, n, outRows)
 		wf := make([]float32, len(w))
 		F16ToF32Slice(wf, w)
 		for r := 0; r < 4; r++ {
@@ -96,6 +103,7 @@ func TestAsmF16(t *testing.T) {
 			mag := absDot(wf[r*stride:r*stride+n], x[:n])
 			closeSum(t, "f16Tile4x1", out1[r], dotF16Go(wr, x[:n]), mag)
 			closeSum(t, "dotF16AVX", dotF16AVX(wr, x[:n]), dotF16Go(wr, x[:n]), mag)
+			closeSum(t, "dotF16Rows", outRows[r], dotF16Go(wr, x[:n]), mag)
 			for b := 0; b < 3; b++ {
 				xb := x[b*stride : b*stride+n]
 				closeSum(t, "f16Tile4x3", out[b*6+r], dotF16Go(wr, xb), absDot(wf[r*stride:r*stride+n], xb))
@@ -156,6 +164,7 @@ func testAsmBlocks(t *testing.T, typ gguf.TensorType, blockBytes int, dot blockD
 		quantizeQ8Go(x, xq, xd, xd8)
 		out := make([]float32, 3*7+2)
 		tile(w.Data, rb, xq, cols, xd8, nb, out, 7)
+		rowsOut := make([]float32, 2)
 		for r := 0; r < 2; r++ {
 			row := w.Data[r*rb : (r+1)*rb]
 			deq := make([]float32, cols)
@@ -166,6 +175,12 @@ func testAsmBlocks(t *testing.T, typ gguf.TensorType, blockBytes int, dot blockD
 				mag := absDot(deq, x[b*cols:(b+1)*cols]) * 2
 				closeSum(t, typ.String()+" dot", dot(row, xb, db), want, mag)
 				closeSum(t, typ.String()+" tile", out[b*7+r], want, mag)
+				if typ == gguf.TypeQ8_0 {
+					q8Rows(w.Data, rb, xb, db, rowsOut)
+				} else {
+					q4Rows(w.Data, rb, xb, db, rowsOut)
+				}
+				closeSum(t, typ.String()+" rows", rowsOut[r], want, mag)
 			}
 		}
 	}

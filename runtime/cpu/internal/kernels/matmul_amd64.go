@@ -32,6 +32,18 @@ func axpyF32AVX(alpha float32, x, y []float32)
 func f32Tile4x1(w []float32, ws int, x []float32, n int, out []float32)
 
 //go:noescape
+func dotF32Rows(w []float32, stride int, x []float32, n int, out []float32)
+
+//go:noescape
+func dotF16Rows(w []uint16, stride int, x []float32, n int, out []float32)
+
+//go:noescape
+func q8Rows(w []byte, rb int, xq []int8, xd []float32, out []float32)
+
+//go:noescape
+func q4Rows(w []byte, rb int, xq []int8, xd []float32, out []float32)
+
+//go:noescape
 func f32Tile1x8(w []float32, x []float32, xs int, n int, out []float32, os int)
 
 //go:noescape
@@ -181,9 +193,21 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 			}
 		}
 	}
-	for ; r < r1; r++ {
-		for b := 0; b < batch; b++ {
-			out[b*rows+r] = Dot(w[r*cols:(r+1)*cols], x[b*cols:(b+1)*cols])
+	if r == r1 {
+		return
+	}
+	for b := 0; b < batch; b++ {
+		xb := x[b*cols : (b+1)*cols]
+		ob := out[b*rows+r : b*rows+r1]
+		if n8 > 0 {
+			dotF32Rows(w[r*cols:r1*cols], cols, xb, n8, ob)
+		} else {
+			clear(ob)
+		}
+		if n8 < cols {
+			for rr := r; rr < r1; rr++ {
+				ob[rr-r] += dotF32Go(w[rr*cols+n8:(rr+1)*cols], xb[n8:])
+			}
 		}
 	}
 }
@@ -191,6 +215,7 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 // blockDot is a one-row block-quantized dot product; blockTile its 2x4
 // (rows x batch) register tile.
 type (
+	blockRows func(w []byte, rb int, xq []int8, xd []float32, out []float32)
 	blockDot  func(w []byte, xq []int8, xd []float32) float32
 	blockTile func(w []byte, ws int, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
 )
@@ -206,7 +231,7 @@ func matmulQ8_0(j *matmulJob, r0, r1 int) {
 		matmulQ8_0VNNI(j, r0, r1)
 		return
 	}
-	matmulBlocks(j, r0, r1, q8DotAVX, q8Tile2x4)
+	matmulBlocks(j, r0, r1, q8Rows, q8DotAVX, q8Tile2x4)
 }
 
 func matmulQ4_0(j *matmulJob, r0, r1 int) {
@@ -214,10 +239,10 @@ func matmulQ4_0(j *matmulJob, r0, r1 int) {
 		matmulQ4_0Go(j, r0, r1)
 		return
 	}
-	matmulBlocks(j, r0, r1, q4DotAVX, q4Tile2x4)
+	matmulBlocks(j, r0, r1, q4Rows, q4DotAVX, q4Tile2x4)
 }
 
-func matmulBlocks(j *matmulJob, r0, r1 int, dot blockDot, tile blockTile) {
+func matmulBlocks(j *matmulJob, r0, r1 int, rowsDot blockRows, dot blockDot, tile blockTile) {
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
 	data, xq, xd, xd8, out := j.w.Data, j.xq, j.xd, j.xd8, j.out
@@ -236,10 +261,9 @@ func matmulBlocks(j *matmulJob, r0, r1 int, dot blockDot, tile blockTile) {
 			}
 		}
 	}
-	for ; r < r1; r++ {
-		row := data[r*rb : (r+1)*rb]
+	if r < r1 {
 		for b := 0; b < batch; b++ {
-			out[b*rows+r] = dot(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+			rowsDot(data[r*rb:r1*rb], rb, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb], out[b*rows+r:b*rows+r1])
 		}
 	}
 }
@@ -275,15 +299,21 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 			}
 		}
 	}
-	for ; r < r1; r++ {
-		row := w[r*cols : (r+1)*cols]
-		for b := 0; b < batch; b++ {
-			xb := x[b*cols : (b+1)*cols]
-			s := float32(0)
-			if n8 > 0 {
-				s = dotF16AVX(row[:n8], xb[:n8])
+	if r == r1 {
+		return
+	}
+	for b := 0; b < batch; b++ {
+		xb := x[b*cols : (b+1)*cols]
+		ob := out[b*rows+r : b*rows+r1]
+		if n8 > 0 {
+			dotF16Rows(w[r*cols:r1*cols], cols, xb, n8, ob)
+		} else {
+			clear(ob)
+		}
+		if n8 < cols {
+			for rr := r; rr < r1; rr++ {
+				ob[rr-r] += dotF16Go(w[rr*cols+n8:(rr+1)*cols], xb[n8:])
 			}
-			out[b*rows+r] = s + dotF16Go(row[n8:], xb[n8:])
 		}
 	}
 }
@@ -326,10 +356,9 @@ func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
 			}
 		}
 	}
-	for ; r < r1; r++ {
-		row := data[r*rb : (r+1)*rb]
+	if r < r1 {
 		for b := 0; b < batch; b++ {
-			out[b*rows+r] = q8DotAVX(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+			q8Rows(data[r*rb:r1*rb], rb, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb], out[b*rows+r:b*rows+r1])
 		}
 	}
 }
