@@ -7,6 +7,12 @@
 // Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
 // POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health,
 // GET /version, GET /metrics. /health, /version and /metrics need no auth.
+//
+// Streaming responses are written straight to the connection as HTTP/1.1
+// chunks, one write per batch of pending tokens, and end with
+// Connection: close. A unit whose runtime is an upstream server (vllm) is
+// served in upstream mode: auth, slots, the queue, the request log and
+// latency metrics stay here and the request is forwarded (see Upstream).
 package serve
 
 import (
