@@ -107,6 +107,9 @@ type Runner struct {
 	wantRows    []int
 	swigluFn    func(lo, hi int)
 	swigluFused bool      // the gate and up products are in gu
+	norm        []float32 // the norm weights normFn applies
+	normFn      func(lo, hi int)
+	prepareFn   func(lo, hi int)
 	qkv, gu     []float32 // outputs of the fused Q/K/V and gate/up products
 }
 
@@ -139,6 +142,8 @@ func NewRunner(m *Model, pool *kernels.Pool, maxTokens int) *Runner {
 	}
 	r.growScratch(256)
 	r.attnFn = r.attentionRange
+	r.normFn = r.normRange
+	r.prepareFn = r.prepareRange
 	r.swigluFn = r.swigluRange
 	return r
 }
@@ -189,56 +194,21 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 	}
 	r.ropeTables(b)
 
-	q, k, v, att := r.q[:n*qDim], r.k[:n*kvDim], r.v[:n*kvDim], r.att[:n*qDim]
+	att := r.att[:n*qDim]
 	hb := r.hb[:n*ffn]
 	for l := range r.m.layers {
 		ly := &r.m.layers[l]
-		for i := range n {
-			kernels.RMSNorm(xb[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], ly.attnNorm, cfg.Eps)
-		}
-		if ly.qkv != nil {
-			w := qDim + 2*kvDim
-			qkv := r.qkv[:n*w]
-			r.pool.MatMul(qkv, ly.qkv, xb, n)
-			for i := range n {
-				row := qkv[i*w : (i+1)*w]
-				copy(q[i*qDim:(i+1)*qDim], row[:qDim])
-				copy(k[i*kvDim:(i+1)*kvDim], row[qDim:qDim+kvDim])
-				copy(v[i*kvDim:(i+1)*kvDim], row[qDim+kvDim:])
-			}
-		} else {
-			r.pool.MatMul(q, ly.wq, xb, n)
-			r.pool.MatMul(k, ly.wk, xb, n)
-			r.pool.MatMul(v, ly.wv, xb, n)
-		}
-		for i := range n {
-			qi, ki, vi := q[i*qDim:(i+1)*qDim], k[i*kvDim:(i+1)*kvDim], v[i*kvDim:(i+1)*kvDim]
-			if ly.bq != nil {
-				kernels.Add(qi, ly.bq)
-			}
-			if ly.bk != nil {
-				kernels.Add(ki, ly.bk)
-			}
-			if ly.bv != nil {
-				kernels.Add(vi, ly.bv)
-			}
-			if ly.qNorm != nil {
-				for h := range cfg.Heads {
-					hq := qi[h*cfg.HeadDim : (h+1)*cfg.HeadDim]
-					kernels.RMSNorm(hq, hq, ly.qNorm, cfg.Eps)
-				}
-				for h := range cfg.KVHeads {
-					hk := ki[h*cfg.HeadDim : (h+1)*cfg.HeadDim]
-					kernels.RMSNorm(hk, hk, ly.kNorm, cfg.Eps)
-				}
-			}
-			r.rope(qi, cfg.Heads, i)
-			r.rope(ki, cfg.KVHeads, i)
-			c, pos := b.Caches[i], b.Pos[i]
-			copy(c.k[l][pos*kvDim:(pos+1)*kvDim], ki)
-			copy(c.v[l][pos*kvDim:(pos+1)*kvDim], vi)
-		}
 		r.attnBatch, r.attnLayer = b, l
+		r.norm = ly.attnNorm
+		r.tokens(n, r.normFn)
+		if ly.qkv != nil {
+			r.pool.MatMul(r.qkv[:n*(qDim+2*kvDim)], ly.qkv, xb, n)
+		} else {
+			r.pool.MatMul(r.q[:n*qDim], ly.wq, xb, n)
+			r.pool.MatMul(r.k[:n*kvDim], ly.wk, xb, n)
+			r.pool.MatMul(r.v[:n*kvDim], ly.wv, xb, n)
+		}
+		r.tokens(n, r.prepareFn)
 		if attnWork < inlineAttention {
 			r.attnFn(0, n*cfg.Heads)
 		} else {
@@ -247,9 +217,8 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		r.pool.MatMul(xb, ly.wo, att, n)
 		kernels.Add(x, xb)
 
-		for i := range n {
-			kernels.RMSNorm(xb[i*dim:(i+1)*dim], x[i*dim:(i+1)*dim], ly.ffnNorm, cfg.Eps)
-		}
+		r.norm = ly.ffnNorm
+		r.tokens(n, r.normFn)
 		if ly.gateUp != nil {
 			r.pool.MatMul(r.gu[:n*2*ffn], ly.gateUp, xb, n)
 			r.swigluFused = true
@@ -258,7 +227,7 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 			r.pool.MatMul(r.hb2[:n*ffn], ly.up, xb, n)
 			r.swigluFused = false
 		}
-		r.pool.Run(n, r.swigluFn)
+		r.tokens(n, r.swigluFn)
 		r.pool.MatMul(xb, ly.down, hb, n)
 		kernels.Add(x, xb)
 	}
@@ -289,6 +258,72 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 	}
 	r.pool.MatMul(logits, r.m.output, outIn, nOut)
 	return logits, nil
+}
+
+// parallelTokens is the batch size from which per-token vector work runs on
+// the pool rather than on the calling thread.
+const parallelTokens = 16
+
+// tokens runs fn over the batch's tokens [0,n), on the pool for large
+// batches.
+func (r *Runner) tokens(n int, fn func(lo, hi int)) {
+	if n < parallelTokens {
+		fn(0, n)
+		return
+	}
+	r.pool.Run(n, fn)
+}
+
+// normRange writes RMSNorm(x)·r.norm into xb for tokens [lo,hi).
+func (r *Runner) normRange(lo, hi int) {
+	dim := r.m.Cfg.Dim
+	for i := lo; i < hi; i++ {
+		kernels.RMSNorm(r.xb[i*dim:(i+1)*dim], r.x[i*dim:(i+1)*dim], r.norm, r.m.Cfg.Eps)
+	}
+}
+
+// prepareRange turns tokens [lo,hi)'s Q/K/V products into attention
+// inputs: biases, per-head norms, rope, and the keys and values appended to
+// their caches.
+func (r *Runner) prepareRange(lo, hi int) {
+	cfg := &r.m.Cfg
+	b, l := r.attnBatch, r.attnLayer
+	ly := &r.m.layers[l]
+	qDim, kvDim := cfg.QDim(), cfg.KVDim()
+	w := qDim + 2*kvDim
+	for i := lo; i < hi; i++ {
+		qi, ki, vi := r.q[i*qDim:(i+1)*qDim], r.k[i*kvDim:(i+1)*kvDim], r.v[i*kvDim:(i+1)*kvDim]
+		if ly.qkv != nil {
+			row := r.qkv[i*w : (i+1)*w]
+			copy(qi, row[:qDim])
+			copy(ki, row[qDim:qDim+kvDim])
+			copy(vi, row[qDim+kvDim:])
+		}
+		if ly.bq != nil {
+			kernels.Add(qi, ly.bq)
+		}
+		if ly.bk != nil {
+			kernels.Add(ki, ly.bk)
+		}
+		if ly.bv != nil {
+			kernels.Add(vi, ly.bv)
+		}
+		if ly.qNorm != nil {
+			for h := range cfg.Heads {
+				hq := qi[h*cfg.HeadDim : (h+1)*cfg.HeadDim]
+				kernels.RMSNorm(hq, hq, ly.qNorm, cfg.Eps)
+			}
+			for h := range cfg.KVHeads {
+				hk := ki[h*cfg.HeadDim : (h+1)*cfg.HeadDim]
+				kernels.RMSNorm(hk, hk, ly.kNorm, cfg.Eps)
+			}
+		}
+		r.rope(qi, cfg.Heads, i)
+		r.rope(ki, cfg.KVHeads, i)
+		c, pos := b.Caches[i], b.Pos[i]
+		copy(c.k[l][pos*kvDim:(pos+1)*kvDim], ki)
+		copy(c.v[l][pos*kvDim:(pos+1)*kvDim], vi)
+	}
 }
 
 // growScratch makes every attention score buffer hold at least n
