@@ -29,7 +29,7 @@ func modelBenchCommand() *cli.Command {
 			&cli.IntFlag{Name: "threads", Aliases: []string{"t"}, Value: cpu.DefaultThreads(), Usage: "compute threads"},
 			&cli.IntFlag{Name: "p", Value: 128, Usage: "prompt tokens of the pp test (0 skips it)"},
 			&cli.IntFlag{Name: "n", Value: 128, Usage: "generated tokens of the tg tests (0 skips them)"},
-			&cli.StringFlag{Name: "batch", Value: "1", Usage: "comma-separated sequence counts of the tg tests, e.g. 1,8"},
+			&cli.StringFlag{Name: "batch", Value: "1,8", Usage: "comma-separated sequence counts of the tg tests (tgN@B for B > 1)"},
 			&cli.IntFlag{Name: "reps", Aliases: []string{"r"}, Value: 3, Usage: "measured repetitions per test"},
 		},
 		Action: func(c *cli.Context) error {
