@@ -78,8 +78,10 @@ type daemon struct {
 	devDir   string
 	socket   string
 	cmd      *exec.Cmd
-	exited   chan error
-	cl       *client.Client
+	// done is closed once the daemon has exited; exitErr is its status.
+	done    chan struct{}
+	exitErr error
+	cl      *client.Client
 }
 
 func freePort(t testing.TB) string {
@@ -123,7 +125,7 @@ func startDaemon(t testing.TB, units map[string]string, args ...string) *daemon 
 		devDir:   filepath.Join(dir, "dev"),
 		// Short path: sun_path is limited to 108 bytes.
 		socket: filepath.Join(dir, "s.sock"),
-		exited: make(chan error, 1),
+		done:   make(chan struct{}),
 	}
 	if tt, ok := t.(*testing.T); ok {
 		d.t = tt
@@ -145,14 +147,27 @@ func startDaemon(t testing.TB, units map[string]string, args ...string) *daemon 
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { d.exited <- d.cmd.Wait(); logf.Close() }()
+	go func() {
+		d.exitErr = d.cmd.Wait()
+		logf.Close()
+		close(d.done)
+	}()
 	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
+		select {
+		case <-d.done: // the test stopped it
+		default:
 			_ = d.cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-d.exited:
+			case <-d.done:
+				err := d.exitErr
+				// Non-zero is a failed shutdown, or a data race found by
+				// a -race build (exit 66).
+				if err != nil {
+					t.Errorf("ttisd exit after SIGTERM: %v", err)
+				}
 			case <-time.After(20 * time.Second):
 				_ = d.cmd.Process.Kill()
+				t.Error("ttisd did not exit within 20s of SIGTERM")
 			}
 		}
 		if t.Failed() {
@@ -167,10 +182,9 @@ func startDaemon(t testing.TB, units map[string]string, args ...string) *daemon 
 			break
 		}
 		select {
-		case err := <-d.exited:
-			d.exited <- err
+		case <-d.done:
 			b, _ := os.ReadFile(filepath.Join(dir, "ttisd.log"))
-			t.Fatalf("ttisd exited at start: %v\n%s", err, b)
+			t.Fatalf("ttisd exited at start: %v\n%s", d.exitErr, b)
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -413,8 +427,8 @@ func TestSIGTERMStopsEveryUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-d.exited:
-		if err != nil {
+	case <-d.done:
+		if err := d.exitErr; err != nil {
 			t.Fatalf("ttisd exit after SIGTERM: %v", err)
 		}
 	case <-time.After(20 * time.Second):
@@ -655,7 +669,8 @@ func TestSystemdNotifyWatchdogAndSIGHUP(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMsg(t, msgs, "STOPPING=1")
-	if err := <-d.exited; err != nil {
+	<-d.done
+	if err := d.exitErr; err != nil {
 		t.Fatalf("exit: %v", err)
 	}
 	waitGone(t, u.PID)
