@@ -14,12 +14,15 @@ import (
 	"github.com/ttis-dev/ttis/runtime/sim"
 )
 
-func newSim(t *testing.T) *sim.Engine {
+func newSim(t *testing.T) *sim.Engine { return newSimF(t) }
+
+func newSimF(t testing.TB) *sim.Engine {
 	t.Helper()
 	e, err := sim.New(sim.Config{Model: "m", MaxContext: 512, MaxConcurrency: 4, TimeScale: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	return e
 }
 
