@@ -4,8 +4,8 @@
 
 // Row-loop variants of the single-row dot products: one call computes a
 // whole chunk of rows (the Go call per row costs as much as a short row).
-// Generated from the single-row kernels by a script, so the inner loops
-// are identical to the tested ones.
+// Their inner loops repeat those of dotF32AVX, dotF16AVX, q8DotAVX and
+// q4DotAVX instruction for instruction (with local label names).
 
 DATA rones16<>+0(SB)/8, $0x0001000100010001
 DATA rones16<>+8(SB)/8, $0x0001000100010001
