@@ -200,7 +200,7 @@ func bearer(key string) map[string][]string {
 // daemon's (when one answers), else ./ttis-state.
 func storeDir(c *cli.Context) (string, error) {
 	if d := c.String("state-dir"); d != "" {
-		return filepath.Join(d, "runs"), nil
+		return filepath.Abs(filepath.Join(d, "runs"))
 	}
 	ctx, cancel := context.WithTimeout(c.Context, 3*time.Second)
 	defer cancel()
@@ -211,7 +211,7 @@ func storeDir(c *cli.Context) (string, error) {
 	case err == nil:
 		return filepath.Join(info.StateDir, "runs"), nil
 	case daemonclient.IsUnreachable(err):
-		return filepath.Join("ttis-state", "runs"), nil
+		return filepath.Abs(filepath.Join("ttis-state", "runs"))
 	}
 	return "", fmt.Errorf("daemon info: %w (or pass --state-dir)", err)
 }

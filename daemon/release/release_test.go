@@ -254,3 +254,25 @@ func TestChooseEvalTasks(t *testing.T) {
 		t.Errorf("with a %s dataset: %v", task, got)
 	}
 }
+
+func FuzzParseJSON(f *testing.F) {
+	if b, err := os.ReadFile(filepath.Join("testdata", "report.json")); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"sections":[{"kind":"benchmarks","data":[{"isl":1,"mean_ttft_ms":null}]},{"kind":"evals","data":{}}]}`))
+	f.Add([]byte(`{"sections":[{"kind":"benchmarks","targets":{"tier_factors":{"x":"y"}},"data":null}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseJSON(b)
+		if err != nil {
+			return
+		}
+		// Whatever parses renders again.
+		if _, err := JSON(r); err != nil {
+			t.Errorf("JSON of a parsed report: %v", err)
+		}
+		_ = Markdown(r)
+		if _, err := HTML(r); err != nil {
+			t.Errorf("HTML of a parsed report: %v", err)
+		}
+	})
+}

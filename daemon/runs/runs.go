@@ -264,6 +264,27 @@ func (r *Run) Finish(status, verdict, errMsg string) error {
 	return r.save()
 }
 
+// ParseManifest decodes a run.json; name is used in errors. The id must be
+// a run id and the unit a valid unit name.
+func ParseManifest(name string, b []byte) (Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Manifest{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if !idPattern.MatchString(m.ID) {
+		return Manifest{}, fmt.Errorf("%s: field id: %q is not a run id", name, m.ID)
+	}
+	if err := CheckUnitName(m.Unit); err != nil {
+		return Manifest{}, fmt.Errorf("%s: field unit: %w", name, err)
+	}
+	switch m.Status {
+	case StatusRunning, StatusComplete, StatusFailed, StatusIncomplete:
+	default:
+		return Manifest{}, fmt.Errorf("%s: field status: %q is not running, complete, failed or incomplete", name, m.Status)
+	}
+	return m, nil
+}
+
 // readManifest reads a run folder's manifest and derives the interrupted
 // status.
 func (s *Store) readManifest(dir string) (Manifest, error) {
@@ -272,12 +293,9 @@ func (s *Store) readManifest(dir string) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return Manifest{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if m.ID == "" || m.Unit == "" {
-		return Manifest{}, fmt.Errorf("%s: id and unit are required", path)
+	m, err := ParseManifest(path, b)
+	if err != nil {
+		return Manifest{}, err
 	}
 	if m.Status == StatusRunning {
 		host, _ := os.Hostname()

@@ -194,3 +194,22 @@ func TestOpenAmbiguousAndPath(t *testing.T) {
 		t.Error("Create accepted a unit name with a path")
 	}
 }
+
+func FuzzParseManifest(f *testing.F) {
+	f.Add([]byte(`{"id":"20260102T030405Z-release-abcdef","unit":"u","workflow":"release","status":"complete","started":"2026-01-02T03:04:05Z","files":["report.md"]}`))
+	f.Add([]byte(`{"id":"x","unit":"../u","status":"running"}`))
+	f.Add([]byte(`{"id":"20260102T030405Z-release-abcdef","unit":"u","status":"done"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseManifest("run.json", b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "run.json: ") {
+				t.Errorf("error %q does not name the file", err)
+			}
+			return
+		}
+		if CheckUnitName(m.Unit) != nil || !idPattern.MatchString(m.ID) {
+			t.Errorf("accepted a manifest with unit %q id %q", m.Unit, m.ID)
+		}
+	})
+}
