@@ -70,6 +70,7 @@ func BenchmarkStream64(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			var line []byte
+			br := bufio.NewReaderSize(nil, 32<<10)
 			for {
 				n := next.Add(1)
 				if n > int64(b.N) {
@@ -85,7 +86,7 @@ func BenchmarkStream64(b *testing.B) {
 					errs <- err
 					return
 				}
-				br := bufio.NewReaderSize(resp.Body, 32<<10)
+				br.Reset(resp.Body)
 				i := 0
 				for {
 					line, err = br.ReadSlice('\n')

@@ -544,9 +544,15 @@ func (j *job) finishSeq(q *seqState) {
 
 // stream writes the whole SSE response, headers included, to conn.
 func (j *job) stream(conn net.Conn) {
-	k := &sseSink{conn: conn, timeout: j.s.cfg.WriteTimeout, buf: make([]byte, 0, 4096), frame: make([]byte, 0, 4096)}
+	k := j.s.sinks.Get().(*sseSink)
+	k.conn, k.timeout, k.deadline = conn, j.s.cfg.WriteTimeout, time.Time{}
 	status := "ok"
 	defer func() {
+		k.conn = nil
+		if cap(k.buf) <= 64<<10 && cap(k.frame) <= 64<<10 {
+			k.buf, k.frame = k.buf[:0], k.frame[:0]
+			j.s.sinks.Put(k)
+		}
 		if p := recover(); p != nil {
 			j.s.log.Error("panic while streaming", "request_id", j.id, "panic", p)
 			status = "panic"

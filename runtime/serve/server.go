@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +91,8 @@ type Server struct {
 	cancelGen context.CancelFunc
 	draining  atomic.Bool
 	started   time.Time
+	// sinks recycles SSE writers and their buffers across streams.
+	sinks sync.Pool
 }
 
 type engineState struct {
@@ -135,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, sem: semaphore.NewWeighted(int64(cfg.MaxConcurrency)), m: newMetrics(cfg.Model), started: time.Now()}
 	s.genCtx, s.cancelGen = context.WithCancel(context.Background())
+	s.sinks.New = func() any { return &sseSink{buf: make([]byte, 0, 4096), frame: make([]byte, 0, 4096)} }
 	s.srv = &fasthttp.Server{
 		Handler:               s.handle,
 		Name:                  "ttis",
