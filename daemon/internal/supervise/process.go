@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -86,7 +87,7 @@ type ExecStarter struct {
 	Args []string
 	// Env is the child's environment; nil means os.Environ().
 	Env []string
-	// WaitDelay bounds how long Wait waits for output pipes held open by
+	// WaitDelay bounds how long Wait drains output pipes held open by
 	// grandchildren after the process itself exited. Zero means 2s.
 	WaitDelay time.Duration
 }
@@ -106,16 +107,39 @@ func (e ExecStarter) Start(spec Spec, stdout, stderr io.Writer) (Process, error)
 		env = os.Environ()
 	}
 	cmd.Env = scrub(env)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = e.WaitDelay
-	if cmd.WaitDelay == 0 {
-		cmd.WaitDelay = 2 * time.Second
+	// The child writes into pipes the daemon reads with small buffers;
+	// handing exec.Cmd plain io.Writers would cost two 32 KiB copy buffers
+	// per unit, which adds up with many units.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("output pipe: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("output pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	// The child has its copies; the parent's write ends must go, or the
+	// readers never see the end of the output.
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
 		return nil, fmt.Errorf("start %s: %w", e.Path, err)
 	}
-	return &execProcess{cmd: cmd}, nil
+	p := &execProcess{cmd: cmd, pipes: []*os.File{outR, errR}, waitDelay: e.WaitDelay}
+	if p.waitDelay == 0 {
+		p.waitDelay = 2 * time.Second
+	}
+	p.readers.Add(2)
+	go p.pump(outR, stdout)
+	go p.pump(errR, stderr)
+	return p, nil
 }
 
 func scrub(env []string) []string {
@@ -132,7 +156,28 @@ next:
 	return out
 }
 
-type execProcess struct{ cmd *exec.Cmd }
+type execProcess struct {
+	cmd       *exec.Cmd
+	pipes     []*os.File
+	readers   sync.WaitGroup
+	waitDelay time.Duration
+}
+
+// pump copies one output pipe to w until the last writer closes it.
+func (p *execProcess) pump(r *os.File, w io.Writer) {
+	defer p.readers.Done()
+	defer r.Close()
+	buf := make([]byte, 4<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			_, _ = w.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
+}
 
 func (p *execProcess) Pid() int { return p.cmd.Process.Pid }
 
@@ -146,6 +191,23 @@ func (p *execProcess) Signal(sig syscall.Signal) error {
 
 func (p *execProcess) Wait() Exit {
 	err := p.cmd.Wait()
+	// Drain the output, but do not wait forever for a grandchild that
+	// keeps the pipes open.
+	drained := make(chan struct{})
+	go func() {
+		p.readers.Wait()
+		close(drained)
+	}()
+	t := time.NewTimer(p.waitDelay)
+	select {
+	case <-drained:
+	case <-t.C:
+		for _, f := range p.pipes {
+			f.Close()
+		}
+		<-drained
+	}
+	t.Stop()
 	ps := p.cmd.ProcessState
 	if ps == nil {
 		return Exit{Err: err}
@@ -153,7 +215,5 @@ func (p *execProcess) Wait() Exit {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return Exit{Signal: ws.Signal()}
 	}
-	// exec.ErrWaitDelay only says a grandchild kept the pipes open; the
-	// exit status itself is valid.
 	return Exit{Code: ps.ExitCode()}
 }

@@ -59,6 +59,18 @@ func helper(unitFile string) int {
 	case "sleep":
 		time.Sleep(time.Minute)
 		return 0
+	case "orphan-pipe":
+		// Leave a grandchild holding our output pipe, then exit.
+		gc := exec.Command(os.Args[0], "helper", writeFile(filepath.Dir(unitFile), "sleep"))
+		gc.Env, gc.Stdout = os.Environ(), os.Stdout
+		if err := gc.Start(); err != nil {
+			return 2
+		}
+		if err := os.WriteFile(f[2], []byte(strconv.Itoa(gc.Process.Pid)), 0o600); err != nil {
+			return 2
+		}
+		fmt.Println("bye")
+		return 0
 	}
 	listen, pidFile := f[1], f[2]
 	// A grandchild in the same process group, to prove stops reach it.
@@ -453,6 +465,31 @@ func TestStartFailure(t *testing.T) {
 	st := f.waitState(api.StateFailed, "")
 	if st.Result != api.ResultResources || !strings.Contains(st.LastError, "start failed") {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// A grandchild that keeps the output pipe open must not hold up the exit
+// handling longer than WaitDelay, and is killed with the process group.
+func TestGrandchildHoldingOutput(t *testing.T) {
+	f := newFixture(t, "orphan-pipe", Policy{Policy: PolicyNo}, func(d *Deps) {
+		st := d.Starter.(ExecStarter)
+		st.WaitDelay = 100 * time.Millisecond
+		d.Starter = st
+	})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitState(api.StateInactive, api.SubDead)
+	if st.LastExit != "code=exited, status=0" {
+		t.Fatalf("last exit %q", st.LastExit)
+	}
+	waitGone(t, f.grandchild())
+	var sawBye bool
+	for _, l := range f.sup.Ring().Tail(0) {
+		sawBye = sawBye || l.Text == "bye"
+	}
+	if !sawBye {
+		t.Error("output before the exit was lost")
 	}
 }
 
