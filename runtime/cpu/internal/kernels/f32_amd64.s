@@ -294,3 +294,41 @@ t18sum:
 	VEXTRACTPS $3, X10, (DI)(R9*1)
 	VZEROUPPER
 	RET
+
+// func axpyRowsAVX(y []float32, a []float32, m []float32, stride int)
+// y[c] += sum_j a[j]*m[j*stride+c] for j < len(a), c < len(y); len(y) must
+// be a multiple of 8 (attention's weighted sum of value rows).
+TEXT ·axpyRowsAVX(SB), NOSPLIT, $0-80
+	MOVQ y_base+0(FP), DI
+	MOVQ y_len+8(FP), CX
+	MOVQ a_base+24(FP), DX
+	MOVQ a_len+32(FP), BX
+	MOVQ m_base+48(FP), SI
+	MOVQ stride+72(FP), R9
+	SHLQ $2, CX
+	SHLQ $2, R9
+
+arow:
+	TESTQ BX, BX
+	JZ    arowsdone
+	VBROADCASTSS (DX), Y0
+	XORQ AX, AX
+
+acol:
+	CMPQ AX, CX
+	JAE  acoldone
+	VMOVUPS (DI)(AX*1), Y1
+	VFMADD231PS (SI)(AX*1), Y0, Y1
+	VMOVUPS Y1, (DI)(AX*1)
+	ADDQ $32, AX
+	JMP  acol
+
+acoldone:
+	ADDQ $4, DX
+	ADDQ R9, SI
+	DECQ BX
+	JMP  arow
+
+arowsdone:
+	VZEROUPPER
+	RET

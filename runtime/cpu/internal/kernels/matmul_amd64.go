@@ -44,6 +44,9 @@ func q8Rows(w []byte, rb int, xq []int8, xd []float32, out []float32)
 func q4Rows(w []byte, rb int, xq []int8, xd []float32, out []float32)
 
 //go:noescape
+func axpyRowsAVX(y []float32, a []float32, m []float32, stride int)
+
+//go:noescape
 func f32Tile1x8(w []float32, x []float32, xs int, n int, out []float32, os int)
 
 //go:noescape
@@ -115,6 +118,52 @@ func q8DotAVX(w []byte, xq []int8, xd []float32) float32
 
 //go:noescape
 func q8Tile2x4(w []byte, ws int, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
+
+// DotRows sets out[j] = Dot(x, m[j*stride:j*stride+len(x)]) for j <
+// len(out): the scores of one query against a run of cached keys in one call.
+func DotRows(out, x, m []float32, stride int) {
+	n := len(x)
+	if len(out) == 0 {
+		return
+	}
+	if n == 0 {
+		clear(out)
+		return
+	}
+	_ = m[(len(out)-1)*stride+n-1] // bounds: the assembly does not check
+	n8 := n &^ 7
+	if haveAsm && n8 > 0 {
+		dotF32Rows(m, stride, x, n8, out)
+		if n8 < n {
+			for j := range out {
+				out[j] += dotF32Go(x[n8:], m[j*stride+n8:j*stride+n])
+			}
+		}
+		return
+	}
+	dotRowsGo(out, x, m, stride)
+}
+
+// AxpyRows adds sum_j a[j]*m[j*stride:j*stride+len(y)] to y: attention's
+// probability-weighted sum of cached value rows in one call.
+func AxpyRows(y, a, m []float32, stride int) {
+	n := len(y)
+	if len(a) == 0 || n == 0 {
+		return
+	}
+	_ = m[(len(a)-1)*stride+n-1] // bounds: the assembly does not check
+	n8 := n &^ 7
+	if haveAsm && n8 > 0 {
+		axpyRowsAVX(y[:n8], a, m, stride)
+		if n8 < n {
+			for j, p := range a {
+				axpyGo(p, m[j*stride+n8:j*stride+n], y[n8:])
+			}
+		}
+		return
+	}
+	axpyRowsGo(y, a, m, stride)
+}
 
 func expSub(x []float32, m float32) float32 {
 	n8 := len(x) &^ 7

@@ -27,3 +27,11 @@ func SiLU(x []float32) { siluGo(x) }
 
 func dotQ4K(w []byte, xq []int8, xd []float32, xs []int16) float32 { return dotQ4KGo(w, xq, xd, xs) }
 func dotQ6K(w []byte, xq []int8, xd []float32, _ []int16) float32  { return dotQ6KGo(w, xq, xd) }
+
+// DotRows sets out[j] = Dot(x, m[j*stride:j*stride+len(x)]) for j <
+// len(out): the scores of one query against a run of cached keys in one call.
+func DotRows(out, x, m []float32, stride int) { dotRowsGo(out, x, m, stride) }
+
+// AxpyRows adds sum_j a[j]*m[j*stride:j*stride+len(y)] to y: attention's
+// probability-weighted sum of cached value rows in one call.
+func AxpyRows(y, a, m []float32, stride int) { axpyRowsGo(y, a, m, stride) }

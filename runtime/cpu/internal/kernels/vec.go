@@ -9,6 +9,20 @@ func axpyGo(alpha float32, x, y []float32) {
 	}
 }
 
+func dotRowsGo(out, x, m []float32, stride int) {
+	n := len(x)
+	for j := range out {
+		out[j] = dotF32Go(x, m[j*stride:j*stride+n])
+	}
+}
+
+func axpyRowsGo(y, a, m []float32, stride int) {
+	n := len(y)
+	for j, p := range a {
+		axpyGo(p, m[j*stride:j*stride+n], y)
+	}
+}
+
 // Scale multiplies x by alpha in place.
 func Scale(x []float32, alpha float32) {
 	for i := range x {

@@ -110,3 +110,44 @@ func TestExpf(t *testing.T) {
 		t.Errorf("ExpSub = %g, %v", s, x)
 	}
 }
+
+func TestDotRowsAxpyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, hd := range []int{1, 7, 8, 48, 64, 100} {
+		const rows = 9
+		stride := hd + 3
+		m := randVec(rng, rows*stride)
+		x := randVec(rng, hd)
+		out := make([]float32, rows)
+		DotRows(out, x, m, stride)
+		a := randVec(rng, rows)
+		y := randVec(rng, hd)
+		y0 := append([]float32(nil), y...)
+		AxpyRows(y, a, m, stride)
+		for j := 0; j < rows; j++ {
+			var want float64
+			for c := 0; c < hd; c++ {
+				want += float64(x[c]) * float64(m[j*stride+c])
+			}
+			if !near(float64(out[j]), want, 1e-5*float64(hd)) {
+				t.Fatalf("DotRows hd=%d row %d: %g, want %g", hd, j, out[j], want)
+			}
+		}
+		for c := 0; c < hd; c++ {
+			want := float64(y0[c])
+			for j := 0; j < rows; j++ {
+				want += float64(a[j]) * float64(m[j*stride+c])
+			}
+			if !near(float64(y[c]), want, 1e-5*rows) {
+				t.Fatalf("AxpyRows hd=%d [%d]: %g, want %g", hd, c, y[c], want)
+			}
+		}
+	}
+	DotRows(nil, []float32{1}, nil, 1) // no rows: nothing to do
+	empty := []float32{5}
+	DotRows(empty, nil, nil, 1) // empty vectors: a zero dot product
+	if empty[0] != 0 {
+		t.Errorf("DotRows of empty vectors = %g", empty[0])
+	}
+	AxpyRows([]float32{1}, nil, nil, 1)
+}
