@@ -55,7 +55,7 @@ Exit status: 0 accepted, 1 could not run, 3 acceptance failed (see the report).`
 			&cli.StringFlag{Name: "api-key", EnvVars: []string{"OPENAI_API_KEY"}, Usage: "bearer token"},
 			&cli.StringFlag{Name: "api-key-file", Usage: "file holding the bearer token"},
 			&cli.DurationFlag{Name: "request-timeout", Value: 10 * time.Minute, Usage: "bound on one request"},
-			&cli.StringFlag{Name: "state-dir", Usage: "state folder holding runs/ (url mode)"},
+			&cli.StringFlag{Name: "state-dir", Usage: "state folder holding runs/ (default: the daemon's; url mode without a daemon: ./ttis-state)"},
 		},
 		Action: runRelease,
 	}
@@ -98,6 +98,11 @@ func runRelease(c *cli.Context) error {
 				return cli.Exit("release: "+err.Error(), exitNoUnit)
 			}
 			return fail("%v", err)
+		}
+		if c.String("state-dir") != "" {
+			if runsDir, err = storeDir(c); err != nil {
+				return fail("%v", err)
+			}
 		}
 	case c.NArg() > 1:
 		return fail("flags after UNIT are not read (%q...): put them before it", c.Args().Get(1))

@@ -138,7 +138,7 @@ func charts(rows []BenchRow) []htmlPair {
 // lineChart is an SVG line chart of measured values (solid) and targets
 // (dashed) at evenly spaced concurrencies. Missing values are skipped.
 func lineChart(label string, xs []int, ys, targets []*float64) template.HTML {
-	const w, h, left, right, top, bottom = 420.0, 240.0, 56.0, 16.0, 28.0, 40.0
+	const w, h, left, right, top, bottom = 420.0, 250.0, 56.0, 16.0, 40.0, 40.0
 	ymax := 0.0
 	for _, s := range [][]*float64{ys, targets} {
 		for _, v := range s {
@@ -186,7 +186,7 @@ func lineChart(label string, xs []int, ys, targets []*float64) template.HTML {
 	}
 	series(targets, "tg")
 	series(ys, "me")
-	fmt.Fprintf(&b, `<text x="%g" y="18" class="lg"><tspan class="me">● measured</tspan> <tspan class="tg">● target</tspan></text>`, w-right-150)
+	fmt.Fprintf(&b, `<text x="%g" y="32" class="lg"><tspan class="me">● measured</tspan> <tspan class="tg">● target (dashed)</tspan></text>`, w-right)
 	b.WriteString(`</svg>`)
 	// The markup is built from numbers and escaped labels only.
 	return template.HTML(b.String()) //nolint:gosec
@@ -204,7 +204,7 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 .PASS,.pass{color:#137333;font-weight:bold}.FAIL,.fail{color:#b3261e;font-weight:bold}.NA,.ABSENT{color:#8a6d00}
 .charts{display:flex;flex-wrap:wrap;gap:1em}
 svg{border:1px solid #ddd;background:#fff}
-.ax{stroke:#555}.ct{font-size:13px;font-weight:bold}.yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:11px}
+.ax{stroke:#555}.ct{font-size:13px;font-weight:bold}.yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:11px;text-anchor:end}
 polyline.me{fill:none;stroke:#1a73e8;stroke-width:2}circle.me,tspan.me{fill:#1a73e8}
 polyline.tg{fill:none;stroke:#d93025;stroke-width:1.5;stroke-dasharray:5 4}circle.tg,tspan.tg{fill:#d93025}
 </style></head><body>
