@@ -291,3 +291,112 @@ func TestAsmQ8_0VNNI(t *testing.T) {
 		}
 	}
 }
+
+// TestAsmIntegerExact gives every block scale the value 1, so each block's
+// contribution is its integer dot product and every float sum is an exact
+// integer: the assembly must then match the Go twins bit for bit, which
+// checks the integer parts (sign tricks, nibble and 6-bit unpacking, VNNI
+// offsets) exactly.
+func TestAsmIntegerExact(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(37, 38))
+	randBytes := func(b []byte) {
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+	}
+	const one = 0x3c00 // 1.0 in half precision
+	for _, nb := range []int{1, 3, 8} {
+		// Q8_0 and Q4_0: 4 rows, 4 activation rows.
+		cols := 32 * nb
+		xq := make([]int8, 4*cols)
+		for i := range xq {
+			xq[i] = int8(rng.IntN(255) - 127)
+		}
+		xd := make([]float32, 4*nb)
+		xd8 := make([]float32, 4*nb*8)
+		for i := range xd {
+			xd[i] = 1
+		}
+		for i := range xd8 {
+			xd8[i] = 1
+		}
+		for _, tc := range []struct {
+			typ        gguf.TensorType
+			blockBytes int
+			rows       blockRows
+			dot, ref   blockDot
+			tile       blockTile
+		}{
+			{gguf.TypeQ8_0, blockQ8_0, q8Rows, q8DotAVX, dotQ8_0Go, q8Tile2x4},
+			{gguf.TypeQ4_0, blockQ4_0, q4Rows, q4DotAVX, dotQ4_0Go, q4Tile2x4},
+		} {
+			rb := nb * tc.blockBytes
+			w := make([]byte, 4*rb)
+			randBytes(w)
+			for blk := 0; blk < 4*nb; blk++ {
+				w[blk*tc.blockBytes] = byte(one & 0xff)
+				w[blk*tc.blockBytes+1] = byte(one >> 8)
+			}
+			rowsOut := make([]float32, 4)
+			tileOut := make([]float32, 4*4)
+			vnniOut := make([]float32, 4*4)
+			tc.tile(w[:2*rb], rb, xq, cols, xd8, nb, tileOut, 4)
+			tc.tile(w[2*rb:], rb, xq, cols, xd8, nb, tileOut[2:], 4)
+			if tc.typ == gguf.TypeQ8_0 && haveVNNI {
+				prep := make([]byte, nb*256)
+				q8PrepVNNI(w, rb, nb, prep)
+				q8Tile4x4VNNI(w, rb, prep, xq, cols, xd8, nb, vnniOut, 4)
+			}
+			for b := 0; b < 4; b++ {
+				xb, db := xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb]
+				tc.rows(w, rb, xb, db, rowsOut)
+				for r := 0; r < 4; r++ {
+					row := w[r*rb : (r+1)*rb]
+					want := tc.ref(row, xb, db)
+					got := map[string]float32{"dot": tc.dot(row, xb, db), "rows": rowsOut[r], "tile": tileOut[b*4+r]}
+					if tc.typ == gguf.TypeQ8_0 && haveVNNI {
+						got["vnni"] = vnniOut[b*4+r]
+					}
+					for name, g := range got {
+						if g != want {
+							t.Fatalf("%s %s nb=%d row %d act %d: %g, want %g", tc.typ, name, nb, r, b, g, want)
+						}
+					}
+				}
+			}
+		}
+		// K-quants: one row of nb super-blocks.
+		kcols := 256 * nb
+		kq := make([]int8, kcols)
+		for i := range kq {
+			kq[i] = int8(rng.IntN(255) - 127)
+		}
+		kd := make([]float32, nb)
+		ks := make([]int16, 16*nb)
+		for b := range kd {
+			kd[b] = 1
+		}
+		for g := range ks {
+			for _, c := range kq[16*g : 16*g+16] {
+				ks[g] += int16(c)
+			}
+		}
+		q4k := make([]byte, nb*blockQ4_K)
+		randBytes(q4k)
+		q6k := make([]byte, nb*blockQ6_K)
+		randBytes(q6k)
+		for b := 0; b < nb; b++ {
+			blk := q4k[b*blockQ4_K:]
+			blk[0], blk[1], blk[2], blk[3] = one&0xff, one>>8, one&0xff, one>>8
+			blk = q6k[b*blockQ6_K:]
+			blk[208], blk[209] = one&0xff, one>>8
+		}
+		if got, want := q4kDotAVX(q4k, kq, kd, ks), dotQ4KGo(q4k, kq, kd, ks); got != want {
+			t.Fatalf("Q4_K nb=%d: asm %g, go %g", nb, got, want)
+		}
+		if got, want := q6kDotAVX(q6k, kq, kd, ks), dotQ6KGo(q6k, kq, kd); got != want {
+			t.Fatalf("Q6_K nb=%d: asm %g, go %g", nb, got, want)
+		}
+	}
+}

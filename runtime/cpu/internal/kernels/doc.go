@@ -11,4 +11,13 @@
 // as a whole. On amd64 with AVX2 and FMA the hot loops run in assembly; every
 // assembly routine has a pure-Go twin that is used elsewhere, or everywhere
 // when the package is built with the purego tag.
+//
+// Shapes of work: a single activation row (decode) streams weight rows one
+// after another through row-loop dot kernels (memory bound); batches use
+// register tiles so that each weight vector loaded serves several activation
+// rows: 4x3 (rows x batch) for float weights, 1x8 row tiles for float batches
+// of 8-15, 2x4 for Q8_0/Q4_0, and 4x4 AVX512-VNNI tiles for Q8_0 where the
+// CPU has them. K-quants use row dot products for every batch size.
+//
+// The package assumes a little-endian host, as GGUF data is little-endian.
 package kernels
