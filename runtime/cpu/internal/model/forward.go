@@ -104,6 +104,7 @@ type Runner struct {
 	attnBatch   *Batch         // the batch attention is running on
 	attnLayer   int
 	attnFn      func(lo, hi int)
+	attnSpan    int // query heads per attention task
 	wantRows    []int
 	swigluFn    func(lo, hi int)
 	swigluFused bool      // the gate and up products are in gu
@@ -185,7 +186,13 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		maxPos = max(maxPos, b.Pos[i])
 		attnWork += (b.Pos[i] + 1) * cfg.QDim()
 	}
-	r.growScratch(maxPos + 1)
+	// Group the query heads of each key/value head into one task when
+	// that still leaves a few tasks per thread.
+	r.attnSpan = 1
+	if group := cfg.Heads / cfg.KVHeads; n*cfg.KVHeads >= 2*r.pool.Threads() {
+		r.attnSpan = group
+	}
+	r.growScratch(r.attnSpan * (maxPos + 1))
 
 	dim, qDim, kvDim, ffn := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.FFN
 	x, xb := r.x[:n*dim], r.xb[:n*dim]
@@ -209,10 +216,10 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 			r.pool.MatMul(r.v[:n*kvDim], ly.wv, xb, n)
 		}
 		r.tokens(n, r.prepareFn)
-		if attnWork < inlineAttention {
-			r.attnFn(0, n*cfg.Heads)
+		if tasks := n * cfg.Heads / r.attnSpan; attnWork < inlineAttention {
+			r.attnFn(0, tasks)
 		} else {
-			r.pool.Run(n*cfg.Heads, r.attnFn)
+			r.pool.Run(tasks, r.attnFn)
 		}
 		r.pool.MatMul(xb, ly.wo, att, n)
 		kernels.Add(x, xb)
@@ -383,31 +390,43 @@ func (r *Runner) rope(vec []float32, heads, token int) {
 	}
 }
 
-// attentionRange computes causal attention for the (token, head) pairs
-// [lo,hi) of the current batch: each token attends to its own sequence's
-// positions up to and including its own.
+// attentionRange computes causal attention for tasks [lo,hi) of the
+// current batch: each task is one token and r.attnSpan consecutive query
+// heads sharing a key/value head, and each token attends to its own
+// sequence's positions up to and including its own. Grouping the query
+// heads of a key/value head reads each cached key and value once for all
+// of them, which matters once the cache outgrows the CPU caches.
 func (r *Runner) attentionRange(lo, hi int) {
 	cfg := &r.m.Cfg
 	b, l := r.attnBatch, r.attnLayer
 	hd, qDim, kvDim := cfg.HeadDim, cfg.QDim(), cfg.KVDim()
-	group := cfg.Heads / cfg.KVHeads
+	group, span := cfg.Heads/cfg.KVHeads, r.attnSpan
+	perToken := cfg.Heads / span
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	scores := <-r.scratch
 	for task := lo; task < hi; task++ {
-		i, h := task/cfg.Heads, task%cfg.Heads
+		i, h0 := task/perToken, (task%perToken)*span
 		c, pos := b.Caches[i], b.Pos[i]
-		s := scores[:pos+1]
-		q := r.q[i*qDim+h*hd : i*qDim+(h+1)*hd]
-		off := (h / group) * hd
+		n := pos + 1
+		off := (h0 / group) * hd
 		keys, vals := c.k[l], c.v[l]
-		for j := range s {
-			s[j] = kernels.Dot(q, keys[j*kvDim+off:j*kvDim+off+hd]) * scale
+		q := r.q[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
+		for j := range n {
+			k := keys[j*kvDim+off : j*kvDim+off+hd]
+			for g := range span {
+				scores[g*n+j] = kernels.Dot(q[g*hd:(g+1)*hd], k) * scale
+			}
 		}
-		kernels.Softmax(s)
-		out := r.att[i*qDim+h*hd : i*qDim+(h+1)*hd]
+		for g := range span {
+			kernels.Softmax(scores[g*n : (g+1)*n])
+		}
+		out := r.att[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
 		clear(out)
-		for j, p := range s {
-			kernels.Axpy(p, vals[j*kvDim+off:j*kvDim+off+hd], out)
+		for j := range n {
+			v := vals[j*kvDim+off : j*kvDim+off+hd]
+			for g := range span {
+				kernels.Axpy(scores[g*n+j], v, out[g*hd:(g+1)*hd])
+			}
 		}
 	}
 	r.scratch <- scores
