@@ -43,7 +43,9 @@ const (
 	ResultSignal        = "signal"
 	ResultTimeout       = "timeout"
 	ResultStartLimitHit = "start-limit-hit"
-	ResultResources     = "resources"
+	// ResultWatchdog: an active server stopped answering its health check.
+	ResultWatchdog  = "watchdog"
+	ResultResources = "resources"
 )
 
 // Unit is one unit's state as listed by GET /v1/units.

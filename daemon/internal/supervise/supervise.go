@@ -109,6 +109,16 @@ type Deps struct {
 	Probe Probe
 	// PollInterval is how often readiness is probed; zero means 50ms.
 	PollInterval time.Duration
+	// LiveInterval is how often an active server's /health is checked
+	// (a hung device or a wedged server answers nothing but does not
+	// exit); zero means 10s, negative turns the check off.
+	LiveInterval time.Duration
+	// LiveTimeout bounds one such check; zero means 5s.
+	LiveTimeout time.Duration
+	// LiveFailures checks failing in a row count as a failure of the
+	// server (result "watchdog"), handled by the restart policy; zero
+	// means 3.
+	LiveFailures int
 	// Reset runs before an automatic restart of a unit that asks for it.
 	Reset Resetter
 	// Logger receives the server's output and the supervisor's events.
@@ -169,6 +179,8 @@ type Supervisor struct {
 	restartTimer clock.Timer
 	readyTimer   clock.Timer
 	pollTicker   *time.Ticker
+	liveTicker   *time.Ticker
+	liveFails    int
 	probeC       chan error
 	probing      bool
 	startedAt    time.Time
@@ -185,6 +197,15 @@ func New(spec Spec, deps Deps) *Supervisor {
 	}
 	if deps.PollInterval == 0 {
 		deps.PollInterval = 50 * time.Millisecond
+	}
+	if deps.LiveInterval == 0 {
+		deps.LiveInterval = 10 * time.Second
+	}
+	if deps.LiveTimeout == 0 {
+		deps.LiveTimeout = 5 * time.Second
+	}
+	if deps.LiveFailures == 0 {
+		deps.LiveFailures = 3
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
@@ -282,12 +303,21 @@ func (s *Supervisor) Run(ctx context.Context) {
 		case <-tickerC(s.pollTicker):
 			if !s.probing {
 				s.probing = true
-				go s.probe(ctx, s.spec.Listen, s.probeC)
+				go s.probe(ctx, s.spec.Listen, time.Second, s.probeC)
+			}
+		case <-tickerC(s.liveTicker):
+			if !s.probing {
+				s.probing = true
+				go s.probe(ctx, s.spec.Listen, s.deps.LiveTimeout, s.probeC)
 			}
 		case err := <-s.probeC:
 			s.probing = false
-			if err == nil && s.proc != nil && s.status.State == api.StateActivating {
+			switch {
+			case s.proc == nil:
+			case s.status.State == api.StateActivating && err == nil:
 				s.becameReady()
+			case s.status.State == api.StateActive:
+				s.checkedLive(err)
 			}
 		}
 	}
@@ -427,8 +457,12 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 func (s *Supervisor) markOutput() { s.lastOutput.Store(s.deps.Clock.Now().UnixNano()) }
 
 func (s *Supervisor) becameReady() {
-	s.stopReadiness()
+	s.stopProbes()
 	s.failures = 0
+	s.liveFails = 0
+	if s.deps.LiveInterval > 0 {
+		s.liveTicker = time.NewTicker(s.deps.LiveInterval)
+	}
 	s.setState(api.StateActive, api.SubRunning, nil)
 	s.note("Server is ready.")
 	s.log.Info("server ready", "pid", s.proc.Pid(), "after", s.deps.Clock.Now().Sub(s.startedAt))
@@ -457,7 +491,37 @@ func (s *Supervisor) readyTimeout() {
 	s.afterEnd(false, api.ResultTimeout)
 }
 
-func (s *Supervisor) stopReadiness() {
+// checkedLive handles the health check of an active server: LiveFailures
+// failures in a row stop it and apply the restart policy, as a missed
+// watchdog does under systemd.
+func (s *Supervisor) checkedLive(err error) {
+	if err == nil {
+		if s.liveFails > 0 {
+			s.note("Health check passes again.")
+		}
+		s.liveFails = 0
+		return
+	}
+	s.liveFails++
+	s.log.Warn("health check failed", "failures", s.liveFails, "err", err)
+	s.note(fmt.Sprintf("Health check failed (%d of %d): %v", s.liveFails, s.deps.LiveFailures, err))
+	if s.liveFails < s.deps.LiveFailures {
+		return
+	}
+	msg := fmt.Sprintf("server stopped answering /health (%d checks failed in a row: %v)", s.liveFails, err)
+	s.mu.Lock()
+	s.status.LastError = msg
+	s.mu.Unlock()
+	s.log.Error("server hung", "reason", msg)
+	s.stopProcess()
+	s.afterEnd(false, api.ResultWatchdog)
+}
+
+func (s *Supervisor) stopProbes() {
+	if s.liveTicker != nil {
+		s.liveTicker.Stop()
+		s.liveTicker = nil
+	}
 	if s.readyTimer != nil {
 		s.readyTimer.Stop()
 		s.readyTimer = nil
@@ -502,7 +566,7 @@ func lastStderr(r *logring.Ring) string {
 // reap clears the process after it exited and kills what is left of its
 // process group (grandchildren that outlived it).
 func (s *Supervisor) reap(ex Exit) {
-	s.stopReadiness()
+	s.stopProbes()
 	_ = s.proc.Signal(syscall.SIGKILL)
 	for _, w := range s.outs {
 		w.Flush()
@@ -555,13 +619,16 @@ func (s *Supervisor) stopProcess() {
 	if s.proc == nil {
 		return
 	}
-	s.stopReadiness()
+	s.stopProbes()
 	pid := s.proc.Pid()
 	s.setState(api.StateDeactivating, api.SubStopSigterm, nil)
 	s.note(fmt.Sprintf("Stopping server, pid %d.", pid))
 	if err := s.proc.Signal(syscall.SIGTERM); err != nil {
 		s.log.Warn("SIGTERM failed", "err", err)
 	}
+	// A stopped (SIGSTOP) process can only act on SIGTERM once continued;
+	// systemd sends SIGCONT along for the same reason.
+	_ = s.proc.Signal(syscall.SIGCONT)
 	t := s.deps.Clock.NewTimer(s.spec.Restart.StopTimeout)
 	var ex Exit
 	select {
@@ -595,8 +662,8 @@ func (s *Supervisor) note(text string) {
 	s.ring.Add(api.LogLine{Time: s.deps.Clock.Now(), Stream: "ttisd", Text: text})
 }
 
-func (s *Supervisor) probe(ctx context.Context, listen string, c chan<- error) {
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
+func (s *Supervisor) probe(ctx context.Context, listen string, timeout time.Duration, c chan<- error) {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c <- s.deps.Probe(pctx, listen)
 }

@@ -493,6 +493,36 @@ func TestGrandchildHoldingOutput(t *testing.T) {
 	}
 }
 
+func TestHungServerIsRestarted(t *testing.T) {
+	f := newFixture(t, "serve", Policy{Policy: PolicyOnFailure, Delay: time.Second, StopTimeout: 5 * time.Second}, func(d *Deps) {
+		d.LiveInterval, d.LiveTimeout, d.LiveFailures = 20*time.Millisecond, 100*time.Millisecond, 2
+	})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	pid := f.waitState(api.StateActive, "").PID
+	// A stopped process keeps its socket but answers nothing, like a
+	// server stuck on a hung device.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitState(api.StateActivating, api.SubAutoRestart)
+	if st.Result != api.ResultWatchdog || !strings.Contains(st.LastError, "stopped answering /health") {
+		t.Fatalf("status %+v", st)
+	}
+	// SIGCONT came with SIGTERM: the server drained and exited cleanly.
+	if st.LastExit != "code=exited, status=0" {
+		t.Fatalf("last exit %q", st.LastExit)
+	}
+	if !f.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no restart timer")
+	}
+	f.clk.Advance(time.Second)
+	if st := f.waitState(api.StateActive, ""); st.PID == pid || st.Restarts != 1 {
+		t.Fatalf("after restart %+v", st)
+	}
+}
+
 func TestExitClassification(t *testing.T) {
 	tests := []struct {
 		exit  Exit
