@@ -2,6 +2,25 @@
 // as HTTP/1.1 under /v1 on the daemon's unix socket. Both the daemon and its
 // clients (ttisctl, bench, eval) import it so the two sides cannot drift.
 //
+// Endpoints (HTTP/1.1 on the unix socket; any host name works, e.g.
+// curl --unix-socket /run/ttis/ttisd.sock http://ttisd/v1/units):
+//
+//	GET  /v1/info                      Info: version, folders, runs dir
+//	GET  /v1/units                     UnitList: every unit, in name order
+//	GET  /v1/units/{name}?lines=N      UnitDetail with the last N log lines (default 10)
+//	POST /v1/units/{name}/start        start (clears failed); answers UnitDetail
+//	POST /v1/units/{name}/stop         stop; returns once the server is gone
+//	POST /v1/units/{name}/restart      restart (clears failed and the start limit)
+//	GET  /v1/units/{name}/logs?lines=N&follow=true
+//	                                   LogLine objects, one JSON per line (x-ndjson);
+//	                                   with follow the stream stays open
+//	POST /v1/reload                    re-read the units folder; ReloadResult when done
+//	GET  /v1/devices                   Devices: chips and the units holding them
+//
+// Errors are ErrorBody with a status: 404 unit_not_found, 409 conflict
+// (the unit has no valid version or is disabled), 400 bad_request, 403 for
+// browser requests (Origin/Referer), 500 internal, 503 unavailable.
+//
 // Evolution is additive: fields may be added, clients must ignore unknown
 // fields, and the meaning of an existing field never changes.
 package api
