@@ -3,6 +3,7 @@ package serve
 import (
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -20,6 +21,9 @@ var (
 	latencyBuckets = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0,
 		50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}
 )
+
+// promLabelEscaper escapes a Prometheus label value.
+var promLabelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 // histogram is a cumulative-on-export Prometheus histogram.
 type histogram struct {
@@ -63,8 +67,8 @@ type metrics struct {
 }
 
 func newMetrics(model string) *metrics {
-	l := append([]byte(`{model_name=`), appendJSONString(nil, model)...)
-	l = append(l, `,engine="0"}`...)
+	l := append([]byte(`{model_name="`), promLabelEscaper.Replace(model)...)
+	l = append(l, `",engine="0"}`...)
 	return &metrics{
 		labels:    string(l),
 		success:   map[string]uint64{"stop": 0, "length": 0, "abort": 0},
