@@ -140,6 +140,9 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 	if d.PID > 0 {
 		row("Main PID", "%d", d.PID)
 	}
+	if d.MemoryBytes > 0 {
+		row("Memory", "%s", memoryText(d.MemoryBytes))
+	}
 	if d.Model != "" {
 		row("Model", "%s", d.Model)
 		row("Device", "%s (runtime %s)", deviceText(d.Unit), dash(d.Runtime))
@@ -229,4 +232,18 @@ func logLineText(l api.LogLine) string { return logLineTextIn(l, time.Local) }
 // logLineTextIn formats a log line journalctl-style in loc.
 func logLineTextIn(l api.LogLine, loc *time.Location) string {
 	return fmt.Sprintf("%s [%s] %s", l.Time.In(loc).Format("Jan 02 15:04:05"), l.Stream, l.Text)
+}
+
+// memoryText formats a size like systemctl: 512K, 17.2M, 1.5G.
+func memoryText(n int64) string {
+	const k = 1024
+	switch {
+	case n >= k*k*k:
+		return fmt.Sprintf("%.1fG", float64(n)/(k*k*k))
+	case n >= k*k:
+		return fmt.Sprintf("%.1fM", float64(n)/(k*k))
+	case n >= k:
+		return fmt.Sprintf("%dK", n/k)
+	}
+	return fmt.Sprintf("%dB", n)
 }

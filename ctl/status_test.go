@@ -56,9 +56,10 @@ func TestStatusTableGolden(t *testing.T) {
 func TestStatusDetailGolden(t *testing.T) {
 	var b bytes.Buffer
 	stale := api.UnitDetail{
-		Unit:     sampleUnits.Units[0],
-		Detail:   "using last good version from 2026-03-01T10:00:00Z; new version invalid: /etc/ttis/units/llama.toml:9:3: limits.max_queue: must be at least 1",
-		AuthMode: "jwt",
+		Unit:        sampleUnits.Units[0],
+		Detail:      "using last good version from 2026-03-01T10:00:00Z; new version invalid: /etc/ttis/units/llama.toml:9:3: limits.max_queue: must be at least 1",
+		AuthMode:    "jwt",
+		MemoryBytes: 17_200_000,
 		Logs: []api.LogLine{
 			{Time: now.Add(-time.Hour), Stream: "ttisd", Text: "Started server, pid 4242."},
 			{Time: now.Add(-time.Hour + time.Second), Stream: "stderr", Text: "INFO ready model=Llama-3.1-8B-Instruct"},

@@ -125,6 +125,9 @@ type UnitDetail struct {
 	// file clients need to authenticate (bench, eval).
 	AuthMode       string `json:"auth_mode,omitempty"`
 	AuthSecretFile string `json:"auth_secret_file,omitempty"`
+	// MemoryBytes is the resident memory of the server process (Linux
+	// VmRSS), 0 when no server runs or it cannot be read.
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	// Logs holds the last lines the server printed, oldest first.
 	Logs []LogLine `json:"logs,omitempty"`
 }

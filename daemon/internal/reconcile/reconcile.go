@@ -483,7 +483,27 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 	if logLines > 0 {
 		d.Logs = e.ring.Tail(logLines)
 	}
+	if d.PID > 0 {
+		d.MemoryBytes = residentBytes(d.PID)
+	}
 	return d, nil
+}
+
+// residentBytes reads a process's resident memory from /proc, or 0.
+func residentBytes(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d kB", &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 func (r *Reconciler) unitOf(e *entry) api.Unit {

@@ -322,3 +322,12 @@ func TestRelativeSecretFile(t *testing.T) {
 		t.Fatalf("snapshot %s: %v\n%s", snap, err, b)
 	}
 }
+
+func TestResidentBytes(t *testing.T) {
+	if n := residentBytes(os.Getpid()); n <= 0 {
+		t.Fatalf("resident memory of this test = %d", n)
+	}
+	if n := residentBytes(1 << 30); n != 0 {
+		t.Fatalf("resident memory of no process = %d", n)
+	}
+}
