@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -64,6 +65,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case "/tokenizer_info":
 		r = route{"GET", s.tokenizerInfo}
 	default:
+		if id, ok := strings.CutPrefix(path, "/v1/models/"); ok {
+			r = route{"GET", func(c *fasthttp.RequestCtx, st *engineState, _ string) { s.model(c, st, id) }}
+			break
+		}
 		writeError(ctx, notFound("", fmt.Sprintf("no route for %s %s", method, path)))
 		return
 	}
@@ -166,14 +171,26 @@ type modelCard struct {
 	Simulated   bool     `json:"simulated"`
 }
 
-func (s *Server) models(ctx *fasthttp.RequestCtx, st *engineState, _ string) {
+func (s *Server) card(st *engineState) modelCard {
 	owner := "ttis"
 	if st.info.Simulated {
 		owner = "ttis-sim"
 	}
-	card := modelCard{ID: s.cfg.Model, Object: "model", Created: s.started.Unix(), OwnedBy: owner, Root: st.info.Model,
+	return modelCard{ID: s.cfg.Model, Object: "model", Created: s.started.Unix(), OwnedBy: owner, Root: st.info.Model,
 		MaxModelLen: st.maxContext, Permission: []string{}, Runtime: st.info.Runtime, Simulated: st.info.Simulated}
-	writeJSON(ctx, map[string]any{"object": "list", "data": []modelCard{card}})
+}
+
+func (s *Server) models(ctx *fasthttp.RequestCtx, st *engineState, _ string) {
+	writeJSON(ctx, map[string]any{"object": "list", "data": []modelCard{s.card(st)}})
+}
+
+// model answers GET /v1/models/{id} (the OpenAI SDK's models.retrieve).
+func (s *Server) model(ctx *fasthttp.RequestCtx, st *engineState, id string) {
+	if id == "" || !st.names[id] {
+		writeError(ctx, notFound("model", fmt.Sprintf("The model `%s` does not exist; this unit serves `%s`.", id, s.cfg.Model)))
+		return
+	}
+	writeJSON(ctx, s.card(st))
 }
 
 func (s *Server) checkModel(st *engineState, model string) *apiError {

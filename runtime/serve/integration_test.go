@@ -110,6 +110,13 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("model card %+v", m)
 	}
 
+	code, _, body = u.request("GET", "/v1/models/meta-llama/Llama-3.1-8B-Instruct", "")
+	if code != 200 || !strings.Contains(string(body), `"simulated":true`) {
+		t.Errorf("models retrieve: %d %s", code, body)
+	}
+	code, _, body = u.request("GET", "/v1/models/gpt-4", "")
+	checkError(t, code, body, 404, "model")
+
 	var tok struct {
 		Count       int   `json:"count"`
 		MaxModelLen int   `json:"max_model_len"`
