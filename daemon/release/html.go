@@ -66,7 +66,7 @@ func pageData(r *Report) htmlPage {
 		{"Runtime", md.Runtime}, {"Simulated", strconv.FormatBool(md.Simulated)}, {"Workflow", md.Workflow}, {"Limit", md.Limit},
 		{"Generated", md.GeneratedAt}, {"Server", md.BaseURL}, {"Model status", md.ModelStatus}, {"Engine", md.InferenceEngine},
 		{"Implementation", md.ModelImpl}, {"tt-metal commit", md.TTMetalCommit}, {"vLLM commit", md.VllmCommit},
-		{"Docker image", md.DockerImage}, {"Targets", md.TargetsSource}, {"Eval tasks", md.EvalTasks}, {"ttis", md.TTISVersion},
+		{"Docker image", md.DockerImage}, {"Targets", md.TargetsSource}, {"Eval tasks", md.EvalTasks}, {"Eval settings", md.EvalSettings}, {"ttis", md.TTISVersion},
 	} {
 		if kv[1] != "" {
 			p.Meta = append(p.Meta, kv)

@@ -293,3 +293,78 @@ func TestReleaseAgainstSimUnit(t *testing.T) {
 		t.Errorf("release with a bad task: exit %d, want 3 with a task:evals blocker\n%s", rc, out)
 	}
 }
+
+// TestReleaseCPUUnitSmallContext runs a release against the cpu runtime
+// serving the tiny shared test model (context 512): the evals must adapt
+// (zero-shot, smaller budget) instead of overflowing the context.
+func TestReleaseCPUUnitSmallContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ttisd and ttisctl")
+	}
+	model := filepath.Join(repoRoot(t), "..", "shared", "models", "stories260K-f32.gguf")
+	if _, err := os.Stat(model); err != nil {
+		t.Skipf("shared test model not available (%v)", err)
+	}
+	ttisd, ttisctl := build(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	unit := filepath.Join(t.TempDir(), "tiny.toml")
+	body := fmt.Sprintf("model = %q\ndevice = \"cpu\"\nruntime = \"cpu\"\nlisten = %q\n[cpu]\nthreads = 1\n", model, addr)
+	if err := os.WriteFile(unit, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(ttisd, "serve", "--log-level", "warn", unit)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	url := "http://" + addr
+	healthy := false
+	for i := 0; i < 300 && !healthy; i++ {
+		if resp, err := http.Get(url + "/health"); err == nil {
+			resp.Body.Close()
+			healthy = resp.StatusCode == http.StatusOK
+		}
+		if !healthy {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !healthy {
+		t.Fatalf("cpu unit did not become healthy:\n%s", logs.String())
+	}
+	state := t.TempDir()
+	out, rc := ctl(t, ttisctl, "release", "--url", url, "--state-dir", state)
+	if rc != 0 {
+		t.Fatalf("release exit %d, want 0 (nothing enforced, nothing failed)\n%s", rc, out)
+	}
+	store := &runs.Store{Root: filepath.Join(state, "runs")}
+	list, _ := store.List("")
+	if len(list) != 1 || list[0].Simulated {
+		t.Fatalf("runs = %+v", list)
+	}
+	js, err := os.ReadFile(filepath.Join(store.Dir(list[0]), release.ReportJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := release.ParseJSON(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Metadata.EvalSettings, "0-shot") || r.Evals == nil || len(r.Evals.Rows) == 0 {
+		t.Fatalf("report metadata %+v, evals %+v", r.Metadata, r.Evals)
+	}
+	for _, e := range r.Evals.Rows {
+		if e.Errored > 0 || e.Samples == 0 {
+			t.Errorf("eval %s: %d of %d samples errored", e.Task, e.Errored, e.Samples)
+		}
+	}
+}

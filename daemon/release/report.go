@@ -61,6 +61,7 @@ type Metadata struct {
 	DockerImage     string `json:"docker_image,omitempty"`
 	TargetsSource   string `json:"targets_source,omitempty"`
 	EvalTasks       string `json:"eval_tasks,omitempty"`
+	EvalSettings    string `json:"eval_settings,omitempty"`
 	TTISVersion     string `json:"ttis_version,omitempty"`
 }
 

@@ -74,7 +74,14 @@ type Config struct {
 	Progress io.Writer
 	// Now is the clock for report timestamps (nil: time.Now).
 	Now func() time.Time
+
+	// evalNote records how the evals were adapted to the server.
+	evalNote string
 }
+
+// smallContext is the context length below which evals run zero-shot with
+// a reduced generation budget.
+const smallContext = 2048
 
 // Outcome is a finished run.
 type Outcome struct {
@@ -192,6 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.Workflow != WorkflowBenchmarks {
 		rep.Evals = runEvals(ctx, &cfg, t, limit, run)
 		rep.Metadata.EvalTasks = strings.Join(evalTaskNames(rep.Evals), ",")
+		rep.Metadata.EvalSettings = cfg.evalNote
 	}
 	if ctx.Err() == nil && cfg.Workflow != WorkflowEvals {
 		rep.Benchmarks = runBenchmarks(ctx, &cfg, t, spec, limit, run, &rep.Metadata)
@@ -299,9 +307,18 @@ func runEvals(ctx context.Context, cfg *Config, t Target, limit sweep.Limit, run
 	if timeout == 0 {
 		timeout = 10 * time.Minute
 	}
+	shots, genToks := -1, 0
+	if t.MaxModelLen > 0 && t.MaxModelLen < smallContext {
+		// Few-shot prompts and a 256-token budget overflow a small
+		// context (a tiny test model): ask zero-shot with a quarter of
+		// the context to generate, and say so in the report.
+		shots, genToks = 0, min(256, t.MaxModelLen/4)
+		cfg.evalNote = fmt.Sprintf("0-shot, max_gen_toks %d (server context %d tokens)", genToks, t.MaxModelLen)
+		cfg.logf("evals: %s", cfg.evalNote)
+	}
 	oc, err := workflow.Run(ctx, workflow.Config{
 		BaseURL: t.BaseURL, Model: t.Model, API: api, APIKey: t.APIKey, CatalogModel: t.CatalogModel,
-		Tasks: names, Datasets: cfg.EvalDatasets, NumFewShot: -1, LimitMode: string(limit),
+		Tasks: names, Datasets: cfg.EvalDatasets, NumFewShot: shots, MaxGenToks: genToks, LimitMode: string(limit),
 		Concurrency: max(cfg.EvalConcurrency, 8), MaxRetries: 3, Timeout: timeout, Seed: 1234,
 		ErrorPolicy: runner.ErrorsAsWrong, OutputDir: filepath.Join(run.Dir, "evals"), CacheDir: "-", Version: cfg.Version,
 	})

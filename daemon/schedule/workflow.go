@@ -71,18 +71,26 @@ func TargetOf(ctx context.Context, u *units.Unit) (release.Target, error) {
 	default:
 		return release.Target{}, fmt.Errorf("unit %s: unknown auth mode %q", u.Name, u.Auth.Mode)
 	}
-	if strings.HasSuffix(strings.ToLower(u.Model), ".gguf") {
-		var header map[string][]string
-		if t.APIKey != "" {
-			header = map[string][]string{"Authorization": {"Bearer " + t.APIKey}}
+	// The server says what it serves: the context length, and the model's
+	// name for a cpu unit, whose file names a model file.
+	gguf := strings.HasSuffix(strings.ToLower(u.Model), ".gguf")
+	var header map[string][]string
+	if t.APIKey != "" {
+		header = map[string][]string{"Authorization": {"Bearer " + t.APIKey}}
+	}
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	cards, err := benchclient.ListModels(lctx, base, header)
+	cancel()
+	switch {
+	case (err != nil || len(cards) == 0) && gguf:
+		return release.Target{}, fmt.Errorf("unit %s: ask the server for its model name: %v", u.Name, err)
+	case err == nil && len(cards) > 0:
+		if gguf {
+			t.Model, t.CatalogModel = cards[0].ID, cards[0].ID
 		}
-		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		cards, err := benchclient.ListModels(lctx, base, header)
-		cancel()
-		if err != nil || len(cards) == 0 {
-			return release.Target{}, fmt.Errorf("unit %s: ask the server for its model name: %v", u.Name, err)
+		if cards[0].MaxModelLen > 0 {
+			t.MaxModelLen = cards[0].MaxModelLen
 		}
-		t.Model, t.CatalogModel = cards[0].ID, cards[0].ID
 	}
 	return t, nil
 }
