@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -761,5 +762,51 @@ func TestBadConfigFile(t *testing.T) {
 	out, err = exec.Command(ttisdBin, "--config", filepath.Join(t.TempDir(), "missing.toml")).CombinedOutput()
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "missing.toml") {
 		t.Fatalf("missing named config: %v\n%s", err, out)
+	}
+}
+
+func TestLogsFollowThroughCtl(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a": simUnit(freePort(t), "")})
+	d.waitUnit(t, "a", "active", active)
+	cmd := exec.Command(ttisctlBin, "--socket", d.socket, "logs", "-f", "-n", "1", "a")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	<-lines // the one recent line
+	if out, code := d.ctl(t, "restart", "a"); code != 0 {
+		t.Fatalf("restart: exit %d\n%s", code, out)
+	}
+	timeout := time.After(15 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("logs -f ended early")
+			}
+			seen = strings.Contains(l, "[ttisd] Started server")
+		case <-timeout:
+			t.Fatal("logs -f did not show the restart")
+		}
+	}
+	// Ctrl-C ends following with status 0.
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("ttisctl logs -f after SIGINT: %v", err)
 	}
 }
