@@ -842,7 +842,7 @@ func (j *job) appendCompletionLogprobs(b []byte, toks []runtime.Token, nullFirst
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, int64(*offset), 10)
+		b = strconv.AppendInt(b, int64(max(*offset, 0)), 10)
 		if !tok.IsSpecial(t.ID) {
 			*offset += utf8.RuneCount(tok.TokenBytes(t.ID))
 		}
@@ -942,10 +942,13 @@ func (j *job) appendResponse(b []byte) []byte {
 			if j.r.logprobs >= 0 {
 				toks := q.lps
 				offset := 0
-				if j.r.echo {
-					toks = append(append([]runtime.Token(nil), q.st.PromptLogprobs()...), q.lps...)
+				nullFirst := false
+				if plp := q.st.PromptLogprobs(); j.r.echo && len(plp) > 0 {
+					toks = append(append([]runtime.Token(nil), plp...), q.lps...)
+					nullFirst = true
+					offset = -j.promptTextShift(q.prompt)
 				}
-				b = j.appendCompletionLogprobs(b, toks, j.r.echo, &offset)
+				b = j.appendCompletionLogprobs(b, toks, nullFirst, &offset)
 			} else {
 				b = append(b, "null"...)
 			}
@@ -959,4 +962,22 @@ func (j *job) appendResponse(b []byte) []byte {
 	b = append(b, `],"usage":`...)
 	b = j.appendUsage(b)
 	return append(b, '}')
+}
+
+// promptTextShift is how many code points the prompt's tokens spell before
+// the echoed prompt text starts: a SentencePiece tokenizer's dummy leading
+// space is in the first token's bytes but not in the text, and the
+// text_offset values must index the text.
+func (j *job) promptTextShift(prompt int) int {
+	var spelled []byte
+	for _, id := range j.prompts[prompt] {
+		if !j.st.tok.IsSpecial(id) {
+			spelled = append(spelled, j.st.tok.TokenBytes(id)...)
+		}
+	}
+	text := j.promptTexts[prompt]
+	if len(spelled) > len(text) && string(spelled[len(spelled)-len(text):]) == text {
+		return utf8.RuneCount(spelled[:len(spelled)-len(text)])
+	}
+	return 0
 }
