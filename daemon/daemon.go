@@ -20,6 +20,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/internal/config"
 	"github.com/ttis-dev/ttis/daemon/internal/control"
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
+	"github.com/ttis-dev/ttis/daemon/internal/orphans"
 	"github.com/ttis-dev/ttis/daemon/internal/reconcile"
 	"github.com/ttis-dev/ttis/daemon/internal/sdnotify"
 	"github.com/ttis-dev/ttis/daemon/internal/supervise"
@@ -78,6 +79,18 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	}
 	notify := &sdnotify.Notifier{Logger: log}
 
+	// Only now, as the one daemon on this socket: stop servers a crashed
+	// predecessor left running, or they would hold the units' ports and
+	// chips.
+	servers := orphans.Registry{Dir: filepath.Join(cfg.StateDir, "servers")}
+	leftovers, err := servers.Reap(10 * time.Second)
+	if err != nil {
+		log.Warn("cannot check for servers left by an earlier ttisd", "err", err)
+	}
+	for _, l := range leftovers {
+		log.Warn("stopped a server left running by an earlier ttisd", "unit", l.Unit, "pid", l.PID)
+	}
+
 	// Units run under their own context: on shutdown the API closes first,
 	// then every unit is stopped in parallel.
 	unitsCtx, stopUnits := context.WithCancel(context.WithoutCancel(ctx))
@@ -93,6 +106,12 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 		SnapshotDir: filepath.Join(cfg.StateDir, "unit-snapshots"),
 		LogLines:    cfg.LogLines,
 		Logger:      log,
+		Started: func(unit string, pid int) {
+			if err := servers.Record(unit, pid); err != nil {
+				log.Warn("cannot record server pid", "unit", unit, "pid", pid, "err", err)
+			}
+		},
+		Ended: servers.Forget,
 	})
 
 	d := &daemon{

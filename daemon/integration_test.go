@@ -810,3 +810,56 @@ func TestLogsFollowThroughCtl(t *testing.T) {
 		t.Fatalf("ttisctl logs -f after SIGINT: %v", err)
 	}
 }
+
+// After ttisd is killed with SIGKILL (outside systemd nothing cleans up),
+// the next ttisd stops the servers left running before starting its own.
+func TestLeftoverServersAfterDaemonCrash(t *testing.T) {
+	listen := freePort(t)
+	d := startDaemon(t, map[string]string{"a": simUnit(listen, "")})
+	old := d.waitUnit(t, "a", "active", active).PID
+	if err := d.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	if gone(old) {
+		t.Fatal("the server died with the daemon; nothing to test")
+	}
+	// The orphan still holds the port.
+	if !healthy(listen) {
+		t.Fatal("orphaned server not serving")
+	}
+	// The SIGKILLed daemon left its socket file: the next one finds it
+	// stale.
+	next := &daemon{dir: d.dir, unitsDir: d.unitsDir, devDir: d.devDir, socket: d.socket, done: make(chan struct{})}
+	next.cmd = next.command()
+	logf, err := os.Create(filepath.Join(d.dir, "ttisd2.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.cmd.Stdout, next.cmd.Stderr = logf, logf
+	if err := next.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		next.exitErr = next.cmd.Wait()
+		logf.Close()
+		close(next.done)
+	}()
+	defer func() {
+		_ = next.cmd.Process.Signal(syscall.SIGTERM)
+		<-next.done
+		if next.exitErr != nil {
+			t.Errorf("second ttisd exit: %v", next.exitErr)
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(d.dir, "ttisd2.log"))
+			t.Logf("second ttisd log:\n%s", b)
+		}
+	}()
+	next.cl = client.New(next.socket)
+	waitGone(t, old)
+	u := next.waitUnit(t, "a", "active", active)
+	if u.PID == old || u.Restarts != 0 {
+		t.Fatalf("second daemon's unit %+v", u)
+	}
+}

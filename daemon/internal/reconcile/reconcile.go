@@ -41,6 +41,8 @@ type Reconciler struct {
 	snapshotDir string
 	load        Loader
 	deps        supervise.Deps
+	started     func(unit string, pid int)
+	ended       func(unit string, pid int)
 	logLines    int
 	log         *slog.Logger
 	now         func() time.Time
@@ -85,6 +87,9 @@ type Options struct {
 	// Deps is the template for every unit's supervisor (starter, probe,
 	// reset, clock); Logger and Ring are set per unit.
 	Deps supervise.Deps
+	// Started and Ended are told about every server process of every unit.
+	Started func(unit string, pid int)
+	Ended   func(unit string, pid int)
 	// LogLines is the size of each unit's log ring.
 	LogLines int
 	Logger   *slog.Logger
@@ -100,6 +105,8 @@ func New(ctx context.Context, o Options) *Reconciler {
 		snapshotDir: o.SnapshotDir,
 		load:        o.Load,
 		deps:        o.Deps,
+		started:     o.Started,
+		ended:       o.Ended,
 		logLines:    o.LogLines,
 		log:         o.Logger,
 		now:         o.Now,
@@ -284,6 +291,12 @@ func (r *Reconciler) startEntry(ctx context.Context, e *entry, spec supervise.Sp
 	deps := r.deps
 	deps.Ring = e.ring
 	deps.Logger = r.log
+	if r.started != nil {
+		deps.Started = func(pid int) { r.started(e.name, pid) }
+	}
+	if r.ended != nil {
+		deps.Ended = func(pid int) { r.ended(e.name, pid) }
+	}
 	sup := supervise.New(spec, deps)
 	sctx, cancel := context.WithCancel(r.runCtx)
 	go sup.Run(sctx)

@@ -125,6 +125,10 @@ type Deps struct {
 	Logger *slog.Logger
 	// Ring keeps recent lines; nil creates one of 1000 lines.
 	Ring *logring.Ring
+	// Started and Ended, when set, are told about every server process
+	// (the daemon records them to stop leftovers after its own crash).
+	Started func(pid int)
+	Ended   func(pid int)
 }
 
 // Status is a snapshot of a unit's process state.
@@ -449,6 +453,9 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 	s.pollTicker = time.NewTicker(s.deps.PollInterval)
 	s.probeC = make(chan error, 1)
 	s.probing = false
+	if s.deps.Started != nil {
+		s.deps.Started(proc.Pid())
+	}
 	s.setState(api.StateActivating, api.SubStart, func(st *Status) { st.PID = proc.Pid() })
 	s.note(fmt.Sprintf("Started server, pid %d.", proc.Pid()))
 	s.log.Info("server started", "pid", proc.Pid(), "hash", short(s.spec.Hash))
@@ -568,6 +575,9 @@ func lastStderr(r *logring.Ring) string {
 func (s *Supervisor) reap(ex Exit) {
 	s.stopProbes()
 	_ = s.proc.Signal(syscall.SIGKILL)
+	if s.deps.Ended != nil {
+		s.deps.Ended(s.proc.Pid())
+	}
 	for _, w := range s.outs {
 		w.Flush()
 	}
