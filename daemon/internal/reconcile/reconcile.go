@@ -68,8 +68,9 @@ type entry struct {
 	goodAt  time.Time
 	hash    string // hash of the good version
 	path    string
-	loadErr string // problems of the current file text, empty when good
-	errHash string // file hash whose error was logged, to log it once
+	loadErr string    // problems of the current file text, empty when good
+	errHash string    // file hash whose error was logged, to log it once
+	errAt   time.Time // when the current file text was first found broken
 	// stoppedByUser: "ttisctl stop" holds until start/restart, even across
 	// edits.
 	stoppedByUser bool
@@ -182,6 +183,9 @@ func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 		e.path = f.Path
 		if f.Unit == nil {
 			msg := f.Err.Error()
+			if e.loadErr == "" {
+				e.errAt = now
+			}
 			if f.Hash == "" || e.errHash != f.Hash || e.loadErr != msg {
 				r.log.Error("unit file invalid", "unit", f.Name, "err", msg, "last_good", e.good != nil)
 				e.ring.Add(api.LogLine{Time: now, Stream: "ttisd", Text: "Unit file invalid: " + oneLine(msg)})
@@ -521,7 +525,7 @@ func residentBytes(pid int) int64 {
 
 func (r *Reconciler) unitOf(e *entry) api.Unit {
 	r.mu.Lock()
-	good, goodAt, hash, loadErr, path, sup := e.good, e.goodAt, e.hash, e.loadErr, e.path, e.sup
+	good, goodAt, hash, loadErr, path, sup, errAt := e.good, e.goodAt, e.hash, e.loadErr, e.path, e.sup, e.errAt
 	r.mu.Unlock()
 	u := api.Unit{Name: e.name, Path: path, LoadState: api.LoadLoaded, LoadError: oneLine(loadErr)}
 	if good != nil {
@@ -542,7 +546,7 @@ func (r *Reconciler) unitOf(e *entry) api.Unit {
 	} else {
 		u.State, u.SubState, u.Since = api.StateInactive, api.SubDead, goodAt
 		if good == nil {
-			u.State, u.SubState = api.StateFailed, api.SubFailed
+			u.State, u.SubState, u.Since = api.StateFailed, api.SubFailed, errAt
 		}
 	}
 	if loadErr != "" {

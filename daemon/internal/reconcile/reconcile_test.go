@@ -211,8 +211,8 @@ func TestBrokenNewUnitAndConflicts(t *testing.T) {
 	if b.State != api.StateFailed || b.LoadState != api.LoadError || !strings.Contains(b.LastError, "already used by unit a") {
 		t.Fatalf("b %+v", b)
 	}
-	if c := f.unit("c"); !strings.Contains(c.LastError, "c.toml:") {
-		t.Fatalf("c error lacks position: %q", c.LastError)
+	if c := f.unit("c"); !strings.Contains(c.LastError, "c.toml:") || c.Since.IsZero() {
+		t.Fatalf("c error lacks position or time: %q %v", c.LastError, c.Since)
 	}
 	if err := f.r.Start(context.Background(), "b"); err == nil {
 		t.Fatal("started a unit with no valid version")
