@@ -311,7 +311,10 @@ func TestCrashBackoffAndStartLimit(t *testing.T) {
 		if i < 3 {
 			// Wait for the new process to come and go.
 			f.waitState(api.StateActivating, api.SubAutoRestart)
-			for f.sup.Status().Restarts == i+1 {
+			for n := 0; f.sup.Status().Restarts == i+1; n++ {
+				if n > 5000 {
+					t.Fatalf("restart %d never ran", i+2)
+				}
 				time.Sleep(2 * time.Millisecond)
 			}
 		}
