@@ -804,7 +804,14 @@ func TestLogsFollowThroughCtl(t *testing.T) {
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	for range lines {
+	drain := time.After(10 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-lines:
+		case <-drain:
+			_ = cmd.Process.Kill()
+			t.Fatal("ttisctl logs -f did not end on SIGINT")
+		}
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("ttisctl logs -f after SIGINT: %v", err)
