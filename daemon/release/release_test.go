@@ -276,3 +276,17 @@ func FuzzParseJSON(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRender renders the three report files of the fixture.
+func BenchmarkRender(b *testing.B) {
+	r := fixtureReport(catalog.StatusFunctional)
+	for i := 0; i < b.N; i++ {
+		_ = Markdown(r)
+		if _, err := JSON(r); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := HTML(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

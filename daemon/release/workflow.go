@@ -307,6 +307,10 @@ func runEvals(ctx context.Context, cfg *Config, t Target, limit sweep.Limit, run
 	if timeout == 0 {
 		timeout = 10 * time.Minute
 	}
+	conc := cfg.EvalConcurrency
+	if conc < 1 {
+		conc = 8
+	}
 	shots, genToks := -1, 0
 	if t.MaxModelLen > 0 && t.MaxModelLen < smallContext {
 		// Few-shot prompts and a 256-token budget overflow a small
@@ -319,7 +323,7 @@ func runEvals(ctx context.Context, cfg *Config, t Target, limit sweep.Limit, run
 	oc, err := workflow.Run(ctx, workflow.Config{
 		BaseURL: t.BaseURL, Model: t.Model, API: api, APIKey: t.APIKey, CatalogModel: t.CatalogModel,
 		Tasks: names, Datasets: cfg.EvalDatasets, NumFewShot: shots, MaxGenToks: genToks, LimitMode: string(limit),
-		Concurrency: max(cfg.EvalConcurrency, 8), MaxRetries: 3, Timeout: timeout, Seed: 1234,
+		Concurrency: conc, MaxRetries: 3, Timeout: timeout, Seed: 1234,
 		ErrorPolicy: runner.ErrorsAsWrong, OutputDir: filepath.Join(run.Dir, "evals"), CacheDir: "-", Version: cfg.Version,
 	})
 	if err != nil {

@@ -213,3 +213,24 @@ func FuzzParseManifest(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkList lists a unit with 50 runs (every manifest is read).
+func BenchmarkList(b *testing.B) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := &Store{Root: b.TempDir(), Now: func() time.Time { now = now.Add(time.Minute); return now }, Alive: func(int) bool { return true }}
+	for i := 0; i < 50; i++ {
+		r, err := s.Create(Manifest{Unit: "u", Workflow: "release"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Finish(StatusComplete, VerdictPass, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if got, errs := s.List("u"); len(got) != 50 || len(errs) > 0 {
+			b.Fatalf("listed %d runs, %v", len(got), errs)
+		}
+	}
+}
