@@ -121,7 +121,15 @@ type Engine struct {
 	done    chan struct{}
 	seeds   atomic.Uint64
 	seedMix uint64
+
+	// deviceTime is when the simulated device finishes its current work;
+	// only the loop goroutine touches it (see sleep).
+	deviceTime time.Time
 }
+
+// maxLag is how far behind its schedule the simulated device may fall and
+// still catch up (by skipping sleeps) rather than start a new schedule.
+const maxLag = 20 * time.Millisecond
 
 type sequence struct {
 	ctx      context.Context
@@ -247,12 +255,25 @@ func (e *Engine) sleep(d time.Duration) error {
 		goruntime.Gosched()
 		return e.loopCtx.Err()
 	}
-	return e.clock.Sleep(e.loopCtx, time.Duration(float64(d)*e.cfg.TimeScale))
+	// Delays run on a device-time schedule rather than one relative sleep
+	// after another: a timer that fires late on a loaded host is made up on
+	// the next step, so mean TTFT and TPOT stay what the targets say instead
+	// of drifting by every timer's overshoot. Falling further behind than
+	// maxLag (the process was descheduled for long) starts a new schedule.
+	now := e.clock.Now()
+	if e.deviceTime.Before(now.Add(-maxLag)) {
+		e.deviceTime = now.Add(-maxLag)
+	}
+	e.deviceTime = e.deviceTime.Add(time.Duration(float64(d) * e.cfg.TimeScale))
+	return e.clock.Sleep(e.loopCtx, e.deviceTime.Sub(now))
 }
 
 func (e *Engine) loop() {
 	defer close(e.done)
 	var prefill, running []*sequence
+	// idle is true until work arrives; an idle device starts new work on a
+	// fresh schedule.
+	idle := true
 	abortAll := func(err error) {
 		e.mu.Lock()
 		prefill = append(prefill, e.incoming...)
@@ -272,6 +293,7 @@ func (e *Engine) loop() {
 		if len(prefill) == 0 && len(running) == 0 {
 			select {
 			case <-e.wake:
+				idle = true
 				continue
 			case <-e.loopCtx.Done():
 				abortAll(errors.New("engine closed"))
@@ -281,6 +303,10 @@ func (e *Engine) loop() {
 		if e.loopCtx.Err() != nil {
 			abortAll(errors.New("engine closed"))
 			return
+		}
+		if idle {
+			e.deviceTime = e.clock.Now()
+			idle = false
 		}
 		var admitted *sequence
 		if len(prefill) > 0 {

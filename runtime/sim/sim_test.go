@@ -284,6 +284,9 @@ type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
 	sleeps []time.Duration
+	// late is added to every positive sleep, like a timer firing late on a
+	// loaded host.
+	late time.Duration
 }
 
 func (c *fakeClock) Now() time.Time {
@@ -294,7 +297,9 @@ func (c *fakeClock) Now() time.Time {
 
 func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
-	c.now = c.now.Add(d)
+	if d > 0 {
+		c.now = c.now.Add(d + c.late)
+	}
 	c.sleeps = append(c.sleeps, d)
 	c.mu.Unlock()
 	return ctx.Err()
@@ -337,6 +342,31 @@ func TestTimingFollowsTargets(t *testing.T) {
 		if d := toks[i].Time.Sub(toks[i-1].Time); d != 100*time.Millisecond {
 			t.Errorf("token %d after %v, want 100ms", i, d)
 		}
+	}
+}
+
+// Late timers must not add up: the device schedule makes up each late
+// wake-up on the next step, so the mean step stays the target's.
+func TestLateTimersDoNotDrift(t *testing.T) {
+	timing := Timing{TTFT: 50 * time.Millisecond, TargetISL: 128, Step: 10 * time.Millisecond}
+	clk := &fakeClock{now: time.Unix(1000, 0), late: 3 * time.Millisecond}
+	e, err := New(Config{Model: "m", MaxContext: 1024, MaxConcurrency: 2, TimeScale: 1, Timing: timing, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	st, err := e.Generate(context.Background(), &runtime.Request{Prompt: make([]int, 128), MaxTokens: 101, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, _ := collect(t, st)
+	if len(toks) != 101 {
+		t.Fatalf("%d tokens", len(toks))
+	}
+	// Each sleep ends 3ms late, but only the last one's lateness remains.
+	mean := toks[100].Time.Sub(toks[0].Time) / 100
+	if mean < 10*time.Millisecond || mean > 10*time.Millisecond+60*time.Microsecond {
+		t.Errorf("mean step %v, want 10ms (+ at most one late wake-up spread over 100 steps)", mean)
 	}
 }
 
