@@ -40,6 +40,7 @@ type htmlTable struct {
 }
 
 type htmlPage struct {
+	Heading     string
 	Title       string
 	Simulated   bool
 	Passed      bool
@@ -58,7 +59,7 @@ type htmlPage struct {
 
 func pageData(r *Report) htmlPage {
 	md := &r.Metadata
-	p := htmlPage{Title: title(md), Simulated: md.Simulated, Passed: r.Acceptance.Passed,
+	p := htmlPage{Heading: heading(md.Workflow), Title: title(md), Simulated: md.Simulated, Passed: r.Acceptance.Passed,
 		Status: r.Acceptance.ModelStatus, Enforcement: r.Acceptance.EnforcementResult,
 		Blockers: r.Acceptance.Blockers, Regressions: r.Regressions}
 	for _, kv := range [][2]string{
@@ -194,7 +195,7 @@ func lineChart(label string, xs []int, ys, targets []*float64) template.HTML {
 
 var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<title>{{if .Simulated}}[SIMULATED] {{end}}Release report: {{.Title}}</title>
+<title>{{if .Simulated}}[SIMULATED] {{end}}{{.Heading}}: {{.Title}}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
@@ -208,7 +209,7 @@ svg{border:1px solid #ddd;background:#fff}
 polyline.me{fill:none;stroke:#1a73e8;stroke-width:2}circle.me,tspan.me{fill:#1a73e8}
 polyline.tg{fill:none;stroke:#d93025;stroke-width:1.5;stroke-dasharray:5 4}circle.tg,tspan.tg{fill:#d93025}
 </style></head><body>
-<h1>Tenstorrent Model Release Summary: {{.Title}}</h1>
+<h1>{{.Heading}}: {{.Title}}</h1>
 {{if .Simulated}}<p class="sim">⚠️ SIMULATED — these results come from the sim runtime, not from hardware. They certify nothing about a device.</p>{{end}}
 <h2>Acceptance: <span class="{{if .Passed}}PASS{{else}}FAIL{{end}}">{{if .Passed}}PASS{{else}}FAIL{{end}}</span></h2>
 <p>Model status: {{.Status}}<br>Enforcement: {{.Enforcement}}</p>

@@ -33,6 +33,18 @@ func categoryBadge(status string) string {
 
 func title(md *Metadata) string { return md.Model + " on " + md.Device }
 
+// heading names the report after its workflow (upstream's release heading
+// for release runs).
+func heading(workflow string) string {
+	switch workflow {
+	case WorkflowBenchmarks:
+		return "Tenstorrent Model Benchmark Summary"
+	case WorkflowEvals:
+		return "Tenstorrent Model Accuracy Summary"
+	}
+	return "Tenstorrent Model Release Summary"
+}
+
 // AcceptanceMarkdown renders the acceptance criteria list and blockers
 // (also stored as acceptance_summary_markdown in report.json).
 func AcceptanceMarkdown(r *Report) string {
@@ -82,7 +94,7 @@ func AcceptanceMarkdown(r *Report) string {
 func Markdown(r *Report) []byte {
 	var b strings.Builder
 	md := &r.Metadata
-	fmt.Fprintf(&b, "## Tenstorrent Model Release Summary: %s\n\n", title(md))
+	fmt.Fprintf(&b, "## %s: %s\n\n", heading(md.Workflow), title(md))
 	if md.Simulated {
 		b.WriteString(simulatedBanner + "\n\n")
 	}
