@@ -11,17 +11,20 @@ import (
 // daemonFlags are ttisd's flags in supervisor mode; each overrides the
 // matching key of the configuration file.
 func daemonFlags() []cli.Flag {
+	// Values shown as defaults are the configuration's; a flag applies
+	// only when given, so the file wins over a flag left out.
+	def := daemon.DefaultConfig()
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Value: daemon.DefaultConfigPath, EnvVars: []string{"TTISD_CONFIG"}, Usage: "configuration file (TOML); the default path may be absent"},
-		&cli.StringFlag{Name: "units-dir", Usage: "folder of unit files (units_dir)"},
-		&cli.StringFlag{Name: "state-dir", Usage: "folder for results and state (state_dir)"},
-		&cli.StringFlag{Name: "socket", Usage: "control API unix socket (socket)"},
-		&cli.StringFlag{Name: "socket-group", Usage: "group of the control socket (socket_group)"},
-		&cli.StringFlag{Name: "log-format", Usage: "auto, text or json (log_format)"},
-		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (log_level)"},
-		&cli.StringFlag{Name: "device-root", Usage: "folder of accelerator device nodes (device_root)"},
-		&cli.DurationFlag{Name: "rescan-interval", Usage: "safety-net rescan of the units folder (rescan_interval)"},
-		&cli.StringFlag{Name: "server-executable", Usage: "program run as \"EXE serve UNIT_FILE\" for each unit (default: this ttisd)"},
+		&cli.StringFlag{Name: "units-dir", Value: def.UnitsDir, Usage: "folder of unit files (units_dir)"},
+		&cli.StringFlag{Name: "state-dir", Value: def.StateDir, Usage: "folder for results and state (state_dir)"},
+		&cli.StringFlag{Name: "socket", Value: def.Socket, Usage: "control API unix socket (socket)"},
+		&cli.StringFlag{Name: "socket-group", Value: def.SocketGroup, Usage: "group of the control socket; \"\" keeps the user's (socket_group)"},
+		&cli.StringFlag{Name: "log-format", Value: def.LogFormat, Usage: "auto (coloured text on a terminal, else JSON), text or json (log_format)"},
+		&cli.StringFlag{Name: "log-level", Value: def.LogLevel, Usage: "debug, info, warn or error (log_level)"},
+		&cli.StringFlag{Name: "device-root", Value: def.DeviceRoot, Usage: "folder of accelerator device nodes (device_root)"},
+		&cli.DurationFlag{Name: "rescan-interval", Value: def.RescanInterval.Duration, Usage: "safety-net rescan of the units folder (rescan_interval)"},
+		&cli.StringFlag{Name: "server-executable", Usage: "program run as \"EXE serve UNIT_FILE\" for each unit (server_executable; default: this ttisd)"},
 	}
 }
 
