@@ -193,7 +193,17 @@ func lineChart(label string, xs []int, ys, targets []*float64) template.HTML {
 	return template.HTML(b.String()) //nolint:gosec
 }
 
-var pageTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// verdictClass styles a table cell by its verdict, if it holds one.
+func verdictClass(cell string) string {
+	for _, v := range []string{"PASS", "FAIL", "NA", "pass", "fail", "error"} {
+		if strings.HasPrefix(cell, v) {
+			return strings.ToUpper(v)
+		}
+	}
+	return ""
+}
+
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"verdict": verdictClass}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{{if .Simulated}}[SIMULATED] {{end}}{{.Heading}}: {{.Title}}</title>
 <style>
@@ -202,7 +212,7 @@ table{border-collapse:collapse;margin:1em 0;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 .sim{background:#fff3cd;border:2px solid #e0a800;padding:1em;font-size:1.2em;font-weight:bold}
-.PASS,.pass{color:#137333;font-weight:bold}.FAIL,.fail{color:#b3261e;font-weight:bold}.NA,.ABSENT{color:#8a6d00}
+.PASS{color:#137333;font-weight:bold}.FAIL,.ERROR,.fail{color:#b3261e;font-weight:bold}.NA,.ABSENT{color:#8a6d00}
 .charts{display:flex;flex-wrap:wrap;gap:1em}
 svg{border:1px solid #ddd;background:#fff}
 .ax{stroke:#555}.ct{font-size:13px;font-weight:bold}.yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:11px;text-anchor:end}
@@ -225,12 +235,12 @@ polyline.tg{fill:none;stroke:#d93025;stroke-width:1.5;stroke-dasharray:5 4}circl
 {{end}}</table>{{else}}<p>No regressions ({{.Compared}} metrics compared).</p>{{end}}{{end}}
 {{with .Evals}}<h2>Accuracy Evaluations</h2>{{if $.EvalError}}<p class="fail">The eval workflow did not finish: {{$.EvalError}}</p>{{end}}
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}<td class="{{.}}">{{.}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
 {{with .Bench}}<h2>Benchmark Sweeps</h2>{{if $.BenchError}}<p class="fail">The benchmark sweep did not finish: {{$.BenchError}}</p>{{end}}
 <div class="charts">{{range $.Pairs}}{{.TTFT}}{{.TputUser}}{{end}}</div>
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}<td class="{{.}}">{{.}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
 </body></html>
 `))
