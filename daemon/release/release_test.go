@@ -2,6 +2,7 @@ package release
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ttis-dev/ttis/bench/grade"
 	"github.com/ttis-dev/ttis/bench/report"
+	"github.com/ttis-dev/ttis/daemon/runs"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
@@ -288,5 +290,37 @@ func BenchmarkRender(b *testing.B) {
 		if _, err := HTML(r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestRunRefusals(t *testing.T) {
+	store := &runs.Store{Root: t.TempDir()}
+	target := Target{Unit: "u", BaseURL: "http://127.0.0.1:9", Model: "M"}
+	unlock, err := store.Lock("u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"busy unit", Config{Target: target, Workflow: WorkflowRelease, Store: store}, "another workflow run"},
+		{"bad workflow", Config{Target: target, Workflow: "stress", Store: store}, "workflow \"stress\""},
+		{"bad limit", Config{Target: target, Workflow: WorkflowEvals, Limit: "huge", Store: store}, "limit \"huge\""},
+		{"no store", Config{Target: target, Workflow: WorkflowEvals}, "no results store"},
+		{"no model", Config{Target: Target{Unit: "u", BaseURL: "http://x"}, Workflow: WorkflowEvals, Store: store}, "model"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(context.Background(), tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Run error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if list, _ := store.List(""); len(list) != 0 {
+		t.Errorf("refused runs were recorded: %v", list)
 	}
 }

@@ -186,6 +186,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			md.TargetsSource = "catalog"
 		}
 	}
+	// One workflow per unit at a time, across processes: two would load
+	// the same server and spoil each other's measurements.
+	unlock, err := cfg.Store.Lock(t.Unit)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	run, err := cfg.Store.Create(runs.Manifest{Unit: t.Unit, Model: md.Model, Device: t.Device, Runtime: t.Runtime,
 		Simulated: t.Simulated, Workflow: cfg.Workflow, Limit: string(limit), BaseURL: t.BaseURL, Trigger: cfg.Trigger})
 	if err != nil {

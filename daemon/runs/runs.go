@@ -422,3 +422,40 @@ func (s *Store) Previous(unit, workflow, current string) (Manifest, bool) {
 	}
 	return Manifest{}, false
 }
+
+// ErrBusy is returned by Lock when another process runs a workflow on the
+// unit.
+var ErrBusy = errors.New("another workflow run of this unit is going")
+
+// lockFile is the per-unit lock inside the unit's folder.
+const lockFile = ".lock"
+
+// Lock takes the unit's run lock, so that two workflows (a scheduled run
+// and a ttisctl one) never load the same server at once and spoil each
+// other's measurements. It does not wait: a held lock gives ErrBusy. The
+// lock is an flock on <root>/<unit>/.lock, released by the returned func
+// or when the process dies.
+func (s *Store) Lock(unit string) (unlock func(), err error) {
+	if err := CheckUnitName(unit); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(s.Root, unit)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results store: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("results store: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("unit %s: %w", unit, ErrBusy)
+		}
+		return nil, fmt.Errorf("results store: lock %s: %w", unit, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,5 +233,33 @@ func BenchmarkList(b *testing.B) {
 		if got, errs := s.List("u"); len(got) != 50 || len(errs) > 0 {
 			b.Fatalf("listed %d runs, %v", len(got), errs)
 		}
+	}
+}
+
+func TestLock(t *testing.T) {
+	s, _ := testStore(t, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	unlock, err := s.Lock("u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Lock("u"); !errors.Is(err, ErrBusy) {
+		t.Errorf("second Lock = %v, want ErrBusy", err)
+	}
+	other, err := s.Lock("v")
+	if err != nil {
+		t.Fatalf("another unit's lock: %v", err)
+	}
+	other()
+	unlock()
+	again, err := s.Lock("u")
+	if err != nil {
+		t.Fatalf("Lock after unlock: %v", err)
+	}
+	again()
+	if _, err := s.Lock("../x"); err == nil {
+		t.Error("Lock accepted a bad unit name")
+	}
+	if list, errs := s.List(""); len(list) != 0 || len(errs) != 0 {
+		t.Errorf("lock files list as runs: %v %v", list, errs)
 	}
 }
