@@ -40,7 +40,8 @@ With UNIT, ttisd supplies the address, model, device and auth, and the
 results go to its state folder. With --url, no daemon is needed: --state-dir
 (default: the daemon's, if one answers, else ./ttis-state) receives the run.
 
-Exit status: 0 accepted, 1 could not run, 3 acceptance failed (see the report).`,
+Exit status: 0 accepted, 1 could not run, 3 acceptance failed (see the report),
+4 no such unit, 69 ttisd unreachable.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "url", Usage: "server root, e.g. http://127.0.0.1:8000 (no daemon)"},
 			&cli.StringFlag{Name: "model", Usage: "model name to send (default: the server's first model)"},
