@@ -132,6 +132,8 @@ type Engine struct {
 const maxLag = 20 * time.Millisecond
 
 type sequence struct {
+	// arrived is when Generate was called.
+	arrived  time.Time
 	ctx      context.Context
 	req      runtime.Request
 	st       *runtime.Stream
@@ -205,7 +207,7 @@ func (e *Engine) Generate(ctx context.Context, req *runtime.Request) (*runtime.S
 	if req.MaxTokens < 0 {
 		return nil, fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
 	}
-	s := &sequence{ctx: ctx, req: *req, st: runtime.NewStream(len(req.Prompt)), prev: req.Prompt[len(req.Prompt)-1], ctxLen: len(req.Prompt)}
+	s := &sequence{ctx: ctx, req: *req, st: runtime.NewStream(len(req.Prompt)), prev: req.Prompt[len(req.Prompt)-1], ctxLen: len(req.Prompt), arrived: e.clock.Now()}
 	var seed uint64
 	if req.Sampling.HasSeed {
 		seed = uint64(req.Sampling.Seed)
@@ -305,7 +307,12 @@ func (e *Engine) loop() {
 			return
 		}
 		if idle {
+			// An idle device starts on a request when it arrives, not when
+			// this goroutine got to run.
 			e.deviceTime = e.clock.Now()
+			if len(prefill) > 0 && prefill[0].arrived.Before(e.deviceTime) {
+				e.deviceTime = prefill[0].arrived
+			}
 			idle = false
 		}
 		var admitted *sequence
