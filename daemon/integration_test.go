@@ -296,10 +296,11 @@ func TestEditBreakFixDelete(t *testing.T) {
 
 	// Edit: restarted with the new text.
 	d.write(t, "a", simUnit(listen, `description = "edited"`))
-	u = d.waitUnit(t, "a", "restarted", func(u api.UnitDetail) bool { return active(u) && u.Description == "edited" })
-	if u.PID == first {
-		t.Fatal("edit did not start a new server")
-	}
+	// The old server shows the new description until it is stopped: wait
+	// for a new, ready process.
+	u = d.waitUnit(t, "a", "restarted", func(u api.UnitDetail) bool {
+		return active(u) && u.Description == "edited" && u.PID != first
+	})
 	waitGone(t, first)
 	second := u.PID
 
@@ -329,7 +330,7 @@ func TestEditBreakFixDelete(t *testing.T) {
 	// Fix: restarted once more.
 	d.write(t, "a", simUnit(listen, `description = "fixed"`))
 	u = d.waitUnit(t, "a", "fixed", func(u api.UnitDetail) bool {
-		return active(u) && u.Description == "fixed" && u.LoadState == api.LoadLoaded
+		return active(u) && u.Description == "fixed" && u.LoadState == api.LoadLoaded && u.PID != second
 	})
 	waitGone(t, second)
 
