@@ -57,7 +57,11 @@ func benchMatMul(b *testing.B, threads int, types []gguf.TensorType, batches []i
 	}
 }
 
-// BenchmarkMatMul runs the reference shapes on all cores.
+// BenchmarkMatMul runs the reference shapes on all cores, e.g.
+//
+//	go test -run '^$' -bench '^BenchmarkMatMul(SingleThread)?$/(F32|Q8_0)/' -benchtime 100ms -count 3 ./runtime/cpu/internal/kernels/
+//
+// On a shared machine read the single-thread cpuGB/s and cpuGFLOP/s.
 func BenchmarkMatMul(b *testing.B) {
 	benchMatMul(b, 0, []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_0}, []int{1, 8, 128})
 }
