@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 )
@@ -21,6 +23,33 @@ func Quantize(t gguf.TensorType, src []float32) ([]byte, error) {
 		return nil, fmt.Errorf("quantize to %s: %w", t, err)
 	}
 	dst := make([]byte, n)
+	bs, ts := t.BlockSize(), t.TypeSize()
+	blocks := len(src) / bs
+	// Whole-model quantization (the synthetic model writer) is worth
+	// spreading over the cores; blocks are independent, so the result is
+	// the same as a serial run.
+	const blocksPerPart = 1 << 14
+	parts := min(runtime.GOMAXPROCS(0), (blocks+blocksPerPart-1)/blocksPerPart)
+	if parts <= 1 {
+		quantizeBlocks(t, src, dst)
+		return dst, nil
+	}
+	var wg sync.WaitGroup
+	per := (blocks + parts - 1) / parts
+	for lo := 0; lo < blocks; lo += per {
+		hi := min(lo+per, blocks)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			quantizeBlocks(t, src[lo*bs:hi*bs], dst[lo*ts:hi*ts])
+		}()
+	}
+	wg.Wait()
+	return dst, nil
+}
+
+// quantizeBlocks encodes src (whole blocks of t) into dst.
+func quantizeBlocks(t gguf.TensorType, src []float32, dst []byte) {
 	switch t {
 	case gguf.TypeF32:
 		copy(bytesF32(dst), src)
@@ -49,15 +78,23 @@ func Quantize(t gguf.TensorType, src []float32) ([]byte, error) {
 			quantBlockQ6K(src[b*256:(b+1)*256], dst[b*blockQ6_K:(b+1)*blockQ6_K])
 		}
 	}
-	return dst, nil
 }
 
 // roundHalfAway rounds like C's roundf, which ggml's reference quantizers use.
-func roundHalfAway(v float32) int { return int(math.Round(float64(v))) }
+// The float64 sum is exact, so truncating it rounds correctly even just
+// below one half.
+func roundHalfAway(v float32) int {
+	if v < 0 {
+		return int(float64(v) - 0.5)
+	}
+	return int(float64(v) + 0.5)
+}
 
+// absMax returns the largest magnitude in x and the value that has it.
 func absMax(x []float32) (amax, signed float32) {
 	for _, v := range x {
-		if a := float32(math.Abs(float64(v))); a > amax {
+		a := math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+		if a > amax {
 			amax, signed = a, v
 		}
 	}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -255,6 +256,41 @@ func TestQ8_0AndQ4_0HandBuilt(t *testing.T) {
 		}
 		if want := 2 * float32(code-8); v != want {
 			t.Fatalf("Q4_0 element %d = %g, want %g", j, v, want)
+		}
+	}
+}
+
+func TestRoundHalfAway(t *testing.T) {
+	for _, c := range []struct {
+		in   float32
+		want int
+	}{
+		{0, 0}, {0.49999997, 0}, {0.5, 1}, {-0.5, -1}, {2.5, 3}, {-2.5, -3},
+		{1.4999999, 1}, {-1.4999999, -1}, {126.5, 127}, {-127.49, -127},
+	} {
+		if got := roundHalfAway(c.in); got != c.want {
+			t.Errorf("roundHalfAway(%v) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+// TestQuantizeParallelMatchesSerial checks that a tensor large enough to be
+// split over goroutines encodes exactly as one serial pass.
+func TestQuantizeParallelMatchesSerial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large tensor")
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	src := randVec(rng, 40000*32)
+	for _, typ := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeF16} {
+		got, err := Quantize(typ, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, len(got))
+		quantizeBlocks(typ, src, want)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: parallel and serial encodings differ", typ)
 		}
 	}
 }
