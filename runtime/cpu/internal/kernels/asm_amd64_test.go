@@ -112,6 +112,38 @@ func TestAsmF16(t *testing.T) {
 	}
 }
 
+func TestAsmBF16(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(39, 40))
+	for _, n := range []int{8, 16, 24, 40, 168} {
+		stride := n + 3
+		src := randVec(rng, 4*stride)
+		w := make([]uint16, len(src))
+		wf := make([]float32, len(src))
+		for i, v := range src {
+			w[i] = F32ToBF16(v)
+			wf[i] = BF16ToF32(w[i])
+		}
+		x := randVec(rng, 3*stride)
+		out := make([]float32, 3*6)
+		bf16Tile4x3(w, stride, x, stride, n, out, 6)
+		out1 := make([]float32, 4)
+		bf16Tile4x1(w, stride, x, n, out1)
+		outRows := make([]float32, 4)
+		dotBF16Rows(w, stride, x, n, outRows)
+		for r := 0; r < 4; r++ {
+			wr := w[r*stride : r*stride+n]
+			mag := absDot(wf[r*stride:r*stride+n], x[:n])
+			closeSum(t, "bf16Tile4x1", out1[r], dotBF16Go(wr, x[:n]), mag)
+			closeSum(t, "dotBF16Rows", outRows[r], dotBF16Go(wr, x[:n]), mag)
+			for b := 0; b < 3; b++ {
+				xb := x[b*stride : b*stride+n]
+				closeSum(t, "bf16Tile4x3", out[b*6+r], dotBF16Go(wr, xb), absDot(wf[r*stride:r*stride+n], xb))
+			}
+		}
+	}
+}
+
 func TestAsmQuantizeQ8(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(23, 24))

@@ -231,3 +231,13 @@ func matmulQ4_0Go(j *matmulJob, r0, r1 int) {
 		}
 	}
 }
+
+func matmulBF16Go(j *matmulJob, r0, r1 int) {
+	w := j.w
+	for r := r0; r < r1; r++ {
+		row := bytesU16(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
+		for b := 0; b < j.batch; b++ {
+			j.out[b*w.Rows+r] = dotBF16Go(row, j.x[b*w.Cols:(b+1)*w.Cols])
+		}
+	}
+}

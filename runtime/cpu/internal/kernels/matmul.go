@@ -79,12 +79,7 @@ func (j *matmulJob) run(lo, hi int) {
 	case gguf.TypeF16:
 		matmulF16(j, r0, r1)
 	case gguf.TypeBF16:
-		for r := r0; r < r1; r++ {
-			row := bytesU16(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
-			for b := 0; b < j.batch; b++ {
-				j.out[b*w.Rows+r] = dotBF16Go(row, j.x[b*w.Cols:(b+1)*w.Cols])
-			}
-		}
+		matmulBF16(j, r0, r1)
 	case gguf.TypeQ8_0:
 		matmulQ8_0(j, r0, r1)
 	case gguf.TypeQ4_0:

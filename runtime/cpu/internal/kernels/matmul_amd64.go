@@ -38,6 +38,15 @@ func dotF32Rows(w []float32, stride int, x []float32, n int, out []float32)
 func dotF16Rows(w []uint16, stride int, x []float32, n int, out []float32)
 
 //go:noescape
+func dotBF16Rows(w []uint16, stride int, x []float32, n int, out []float32)
+
+//go:noescape
+func bf16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
+
+//go:noescape
+func bf16Tile4x3(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+
+//go:noescape
 func q8Rows(w []byte, rb int, xq []int8, xd []float32, out []float32)
 
 //go:noescape
@@ -317,13 +326,29 @@ func matmulBlocks(j *matmulJob, r0, r1 int, rowsDot blockRows, dot blockDot, til
 	}
 }
 
-// matmulF16 has the F32 structure with half-precision rows widened in
-// registers.
+// matmulF16 and matmulBF16 have the F32 structure with 16-bit rows widened
+// in registers.
 func matmulF16(j *matmulJob, r0, r1 int) {
 	if !haveAsm {
 		matmulF16Go(j, r0, r1)
 		return
 	}
+	matmulHalf(j, r0, r1, dotF16Rows, f16Tile4x1, f16Tile4x3, dotF16Go)
+}
+
+func matmulBF16(j *matmulJob, r0, r1 int) {
+	if !haveAsm {
+		matmulBF16Go(j, r0, r1)
+		return
+	}
+	matmulHalf(j, r0, r1, dotBF16Rows, bf16Tile4x1, bf16Tile4x3, dotBF16Go)
+}
+
+func matmulHalf(j *matmulJob, r0, r1 int,
+	rowsDot func(w []uint16, stride int, x []float32, n int, out []float32),
+	tile41 func(w []uint16, ws int, x []float32, n int, out []float32),
+	tile43 func(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int),
+	tailDot func(w []uint16, x []float32) float32) {
 	cols, rows, batch := j.w.Cols, j.w.Rows, j.batch
 	w := bytesU16(j.w.Data)[:rows*cols]
 	x, out := j.x[:batch*cols], j.out
@@ -334,15 +359,15 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 			wr := w[r*cols : (r+4)*cols]
 			b := 0
 			for ; b+3 <= batch; b += 3 {
-				f16Tile4x3(wr, cols, x[b*cols:(b+3)*cols], cols, n8, out[b*rows+r:(b+2)*rows+r+4], rows)
+				tile43(wr, cols, x[b*cols:(b+3)*cols], cols, n8, out[b*rows+r:(b+2)*rows+r+4], rows)
 			}
 			for ; b < batch; b++ {
-				f16Tile4x1(wr, cols, x[b*cols:(b+1)*cols], n8, out[b*rows+r:b*rows+r+4])
+				tile41(wr, cols, x[b*cols:(b+1)*cols], n8, out[b*rows+r:b*rows+r+4])
 			}
 			if n8 < cols {
 				for rr := r; rr < r+4; rr++ {
 					for b := 0; b < batch; b++ {
-						out[b*rows+rr] += dotF16Go(w[rr*cols+n8:(rr+1)*cols], x[b*cols+n8:(b+1)*cols])
+						out[b*rows+rr] += tailDot(w[rr*cols+n8:(rr+1)*cols], x[b*cols+n8:(b+1)*cols])
 					}
 				}
 			}
@@ -355,13 +380,13 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 		xb := x[b*cols : (b+1)*cols]
 		ob := out[b*rows+r : b*rows+r1]
 		if n8 > 0 {
-			dotF16Rows(w[r*cols:r1*cols], cols, xb, n8, ob)
+			rowsDot(w[r*cols:r1*cols], cols, xb, n8, ob)
 		} else {
 			clear(ob)
 		}
 		if n8 < cols {
 			for rr := r; rr < r1; rr++ {
-				ob[rr-r] += dotF16Go(w[rr*cols+n8:(rr+1)*cols], xb[n8:])
+				ob[rr-r] += tailDot(w[rr*cols+n8:(rr+1)*cols], xb[n8:])
 			}
 		}
 	}

@@ -7,6 +7,7 @@ package kernels
 func quantizeQ8(x []float32, qs []int8, d, d8 []float32) { quantizeQ8Go(x, qs, d, d8) }
 func matmulF32(j *matmulJob, r0, r1 int)                 { matmulF32Go(j, r0, r1) }
 func matmulF16(j *matmulJob, r0, r1 int)                 { matmulF16Go(j, r0, r1) }
+func matmulBF16(j *matmulJob, r0, r1 int)                { matmulBF16Go(j, r0, r1) }
 func matmulQ8_0(j *matmulJob, r0, r1 int)                { matmulQ8_0Go(j, r0, r1) }
 func matmulQ4_0(j *matmulJob, r0, r1 int)                { matmulQ4_0Go(j, r0, r1) }
 
