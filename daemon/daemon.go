@@ -25,6 +25,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/internal/sdnotify"
 	"github.com/ttis-dev/ttis/daemon/internal/supervise"
 	"github.com/ttis-dev/ttis/daemon/internal/watch"
+	"github.com/ttis-dev/ttis/daemon/schedule"
 	"github.com/ttis-dev/ttis/runtime/device"
 )
 
@@ -177,6 +178,7 @@ type daemon struct {
 	pid     int
 	runsDir string
 	reloads chan reloadRequest
+	sched   *schedule.Scheduler
 }
 
 // loop runs every reconcile pass (folder changes, SIGHUP, API reloads) and
@@ -204,6 +206,7 @@ func (d *daemon) loop(ctx context.Context, triggers <-chan string, hup <-chan os
 		case reason := <-triggers:
 			d.log.Debug("reading units folder", "reason", reason)
 			d.rec.Reconcile(ctx)
+			d.updateSchedules()
 			if !ready {
 				// The socket listens and the first pass has started every
 				// unit: systemd may consider ttisd started. Models load
@@ -229,6 +232,7 @@ func (d *daemon) loop(ctx context.Context, triggers <-chan string, hup <-chan os
 func (d *daemon) reload(ctx context.Context) api.ReloadResult {
 	d.notify.Reloading()
 	res := d.rec.Reconcile(ctx)
+	d.updateSchedules()
 	d.notify.Ready(d.rec.Summary())
 	return res
 }

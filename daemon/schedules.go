@@ -3,20 +3,18 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/runs"
 	"github.com/ttis-dev/ttis/daemon/schedule"
-	"github.com/ttis-dev/ttis/units"
 )
 
 // startSchedules fires the units' [[schedule]] entries (benchmarks, evals
-// or release runs into the results store) until ctx ends. The scheduler
-// re-reads the units folder on the rescan interval; a unit whose file is
-// broken has no schedule until it is fixed. The returned func stops the
-// scheduler and waits for its runs to end.
+// or release runs into the results store) until ctx ends. The schedules
+// follow the reconciler: after every pass they are set from the versions
+// that run, so a unit whose file is broken keeps the schedules of its last
+// good version. The returned func stops the scheduler and waits for its
+// runs to end.
 func (d *daemon) startSchedules(ctx context.Context) (stop func()) {
 	active := func(name string) error {
 		u, err := d.rec.Unit(name, 0)
@@ -29,37 +27,22 @@ func (d *daemon) startSchedules(ctx context.Context) (stop func()) {
 		return nil
 	}
 	store := &runs.Store{Root: d.runsDir}
-	s := schedule.New(nil, schedule.WorkflowRunner(store, d.version, active, d.log), d.log)
+	d.sched = schedule.New(nil, schedule.WorkflowRunner(store, d.version, active, d.log), d.log)
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(2)
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		s.Loop(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		every := d.cfg.RescanInterval.Duration
-		if every <= 0 {
-			every = 30 * time.Second
-		}
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			if set, err := units.LoadDir(d.cfg.UnitsDir); err == nil {
-				s.Set(set.Units())
-			} else {
-				d.log.Warn("schedules: read units folder", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		defer close(done)
+		d.sched.Loop(ctx)
 	}()
 	return func() {
 		cancel()
-		wg.Wait()
+		<-done
+	}
+}
+
+// updateSchedules hands the scheduler the units as the last pass left them.
+func (d *daemon) updateSchedules() {
+	for _, err := range d.sched.Set(d.rec.GoodUnits()) {
+		d.log.Warn("schedules", "err", err)
 	}
 }

@@ -472,6 +472,21 @@ func (r *Reconciler) List() api.UnitList {
 	return out
 }
 
+// GoodUnits returns the version of every unit that runs, or would run if
+// started: the last good one when the file is now broken. Sorted by name.
+func (r *Reconciler) GoodUnits() []*units.Unit {
+	r.mu.Lock()
+	out := make([]*units.Unit, 0, len(r.units))
+	for _, e := range r.units {
+		if e.good != nil {
+			out = append(out, e.good)
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(out, func(a, b *units.Unit) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // Unit returns one unit's detail with its last logLines log lines.
 func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 	e, err := r.entry(name)

@@ -331,3 +331,28 @@ func TestResidentBytes(t *testing.T) {
 		t.Fatalf("resident memory of no process = %d", n)
 	}
 }
+
+// The scheduler follows GoodUnits: a broken edit must leave the last good
+// version (and so its schedules) in place, and a removed file takes it away.
+func TestGoodUnitsKeepLastGoodVersion(t *testing.T) {
+	f := newFixture(t)
+	f.write("a", unitText(19301, "description = \"first\"\n"))
+	f.write("b", unitText(19302, ""))
+	f.reconcile()
+	f.write("a", unitText(19301, "description = \"first\"\nbogus_key = 1\n"))
+	f.reconcile()
+	got := f.r.GoodUnits()
+	if len(got) != 2 || got[0].Name != "a" || got[1].Name != "b" {
+		t.Fatalf("GoodUnits = %v, want a and b", got)
+	}
+	if got[0].Description != "first" {
+		t.Errorf("unit a is %q, want the last good version", got[0].Description)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "b.toml")); err != nil {
+		t.Fatal(err)
+	}
+	f.reconcile()
+	if got := f.r.GoodUnits(); len(got) != 1 || got[0].Name != "a" {
+		t.Errorf("after removing b: GoodUnits = %v", got)
+	}
+}
