@@ -137,6 +137,9 @@ func (p *Pool) run(n int, fn func(lo, hi int)) {
 			runtime.Gosched()
 		}
 	}
+	// Drop the closure (and what it references) now: a worker arriving
+	// late finds every chunk claimed and never reads fn.
+	j.fn = nil
 }
 
 func (p *Pool) wakeAll() {
