@@ -168,9 +168,14 @@ func (s *Sampler) sampleTruncated(w []float32) int {
 		}
 		return last
 	}
+	if !(floor >= 0) { // NaN logits
+		floor = 0
+	}
 	thr := pmax * 1e-2
-	for {
-		if thr < floor {
+	// Each round lowers the threshold 1000-fold; after a dozen rounds it is
+	// 0 and takes every token, so the loop is bounded.
+	for round := 0; ; round++ {
+		if !(thr > floor) { // also when thr is NaN (NaN logits)
 			thr = floor
 		}
 		s.cands = s.cands[:0]
@@ -184,7 +189,7 @@ func (s *Sampler) sampleTruncated(w []float32) int {
 		// Any token below thr ranks after every candidate, so the
 		// candidates hold the top k once there are k of them, and the
 		// nucleus once their mass reaches TopP.
-		done := thr <= floor || thr == 0
+		done := thr <= floor || thr == 0 || round >= 12
 		if topK < len(w) {
 			done = done || len(s.cands) >= topK
 		} else {
@@ -194,11 +199,16 @@ func (s *Sampler) sampleTruncated(w []float32) int {
 			break
 		}
 		thr *= 1e-3
-		if thr < 1e-30 {
+		if thr < 1e-30 || round == 11 {
 			thr = 0
 		}
 	}
 	c := s.cands
+	if len(c) == 0 {
+		// Nothing has a positive probability (NaN logits): fall back to
+		// the most likely token rather than fail.
+		return top
+	}
 	slices.SortFunc(c, func(a, b int32) int {
 		if w[a] != w[b] {
 			if w[a] > w[b] {
@@ -270,6 +280,9 @@ func Logprobs(logits []float32, id, n int, top []runtime.TokenLogprob) (float32,
 		n = len(logits)
 	}
 	for i, v := range logits {
+		if v != v { // NaN ranks nowhere
+			continue
+		}
 		if len(top) == n && (n == 0 || v <= top[n-1].Logprob) {
 			continue
 		}
