@@ -95,7 +95,8 @@ func (p *Pool) Close() {
 
 // Run splits [0,n) into contiguous chunks, calls fn on them from all threads
 // and returns when every chunk is done. fn must be safe to call concurrently
-// on disjoint ranges.
+// on disjoint ranges and must not call back into the pool (Run or MatMul),
+// which would wait for itself.
 func (p *Pool) Run(n int, fn func(lo, hi int)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
