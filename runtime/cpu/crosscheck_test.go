@@ -1,8 +1,10 @@
 package cpu_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/cpu"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
 	"github.com/ttis-dev/ttis/runtime/cpu/tokenizer"
 )
 
@@ -182,6 +185,72 @@ func generate(t *testing.T, e *cpu.Engine, req *runtime.Request) []runtime.Token
 			return toks
 		}
 	}
+}
+
+// TestLlamaCppQuantizeBytes requires our Q8_0 and Q4_0 quantizers to write
+// exactly the blocks llama-quantize wrote from the same F32 values (both round
+// the same way, so any difference is a bug). Our Q4_K and Q6_K quantizers use
+// a simpler scale search than llama.cpp's, so their bytes differ by design;
+// the greedy test covers those layouts through llama.cpp's own files.
+func TestLlamaCppQuantizeBytes(t *testing.T) {
+	src, err := gguf.Open(filepath.Join(llamaCppDir, "tiny-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for _, name := range []string{"tiny-q8_0.gguf", "tiny-q4_0.gguf"} {
+		t.Run(name, func(t *testing.T) {
+			q, err := gguf.Open(filepath.Join(llamaCppDir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+			checked := 0
+			for _, want := range q.Tensors {
+				if want.Type != gguf.TypeQ8_0 && want.Type != gguf.TypeQ4_0 {
+					continue
+				}
+				in, ok := src.Tensor(want.Name)
+				if !ok || in.Type != gguf.TypeF32 || !slices.Equal(in.Dims, want.Dims) {
+					t.Fatalf("%s: tiny-f32.gguf has no F32 tensor %s of dims %v", name, want.Name, want.Dims)
+				}
+				got, err := kernels.Quantize(want.Type, f32s(in.Data))
+				if err != nil {
+					t.Fatalf("%s %s: %v", name, want.Name, err)
+				}
+				if !bytes.Equal(got, want.Data) {
+					t.Errorf("%s %s (%s): %s", name, want.Name, want.Type, firstBlockDiff(got, want.Data, want.Type))
+				}
+				checked++
+			}
+			if checked == 0 {
+				t.Fatalf("%s: no Q8_0 or Q4_0 tensors", name)
+			}
+		})
+	}
+}
+
+// f32s decodes little-endian float32 tensor bytes.
+func f32s(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
+// firstBlockDiff names the first block where two encodings differ.
+func firstBlockDiff(got, want []byte, typ gguf.TensorType) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("%d bytes, llama-quantize wrote %d", len(got), len(want))
+	}
+	size := typ.TypeSize()
+	for i := 0; i+size <= len(got); i += size {
+		if !bytes.Equal(got[i:i+size], want[i:i+size]) {
+			return fmt.Sprintf("block %d is % x, llama-quantize wrote % x", i/size, got[i:i+size], want[i:i+size])
+		}
+	}
+	return "bytes differ"
 }
 
 // TestLlamaCppTokenize compares our tokenizer with llama-tokenize on the
