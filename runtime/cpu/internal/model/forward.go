@@ -8,14 +8,18 @@ import (
 )
 
 // Cache is one sequence's key/value cache: for every layer, the keys and
-// values of every position so far (F32, KVDim wide). It grows in steps up to
-// its maximum length, so a short sequence does not hold a full window.
+// values of every position so far, in F32. Each key/value head has its own
+// contiguous block of positions (head-major), so attention streams one
+// head's keys sequentially. The cache grows in steps up to its maximum
+// length, so a short sequence does not hold a full window.
 type Cache struct {
-	k, v  [][]float32
-	n     int // positions filled
-	next  int // positions filled once the running Forward completes
-	max   int
-	kvDim int
+	k, v   [][]float32 // per layer: heads blocks of capPos×headDim
+	n      int         // positions filled
+	next   int         // positions filled once the running Forward completes
+	max    int
+	capPos int // positions each head's block holds
+	heads  int
+	hd     int
 }
 
 // NewCache returns an empty cache for up to maxLen positions.
@@ -24,7 +28,8 @@ func (m *Model) NewCache(maxLen int) *Cache {
 		k:     make([][]float32, m.Cfg.Layers),
 		v:     make([][]float32, m.Cfg.Layers),
 		max:   maxLen,
-		kvDim: m.Cfg.KVDim(),
+		heads: m.Cfg.KVHeads,
+		hd:    m.Cfg.HeadDim,
 	}
 }
 
@@ -42,20 +47,28 @@ func (c *Cache) Reset() { c.n, c.next = 0, 0 }
 // allocation out of the forward pass.
 func (c *Cache) Reserve(n int) {
 	n = min(n, c.max)
-	need := n * c.kvDim
-	if len(c.k[0]) >= need {
+	if n <= c.capPos {
 		return
 	}
-	size := max(len(c.k[0])/c.kvDim*2, 64, n)
-	size = min(size, c.max)
-	for l := range c.k {
-		k := make([]float32, size*c.kvDim)
-		copy(k, c.k[l][:c.n*c.kvDim])
-		c.k[l] = k
-		v := make([]float32, size*c.kvDim)
-		copy(v, c.v[l][:c.n*c.kvDim])
-		c.v[l] = v
+	size := min(max(c.capPos*2, 64, n), c.max)
+	grow := func(old []float32) []float32 {
+		buf := make([]float32, c.heads*size*c.hd)
+		for h := range c.heads {
+			copy(buf[h*size*c.hd:], old[h*c.capPos*c.hd:(h*c.capPos+c.n)*c.hd])
+		}
+		return buf
 	}
+	for l := range c.k {
+		c.k[l], c.v[l] = grow(c.k[l]), grow(c.v[l])
+	}
+	c.capPos = size
+}
+
+// head returns layer l's keys and values of key/value head h for the
+// first n positions, n×headDim each.
+func (c *Cache) head(l, h, n int) (keys, vals []float32) {
+	base := h * c.capPos * c.hd
+	return c.k[l][base : base+n*c.hd], c.v[l][base : base+n*c.hd]
 }
 
 // Batch lists the tokens of one forward pass: any mix of prompt chunks and
@@ -328,8 +341,12 @@ func (r *Runner) prepareRange(lo, hi int) {
 		r.rope(qi, cfg.Heads, i)
 		r.rope(ki, cfg.KVHeads, i)
 		c, pos := b.Caches[i], b.Pos[i]
-		copy(c.k[l][pos*kvDim:(pos+1)*kvDim], ki)
-		copy(c.v[l][pos*kvDim:(pos+1)*kvDim], vi)
+		hd := cfg.HeadDim
+		for h := range cfg.KVHeads {
+			at := (h*c.capPos + pos) * hd
+			copy(c.k[l][at:at+hd], ki[h*hd:(h+1)*hd])
+			copy(c.v[l][at:at+hd], vi[h*hd:(h+1)*hd])
+		}
 	}
 }
 
@@ -399,7 +416,7 @@ func (r *Runner) rope(vec []float32, heads, token int) {
 func (r *Runner) attentionRange(lo, hi int) {
 	cfg := &r.m.Cfg
 	b, l := r.attnBatch, r.attnLayer
-	hd, qDim, kvDim := cfg.HeadDim, cfg.QDim(), cfg.KVDim()
+	hd, qDim := cfg.HeadDim, cfg.QDim()
 	group, span := cfg.Heads/cfg.KVHeads, r.attnSpan
 	perToken := cfg.Heads / span
 	scale := float32(1 / math.Sqrt(float64(hd)))
@@ -408,11 +425,10 @@ func (r *Runner) attentionRange(lo, hi int) {
 		i, h0 := task/perToken, (task%perToken)*span
 		c, pos := b.Caches[i], b.Pos[i]
 		n := pos + 1
-		off := (h0 / group) * hd
-		keys, vals := c.k[l], c.v[l]
+		keys, vals := c.head(l, h0/group, n)
 		q := r.q[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
 		for j := range n {
-			k := keys[j*kvDim+off : j*kvDim+off+hd]
+			k := keys[j*hd : (j+1)*hd]
 			for g := range span {
 				scores[g*n+j] = kernels.Dot(q[g*hd:(g+1)*hd], k) * scale
 			}
@@ -423,7 +439,7 @@ func (r *Runner) attentionRange(lo, hi int) {
 		out := r.att[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
 		clear(out)
 		for j := range n {
-			v := vals[j*kvDim+off : j*kvDim+off+hd]
+			v := vals[j*hd : (j+1)*hd]
 			for g := range span {
 				kernels.Axpy(scores[g*n+j], v, out[g*hd:(g+1)*hd])
 			}
