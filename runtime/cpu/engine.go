@@ -31,8 +31,9 @@ const (
 	DefaultPrefillChunk = 256
 )
 
-// maxLogitRows bounds the prompt positions per step whose logits are kept
-// for prompt logprobs (each row is a vocabulary of floats).
+// maxLogitRows bounds the prompt positions per step, over all sequences,
+// whose logits are kept for prompt logprobs (each row is a vocabulary of
+// floats).
 const maxLogitRows = 64
 
 // ErrClosed is returned by Generate after Close.
@@ -376,6 +377,9 @@ func (e *Engine) step() error {
 		}
 	}
 	budget := e.chunk
+	// Prompt logprobs keep every position's logits: bound those rows per
+	// step, across sequences, to bound the logits memory.
+	lpBudget := maxLogitRows
 	for _, s := range e.active {
 		if budget == 0 {
 			break
@@ -386,8 +390,11 @@ func (e *Engine) step() error {
 		}
 		end := min(len(p), s.prefilled+budget)
 		if s.req.PromptLogprobs >= 0 {
-			// Every position's logits are kept: bound that memory.
-			end = min(end, s.prefilled+maxLogitRows)
+			end = min(end, s.prefilled+lpBudget)
+			lpBudget -= end - s.prefilled
+			if end == s.prefilled {
+				continue
+			}
 		}
 		for i := s.prefilled; i < end; i++ {
 			want := i == len(p)-1 || s.req.PromptLogprobs >= 0

@@ -387,3 +387,44 @@ func TestEnginePrefillInterleavesDecode(t *testing.T) {
 		t.Errorf("the running sequence produced %d tokens while a 40-token prompt was read in chunks of 4, want ≥ 9", before)
 	}
 }
+
+// TestEngineConcurrentPromptLogprobs scores three long prompts at once,
+// which the scheduler spreads over several steps (a bounded number of
+// logits rows per step), and compares each with the prompt scored alone.
+func TestEngineConcurrentPromptLogprobs(t *testing.T) {
+	e := newEngine(t, tinyModel(t), Options{})
+	prompts := make([][]int, 3)
+	for i := range prompts {
+		prompts[i] = make([]int, 100+i*7)
+		for j := range prompts[i] {
+			prompts[i][j] = 1 + (j*31+i*101)%500
+		}
+	}
+	score := func(p []int) *runtime.Stream {
+		return mustGenerate(t, e, &runtime.Request{Prompt: p, MaxTokens: 0, Logprobs: -1, PromptLogprobs: 0})
+	}
+	alone := make([][]runtime.Token, len(prompts))
+	for i, p := range prompts {
+		st := score(p)
+		collect(t, st)
+		alone[i] = st.PromptLogprobs()
+	}
+	streams := make([]*runtime.Stream, len(prompts))
+	for i, p := range prompts {
+		streams[i] = score(p)
+	}
+	for i, st := range streams {
+		if _, reason, err := collect(t, st); reason != runtime.FinishLength || err != nil {
+			t.Fatalf("prompt %d finished %v (%v)", i, reason, err)
+		}
+		got := st.PromptLogprobs()
+		if len(got) != len(prompts[i]) {
+			t.Fatalf("prompt %d: %d logprobs for %d tokens", i, len(got), len(prompts[i]))
+		}
+		for j := range got {
+			if d := got[j].Logprob - alone[i][j].Logprob; d > 1e-4 || d < -1e-4 || got[j].ID != prompts[i][j] {
+				t.Fatalf("prompt %d position %d: %+v together, %+v alone", i, j, got[j], alone[i][j])
+			}
+		}
+	}
+}
