@@ -106,8 +106,8 @@ type Runner struct {
 	maxTokens int
 
 	x, xb       []float32 // residual stream and normalised input, n×Dim
-	q, att      []float32 // n×QDim
-	k, v        []float32 // n×KVDim
+	q, att      []float32 // n×QDim (q only without a stacked Q/K/V)
+	k, v        []float32 // n×KVDim (only without a stacked Q/K/V)
 	hb, hb2     []float32 // n×FFN
 	cos, sin    []float32 // n×RopeDim/2
 	outIn       []float32 // normalised rows whose logits are wanted
@@ -134,10 +134,7 @@ func NewRunner(m *Model, pool *kernels.Pool, maxTokens int) *Runner {
 		m: m, pool: pool, maxTokens: maxTokens,
 		x:       make([]float32, maxTokens*c.Dim),
 		xb:      make([]float32, maxTokens*c.Dim),
-		q:       make([]float32, maxTokens*c.QDim()),
 		att:     make([]float32, maxTokens*c.QDim()),
-		k:       make([]float32, maxTokens*c.KVDim()),
-		v:       make([]float32, maxTokens*c.KVDim()),
 		hb:      make([]float32, maxTokens*c.FFN),
 		cos:     make([]float32, maxTokens*c.RopeDim/2),
 		sin:     make([]float32, maxTokens*c.RopeDim/2),
@@ -148,6 +145,10 @@ func NewRunner(m *Model, pool *kernels.Pool, maxTokens int) *Runner {
 	}
 	if m.fusedQKV {
 		r.qkv = make([]float32, maxTokens*(c.QDim()+2*c.KVDim()))
+	} else {
+		r.q = make([]float32, maxTokens*c.QDim())
+		r.k = make([]float32, maxTokens*c.KVDim())
+		r.v = make([]float32, maxTokens*c.KVDim())
 	}
 	if m.fusedGateUp {
 		r.gu = make([]float32, maxTokens*2*c.FFN)
@@ -312,12 +313,13 @@ func (r *Runner) prepareRange(lo, hi int) {
 	qDim, kvDim := cfg.QDim(), cfg.KVDim()
 	w := qDim + 2*kvDim
 	for i := lo; i < hi; i++ {
-		qi, ki, vi := r.q[i*qDim:(i+1)*qDim], r.k[i*kvDim:(i+1)*kvDim], r.v[i*kvDim:(i+1)*kvDim]
+		var qi, ki, vi []float32
 		if ly.qkv != nil {
+			// Work in place in the stacked product's row.
 			row := r.qkv[i*w : (i+1)*w]
-			copy(qi, row[:qDim])
-			copy(ki, row[qDim:qDim+kvDim])
-			copy(vi, row[qDim+kvDim:])
+			qi, ki, vi = row[:qDim], row[qDim:qDim+kvDim], row[qDim+kvDim:]
+		} else {
+			qi, ki, vi = r.q[i*qDim:(i+1)*qDim], r.k[i*kvDim:(i+1)*kvDim], r.v[i*kvDim:(i+1)*kvDim]
 		}
 		if ly.bq != nil {
 			kernels.Add(qi, ly.bq)
@@ -348,6 +350,17 @@ func (r *Runner) prepareRange(lo, hi int) {
 			copy(c.v[l][at:at+hd], vi[h*hd:(h+1)*hd])
 		}
 	}
+}
+
+// queries returns token i's rotated query heads: in the stacked Q/K/V
+// product's row when the layer has one, else in q.
+func (r *Runner) queries(i int) []float32 {
+	qDim := r.m.Cfg.QDim()
+	if r.m.layers[r.attnLayer].qkv != nil {
+		w := qDim + 2*r.m.Cfg.KVDim()
+		return r.qkv[i*w : i*w+qDim]
+	}
+	return r.q[i*qDim : (i+1)*qDim]
 }
 
 // growScratch makes every attention score buffer hold at least n
@@ -426,7 +439,7 @@ func (r *Runner) attentionRange(lo, hi int) {
 		c, pos := b.Caches[i], b.Pos[i]
 		n := pos + 1
 		keys, vals := c.head(l, h0/group, n)
-		q := r.q[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
+		q := r.queries(i)[h0*hd : (h0+span)*hd]
 		for j := range n {
 			k := keys[j*hd : (j+1)*hd]
 			for g := range span {
