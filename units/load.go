@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/ttis-dev/ttis/units/internal/similar"
 	"io"
 	"os"
 	"path/filepath"
@@ -240,7 +241,7 @@ func unknownKeyMessage(key []string) string {
 	last := key[len(key)-1]
 	best, bestD := "", 3
 	for _, k := range known {
-		if d := editDistance(last, k); d < bestD {
+		if d := similar.Distance(last, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -288,25 +289,4 @@ func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
 		}
 	}
 	return reflect.StructField{}, false
-}
-
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

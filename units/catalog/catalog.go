@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"github.com/ttis-dev/ttis/units/internal/similar"
 	"slices"
 	"sort"
 	"strings"
@@ -187,7 +188,7 @@ func suggest(q string, candidates []string) []string {
 	var hits []scored
 	for _, c := range candidates {
 		lc := strings.ToLower(c)
-		d := editDistance(q, lc)
+		d := similar.Distance(q, lc)
 		if d <= max(2, len(q)/3) || strings.Contains(lc, q) || strings.Contains(q, lc) {
 			hits = append(hits, scored{c, d})
 		}
@@ -201,25 +202,4 @@ func suggest(q string, candidates []string) []string {
 		out = append(out, h.name)
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
