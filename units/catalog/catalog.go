@@ -2,11 +2,12 @@ package catalog
 
 import (
 	"fmt"
-	"github.com/ttis-dev/ttis/units/internal/similar"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/ttis-dev/ttis/units/internal/similar"
 )
 
 // index is the expanded catalog. It is built once, on first use, and never
