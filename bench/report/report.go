@@ -242,6 +242,34 @@ func checkCell(v grade.Verdict) string {
 	}
 }
 
+// TargetChecks renders a graded point's tiers as the reference's "Target
+// Checks" markdown table: one row per tier, target, ratio and verdict for
+// TTFT, tput/user and output tput.
+func TargetChecks(g grade.Point) string {
+	var b strings.Builder
+	b.WriteString("| Tier | TTFT Target | TTFT Ratio | TTFT Check | Tput User Target | Tput User Ratio | Tput User Check | Tput Output Target | Tput Output Ratio | Tput Output Check |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, t := range g.Tiers {
+		name := t.Name
+		if t.Enforced {
+			name += " (enforced)"
+		}
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, c := range t.Checks {
+			target, ratio := "NA", "NA"
+			if c.Threshold > 0 {
+				target = fixed(c.Threshold, 2)
+			}
+			if c.Verdict != grade.NA {
+				ratio = fixed(c.Ratio, 3)
+			}
+			fmt.Fprintf(&b, " %s | %s | %s |", target, ratio, checkCell(c.Verdict))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 // Markdown renders the summary.
 func Markdown(md Metadata, pts []Point) []byte {
 	var b strings.Builder
@@ -305,26 +333,7 @@ func Markdown(md Metadata, pts []Point) []byte {
 			continue
 		}
 		fmt.Fprintf(&b, "\n---\n\n### Targets — ISL %d / OSL %d, concurrency %d\n\n", p.ISL, p.OSL, p.Concurrency)
-		b.WriteString("| Tier | TTFT Target | TTFT Ratio | TTFT Check | Tput User Target | Tput User Ratio | Tput User Check | Tput Output Target | Tput Output Ratio | Tput Output Check |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, t := range p.Grade.Tiers {
-			name := t.Name
-			if t.Enforced {
-				name += " (enforced)"
-			}
-			fmt.Fprintf(&b, "| %s |", name)
-			for _, c := range t.Checks {
-				target, ratio := "NA", "NA"
-				if c.Threshold > 0 {
-					target = fixed(c.Threshold, 2)
-				}
-				if c.Verdict != grade.NA {
-					ratio = fixed(c.Ratio, 3)
-				}
-				fmt.Fprintf(&b, " %s | %s | %s |", target, ratio, checkCell(c.Verdict))
-			}
-			b.WriteString("\n")
-		}
+		b.WriteString(TargetChecks(p.Grade))
 	}
 	b.WriteString("\n**Notes**\n\n")
 	b.WriteString("- Columns without a percentile label are means. TPOT excludes the first token; ITL is per output token (a chunk's gap shared among the tokens it carried); Tput User = 1000 / mean TPOT.\n")

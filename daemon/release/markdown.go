@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/bench/grade"
+	"github.com/ttis-dev/ttis/bench/report"
 )
 
 // simulatedBanner heads every report of a sim unit.
@@ -254,26 +255,7 @@ func benchMarkdown(md *Metadata, s *BenchSection) string {
 			continue
 		}
 		fmt.Fprintf(&b, "\n#### Targets — ISL %d / OSL %d, concurrency %d\n\n", r.ISL, r.OSL, r.Concurrency)
-		b.WriteString("| Tier | TTFT Target | TTFT Ratio | TTFT Check | Tput User Target | Tput User Ratio | Tput User Check | Tput Output Target | Tput Output Ratio | Tput Output Check |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, t := range r.Grade.Tiers {
-			name := t.Name
-			if t.Enforced {
-				name += " (enforced)"
-			}
-			fmt.Fprintf(&b, "| %s |", name)
-			for _, c := range t.Checks {
-				target, ratio := "NA", "NA"
-				if c.Threshold > 0 {
-					target = strconv.FormatFloat(c.Threshold, 'f', 2, 64)
-				}
-				if c.Verdict != grade.NA {
-					ratio = strconv.FormatFloat(c.Ratio, 'f', 3, 64)
-				}
-				fmt.Fprintf(&b, " %s | %s | %s |", target, ratio, checkGlyph(string(c.Verdict)))
-			}
-			b.WriteString("\n")
-		}
+		b.WriteString(report.TargetChecks(r.Grade))
 	}
 	b.WriteString("\n**Notes**\n\n")
 	b.WriteString("- Columns without a percentile label are means; Tput User = 1000 / mean TPOT.\n")
