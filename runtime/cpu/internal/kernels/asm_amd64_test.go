@@ -152,6 +152,9 @@ func TestAsmQuantizeQ8(t *testing.T) {
 		x[i] = 0 // an all-zero block
 	}
 	x[70] = 1e30 // a block dominated by one huge value
+	for i := 96; i < 128; i++ {
+		x[i] *= 1e-7 // a scale that is subnormal in half precision
+	}
 	qa, qg := make([]int8, len(x)), make([]int8, len(x))
 	da, dg := make([]float32, 9), make([]float32, 9)
 	d8a, d8g := make([]float32, 72), make([]float32, 72)

@@ -54,17 +54,20 @@ func dotBF16Go(w []uint16, x []float32) float32 {
 }
 
 // quantizeQ8Go quantizes x (a whole number of 32-element blocks) to int8 codes
-// qs and one scale per block in d, symmetric with step amax/127 as ggml's
-// Q8_0, rounding to nearest even as the vector instructions do; d8 gets each
-// scale eight times (the layout the assembly tiles read).
+// qs and one scale per block in d the way ggml's x86 quantize_row_q8_0 does,
+// so that products match llama.cpp's: the step amax/127 is rounded to half
+// precision (the block_q8_0 scale is an F16) and that rounded value is the
+// scale, while the codes are round-to-nearest-even of x*(127/amax), computed
+// from the unrounded amax. d8 gets each scale eight times (the layout the
+// assembly tiles read).
 func quantizeQ8Go(x []float32, qs []int8, d, d8 []float32) {
 	for b := range d {
 		blk := x[32*b : 32*b+32]
 		amax, _ := absMax(blk)
-		s := amax / 127
+		s := F16ToF32(F32ToF16(amax / 127))
 		var inv float32
-		if s != 0 {
-			inv = 1 / s
+		if amax != 0 {
+			inv = 127 / amax
 		}
 		d[b] = s
 		for k := 0; k < 8; k++ {

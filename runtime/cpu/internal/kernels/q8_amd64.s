@@ -16,9 +16,6 @@ GLOBL absmask<>(SB), RODATA|NOPTR, $4
 DATA f127<>+0(SB)/4, $127.0
 GLOBL f127<>(SB), RODATA|NOPTR, $4
 
-DATA f1<>+0(SB)/4, $1.0
-GLOBL f1<>(SB), RODATA|NOPTR, $4
-
 // VPERMD order undoing the lane interleave of VPACKSSDW+VPACKSSWB.
 DATA packperm<>+0(SB)/4, $0
 DATA packperm<>+4(SB)/4, $4
@@ -31,7 +28,8 @@ DATA packperm<>+28(SB)/4, $7
 GLOBL packperm<>(SB), RODATA|NOPTR, $32
 
 // func quantizeQ8AVX(x []float32, qs []int8, d []float32, d8 []float32)
-// Quantizes len(x)/32 blocks: d[b] = amax/127, qs = round-to-even(x/d),
+// Quantizes len(x)/32 blocks: d[b] = amax/127 rounded to half precision,
+// qs = round-to-even(x*(127/amax)),
 // d8[8b..8b+7] = d[b] (broadcast copies the tile kernels read directly).
 TEXT ·quantizeQ8AVX(SB), NOSPLIT, $0-96
 	MOVQ x_base+0(FP), SI
@@ -43,7 +41,6 @@ TEXT ·quantizeQ8AVX(SB), NOSPLIT, $0-96
 	VBROADCASTSS absmask<>(SB), Y15
 	VMOVDQU packperm<>(SB), Y14
 	VMOVSS f127<>(SB), X13
-	VMOVSS f1<>(SB), X12
 
 qblock:
 	TESTQ CX, CX
@@ -65,14 +62,16 @@ qblock:
 	VMAXPS X5, X4, X4
 	VPERMILPS $0xb1, X4, X5
 	VMAXPS X5, X4, X4
-	VDIVSS X13, X4, X4        // d = amax/127
-	VMOVSS X4, (DX)
-	VBROADCASTSS X4, Y5
+	VDIVSS X13, X4, X5        // d = amax/127
+	VCVTPS2PH $0, X5, X5      // rounded to half (nearest even), as ggml stores it
+	VCVTPH2PS X5, X5
+	VMOVSS X5, (DX)
+	VBROADCASTSS X5, Y5
 	VMOVUPS Y5, (R8)
 	VXORPS X6, X6, X6
 	VUCOMISS X6, X4
 	JEQ   qzero
-	VDIVSS X4, X12, X5        // 1/d
+	VDIVSS X4, X13, X5        // 127/amax
 	VBROADCASTSS X5, Y5
 	VMULPS Y5, Y0, Y0
 	VMULPS Y5, Y1, Y1
