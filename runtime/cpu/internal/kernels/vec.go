@@ -47,15 +47,21 @@ func Mul(dst, x []float32) {
 }
 
 // RMSNorm writes x / sqrt(mean(x^2) + eps) * weight to dst; dst may be x.
-// The mean of squares is accumulated in float64 for stability.
+// It rounds where ggml's CPU rms_norm does, so results match llama.cpp's:
+// each square is a float32 product, the squares are summed in float64, the
+// mean is rounded to float32, and eps, the square root and the reciprocal
+// are float32 operations.
 func RMSNorm(dst, x, weight []float32, eps float32) {
 	n := len(x)
 	dst, weight = dst[:n], weight[:n]
 	var ss float64
 	for _, v := range x {
-		ss += float64(v) * float64(v)
+		ss += float64(v * v)
 	}
-	inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+	mean := float32(ss / float64(n))
+	// The float64 square root of a float32, rounded to float32, is the
+	// correctly rounded float32 square root (sqrtf).
+	inv := 1 / float32(math.Sqrt(float64(mean+eps)))
 	for i, v := range x {
 		dst[i] = v * inv * weight[i]
 	}
