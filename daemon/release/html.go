@@ -136,8 +136,9 @@ func charts(rows []BenchRow) []htmlPair {
 	return out
 }
 
-// lineChart is an SVG line chart of measured values (solid) and targets
-// (dashed) at evenly spaced concurrencies. Missing values are skipped.
+// lineChart is an SVG line chart of measured values (dots, solid line) and
+// targets (ticks, dashed line) at evenly spaced concurrencies. Missing
+// values are skipped.
 func lineChart(label string, xs []int, ys, targets []*float64) template.HTML {
 	const w, h, left, right, top, bottom = 420.0, 250.0, 56.0, 16.0, 40.0, 40.0
 	ymax := 0.0
@@ -179,7 +180,14 @@ func lineChart(label string, xs []int, ys, targets []*float64) template.HTML {
 				continue
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(i), py(*v)))
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" class="%s"><title>%s</title></circle>`, px(i), py(*v), class, strconv.FormatFloat(*v, 'f', 2, 64))
+			tip := strconv.FormatFloat(*v, 'f', 2, 64)
+			if class == "tg" {
+				// A target is a horizontal tick, so a measurement right on
+				// it (a dot) does not hide it.
+				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" class="tg tk"><title>target %s</title></line>`, px(i)-14, py(*v), px(i)+14, py(*v), tip)
+				continue
+			}
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" class="%s"><title>%s</title></circle>`, px(i), py(*v), class, tip)
 		}
 		if len(pts) > 1 {
 			fmt.Fprintf(&b, `<polyline points="%s" class="%s"/>`, strings.Join(pts, " "), class)
@@ -187,7 +195,7 @@ func lineChart(label string, xs []int, ys, targets []*float64) template.HTML {
 	}
 	series(targets, "tg")
 	series(ys, "me")
-	fmt.Fprintf(&b, `<text x="%g" y="32" class="lg"><tspan class="me">● measured</tspan> <tspan class="tg">● target (dashed)</tspan></text>`, w-right)
+	fmt.Fprintf(&b, `<text x="%g" y="32" class="lg"><tspan class="me">● measured</tspan> <tspan class="tg">— target</tspan></text>`, w-right)
 	b.WriteString(`</svg>`)
 	// The markup is built from numbers and escaped labels only.
 	return template.HTML(b.String()) //nolint:gosec
@@ -217,7 +225,7 @@ th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 svg{border:1px solid #ddd;background:#fff}
 .ax{stroke:#555}.ct{font-size:13px;font-weight:bold}.yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:11px;text-anchor:end}
 polyline.me{fill:none;stroke:#1a73e8;stroke-width:2}circle.me,tspan.me{fill:#1a73e8}
-polyline.tg{fill:none;stroke:#d93025;stroke-width:1.5;stroke-dasharray:5 4}circle.tg,tspan.tg{fill:#d93025}
+polyline.tg{fill:none;stroke:#d93025;stroke-width:1.5;stroke-dasharray:5 4}line.tk{stroke:#d93025;stroke-width:2}tspan.tg{fill:#d93025}
 </style></head><body>
 <h1>{{.Heading}}: {{.Title}}</h1>
 {{if .Simulated}}<p class="sim">⚠️ SIMULATED — these results come from the sim runtime, not from hardware. They certify nothing about a device.</p>{{end}}
