@@ -83,19 +83,25 @@ func quantizeQ8Go(x []float32, qs []int8, d, d8 []float32) {
 // quantizeQ8KGo quantizes x (a whole number of 256-element blocks) to int8
 // codes, one scale per 256 elements and the sum of the codes of every 16
 // elements (the K-quant kernels use the sums to apply the sub-block offsets).
+// It rounds as ggml's quantize_row_q8_K does, so products match llama.cpp's:
+// the element of largest magnitude (the first one on a tie) gives
+// iscale = -127/max, codes are round-to-nearest-even of iscale*x capped at
+// 127, and the scale is 1/iscale (negative when max is positive; the codes
+// carry the opposite sign, so the products are the same).
 func quantizeQ8KGo(x []float32, qs []int8, d []float32, sums []int16) {
 	for b := range d {
 		blk := x[256*b : 256*b+256]
-		amax, _ := absMax(blk)
-		s := amax / 127
-		var inv float32
-		if s != 0 {
-			inv = 1 / s
+		amax, mx := absMax(blk)
+		var iscale float32
+		if amax != 0 {
+			iscale = -127 / mx
+			d[b] = 1 / iscale
+		} else {
+			d[b] = 0
 		}
-		d[b] = s
 		q := qs[256*b : 256*b+256]
 		for j, v := range blk {
-			q[j] = int8(math.RoundToEven(float64(v * inv)))
+			q[j] = int8(min(127, math.RoundToEven(float64(iscale*v))))
 		}
 		for g := 0; g < 16; g++ {
 			var t int16

@@ -294,3 +294,58 @@ func TestQuantizeParallelMatchesSerial(t *testing.T) {
 		}
 	}
 }
+
+// TestActivationQuantizersRoundLikeGGML pins the rounding rules of the
+// activation quantizers to ggml's (quantize_row_q8_0 on x86 and
+// quantize_row_q8_K) on hand-picked values where other reasonable rules
+// give different codes or scales.
+func TestActivationQuantizersRoundLikeGGML(t *testing.T) {
+	t.Run("q8_0", func(t *testing.T) {
+		x := make([]float32, 64)
+		x[0] = 1 // block 0's amax: step 1/127, which half precision cannot hold
+		x[3] = -1
+		x[32] = 127  // block 1's amax: step 1, x*127/amax is exact
+		x[33] = 0.5  // ties go to even (0), not away from zero
+		x[34] = 1.5  // (2)
+		x[35] = -2.5 // (-2)
+		qs, d, d8 := make([]int8, 64), make([]float32, 2), make([]float32, 16)
+		quantizeQ8(x, qs, d, d8)
+		if want := F16ToF32(F32ToF16(float32(1) / 127)); d[0] != want || d[0] == float32(1)/127 {
+			t.Errorf("scale %g, want the half-precision step %g", d[0], want)
+		}
+		for i, v := range d8 {
+			if v != d[i/8] {
+				t.Fatalf("broadcast scale %d: %g, want %g", i, v, d[i/8])
+			}
+		}
+		if qs[0] != 127 || qs[3] != -127 {
+			t.Errorf("block 0 codes %d %d, want 127 -127", qs[0], qs[3])
+		}
+		if d[1] != 1 || qs[33] != 0 || qs[34] != 2 || qs[35] != -2 {
+			t.Errorf("block 1: scale %g, codes %v; want 1 and [0 2 -2]", d[1], qs[33:36])
+		}
+	})
+	t.Run("q8_K", func(t *testing.T) {
+		x := make([]float32, 256)
+		x[5] = 2   // first element of largest magnitude: iscale = -127/2
+		x[9] = -2  // same magnitude, later: not the max, code +127
+		x[10] = 1  // -63.5: ties go to even (-64)
+		x[11] = -1 // 63.5 -> 64
+		qs, d, sums := make([]int8, 256), make([]float32, 1), make([]int16, 16)
+		quantizeQ8KGo(x, qs, d, sums)
+		if want := 1 / (float32(-127) / 2); d[0] != want {
+			t.Errorf("scale %g, want %g (1/iscale, negative for a positive max)", d[0], want)
+		}
+		if qs[5] != -127 || qs[9] != 127 || qs[10] != -64 || qs[11] != 64 {
+			t.Errorf("codes %d %d %d %d, want -127 127 -64 64", qs[5], qs[9], qs[10], qs[11])
+		}
+		if sums[0] != -127+127-64+64 {
+			t.Errorf("sum of the first 16 codes %d, want 0", sums[0])
+		}
+		zero := make([]float32, 256)
+		quantizeQ8KGo(zero, qs, d, sums)
+		if d[0] != 0 || qs[5] != 0 || sums[0] != 0 {
+			t.Errorf("all-zero block: scale %g, code %d, sum %d; want zeros", d[0], qs[5], sums[0])
+		}
+	})
+}
