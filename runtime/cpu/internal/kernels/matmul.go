@@ -20,6 +20,9 @@ type matmulJob struct {
 	xd  []float32
 	xd8 []float32 // xd with every scale repeated 8 times (Q8_0/Q4_0 only)
 	xs  []int16
+	// xr is the activations rounded to half precision (F16 or BF16
+	// weights), widened back to float32 for the kernels.
+	xr []float32
 }
 
 // rowTile is the number of rows a chunk of work is counted in; it matches
@@ -30,7 +33,9 @@ const rowTile = 4
 // b < batch and r < w.Rows, split over the pool's threads. For quantized
 // weights the activations are quantized once per call (Q8_0-style blocks for
 // Q8_0 and Q4_0 weights, Q8_K-style super-blocks for Q4_K and Q6_K) and the
-// products are integer dot products per block. It panics when the slices are
+// products are integer dot products per block. For F16 and BF16 weights the
+// activations are first rounded to that type, as ggml converts them before
+// its half-precision dot products, so results match llama.cpp's. It panics when the slices are
 // too short or w is invalid: those are programming errors.
 func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 	rb := w.rowBytes()
@@ -57,6 +62,14 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 		j.xd = grow(j.xd, n/256)
 		j.xs = grow(j.xs, n/16)
 		quantizeQ8KGo(x[:n], j.xq, j.xd, j.xs)
+	case gguf.TypeF16:
+		j.xr = grow(j.xr, n)
+		roundToF16(j.xr, x[:n])
+		j.x = j.xr
+	case gguf.TypeBF16:
+		j.xr = grow(j.xr, n)
+		roundToBF16(j.xr, x[:n])
+		j.x = j.xr
 	}
 	p.run((w.Rows+rowTile-1)/rowTile, p.matmulFn)
 	j.out, j.w, j.x = nil, nil, nil
@@ -100,5 +113,23 @@ func (j *matmulJob) run(lo, hi int) {
 				j.out[b*w.Rows+r] = dotQ6K(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
 			}
 		}
+	}
+}
+
+// roundToF16 writes src rounded to the nearest half-precision value (ties to
+// even) to dst.
+func roundToF16(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = F16ToF32(F32ToF16(v))
+	}
+}
+
+// roundToBF16 writes src rounded to the nearest bfloat16 value (ties to
+// even) to dst.
+func roundToBF16(dst, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = BF16ToF32(F32ToBF16(v))
 	}
 }

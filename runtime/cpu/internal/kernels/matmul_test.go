@@ -9,9 +9,9 @@ import (
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 )
 
-// actStep is the quantization step the kernels use for the activations of a
-// weight type (0 for float weights): each activation may be off by half of
-// its block's step.
+// actBlock is the block length of the activation quantization the kernels
+// use for a weight type (0 for float weights): each activation may be off by
+// half of its block's step.
 func actBlock(typ gguf.TensorType) int {
 	switch typ {
 	case gguf.TypeQ8_0, gguf.TypeQ4_0:
@@ -22,9 +22,23 @@ func actBlock(typ gguf.TensorType) int {
 	return 0
 }
 
+// actRelErr is the relative error of rounding an activation (or, for Q8_0
+// activations, their half-precision block step) for a weight type: half an
+// ulp of F16 or BF16.
+func actRelErr(typ gguf.TensorType) float64 {
+	switch typ {
+	case gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0:
+		return 0x1p-11
+	case gguf.TypeBF16:
+		return 0x1p-8
+	}
+	return 0
+}
+
 // checkMatMul compares MatMul with a float64 product of the dequantized
 // weights; the tolerance is the activation quantization error (half a step
-// per element times |w|) plus float32 rounding.
+// per element times |w|, plus the rounding of the activations or of their
+// block step to 16 bits) plus float32 rounding.
 func checkMatMul(t *testing.T, p *Pool, w *Weight, x []float32, batch int) {
 	t.Helper()
 	deq := dequantAll(w)
@@ -34,7 +48,7 @@ func checkMatMul(t *testing.T, p *Pool, w *Weight, x []float32, batch int) {
 	if out[batch*w.Rows] != 42 {
 		t.Fatalf("MatMul wrote past batch*Rows")
 	}
-	ab := actBlock(w.Type)
+	ab, rel := actBlock(w.Type), actRelErr(w.Type)
 	for b := 0; b < batch; b++ {
 		xb := x[b*w.Cols : (b+1)*w.Cols]
 		for r := 0; r < w.Rows; r++ {
@@ -43,6 +57,7 @@ func checkMatMul(t *testing.T, p *Pool, w *Weight, x []float32, batch int) {
 			for c, v := range row {
 				want += float64(v) * float64(xb[c])
 				mag += math.Abs(float64(v) * float64(xb[c]))
+				qerr += math.Abs(float64(v)*float64(xb[c])) * rel
 				if ab > 0 {
 					blk := xb[c/ab*ab : c/ab*ab+ab]
 					qerr += math.Abs(float64(v)) * maxAbs(blk) / 127 * 0.5
@@ -120,4 +135,35 @@ func TestMatMulPanicsOnShortSlices(t *testing.T) {
 		}
 	}()
 	p.MatMul(make([]float32, 4), w, make([]float32, 7), 2)
+}
+
+// TestMatMulHalfRoundsActivations checks that F16 and BF16 products use the
+// activations rounded to the weight type, as ggml does: a one-hot weight row
+// picks out one activation, which must come back rounded (ties to even).
+func TestMatMulHalfRoundsActivations(t *testing.T) {
+	p := NewPool(1)
+	defer p.Close()
+	const cols = 16
+	for _, tc := range []struct {
+		typ  gguf.TensorType
+		x    float32
+		want float32
+	}{
+		{gguf.TypeF16, 1 + 0x1p-11, 1}, // a tie: to even
+		{gguf.TypeF16, 1 + 0x1p-11 + 0x1p-20, 1 + 0x1p-10},
+		{gguf.TypeF16, 70000, float32(math.Inf(1))}, // beyond the half range
+		{gguf.TypeBF16, 1 + 0x1p-8, 1},
+		{gguf.TypeBF16, 1 + 3*0x1p-8, 1 + 0x1p-6},
+	} {
+		row := make([]float32, cols)
+		row[3] = 1
+		w := mustWeight(t, tc.typ, 1, cols, row)
+		x := make([]float32, cols)
+		x[3] = tc.x
+		out := make([]float32, 1)
+		p.MatMul(out, w, x, 1)
+		if out[0] != tc.want {
+			t.Errorf("%s: activation %v gives %v, want %v", tc.typ, tc.x, out[0], tc.want)
+		}
+	}
 }
