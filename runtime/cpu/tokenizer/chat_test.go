@@ -221,18 +221,28 @@ func TestBrokenTemplateFallsBack(t *testing.T) {
 	}
 }
 
+// A chat prompt carries its own BOS, so it is encoded without adding
+// specials (as the server does for chat requests); adding them gives a
+// second BOS, as in llama.cpp.
 func TestChatPromptEncodesWithoutDoubleBOS(t *testing.T) {
 	tk := withTemplate(t, spmVocab(), llama2Template)
 	prompt, err := tk.ChatPrompt(conversation[1:2], true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := tk.Encode(prompt, true)
+	ids, err := tk.Encode(prompt, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ids[0] != 1 || ids[1] == 1 {
 		t.Errorf("ids %v: want exactly one BOS", ids[:2])
+	}
+	ids, err = tk.Encode(prompt, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids[0] != 1 || ids[1] != 1 || ids[2] == 1 {
+		t.Errorf("ids %v with specials added: want two BOS", ids[:3])
 	}
 }
 
@@ -330,7 +340,7 @@ func TestLlama3AddsBOS(t *testing.T) {
 		t.Errorf("Encode = %q, want BOS first", got)
 	}
 	prompt, _ := tk.ChatPrompt(conversation[1:2], true)
-	ids, _ = tk.Encode(prompt, true)
+	ids, _ = tk.Encode(prompt, false)
 	if ids[0] != 266 || ids[1] != 267 {
 		t.Errorf("chat prompt ids start %v, want one BOS then <|start_header_id|>", ids[:2])
 	}

@@ -59,8 +59,9 @@ type Tokenizer struct {
 	addSpacePrefix bool
 	eog            []int
 
-	// specials are the control and user-defined tokens matched verbatim in
-	// input text, bucketed by first byte, longest first.
+	// specials are the control, user-defined and unknown tokens matched
+	// verbatim in input text (as llama.cpp parses them), bucketed by first
+	// byte, longest first.
 	specials [256][]special
 	// byteToken maps a byte to its <0xNN> token for SentencePiece byte
 	// fallback, -1 when absent.
@@ -288,7 +289,7 @@ func (t *Tokenizer) collectEOG(f *gguf.File) error {
 func (t *Tokenizer) collectSpecials() {
 	for id, ty := range t.types {
 		tok := t.tokens[id]
-		if (ty == TypeControl || ty == TypeUserDefined) && tok != "" {
+		if (ty == TypeControl || ty == TypeUserDefined || ty == TypeUnknown) && tok != "" {
 			t.specials[tok[0]] = append(t.specials[tok[0]], special{tok, id})
 		}
 	}
@@ -363,14 +364,15 @@ func (t *Tokenizer) IsSpecial(id int) bool {
 	return ty == TypeControl || ty == TypeUnknown
 }
 
-// Encode tokenizes text. Control and user-defined tokens written verbatim in
-// text become their ids. With addSpecial, BOS is prepended when the
-// vocabulary asks for it (and text does not already start with it) and EOS
-// appended when it asks for that.
+// Encode tokenizes text. Control, user-defined and unknown tokens written
+// verbatim in text become their ids ("<unk>" is the unknown token, not five
+// characters). With addSpecial, BOS is prepended when the vocabulary asks for
+// it and EOS appended when it asks for that; like llama.cpp (and Hugging Face
+// tokenizers), a text that already starts with BOS then has two.
 func (t *Tokenizer) Encode(text string, addSpecial bool) ([]int, error) {
 	frags := t.splitSpecials(text)
 	ids := make([]int, 0, len(text)/3+2)
-	if addSpecial && t.addBOS && !(len(frags) > 0 && frags[0].id == t.bos) {
+	if addSpecial && t.addBOS {
 		ids = append(ids, t.bos)
 	}
 	var err error

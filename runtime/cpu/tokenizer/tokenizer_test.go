@@ -98,8 +98,11 @@ func TestSPMEncode(t *testing.T) {
 		{"é", false, []string{"▁", "<0xC3>", "<0xA9>"}},
 		// Specials are matched verbatim; text after one gets the prefix.
 		{"a</s>b", false, []string{"▁a", "</s>", "▁", "b"}},
-		// Text that starts with BOS does not get a second one.
-		{"<s>hi", true, []string{"<s>", "▁hi"}},
+		// Text that starts with BOS gets a second one, as in llama.cpp.
+		{"<s>hi", true, []string{"<s>", "<s>", "▁hi"}},
+		{"<s>hi", false, []string{"<s>", "▁hi"}},
+		// The unknown token written in text is that token.
+		{"a<unk>", false, []string{"▁a", "<unk>"}},
 		{"", true, []string{"<s>"}},
 	}
 	for _, c := range cases {
@@ -282,7 +285,7 @@ func FuzzEncode(f *testing.F) {
 			if !utf8.ValidString(s) {
 				continue
 			}
-			if tk.Model() == ModelSPM && (strings.Contains(s, "<s>") || strings.Contains(s, "</s>") || strings.Contains(s, spmSpace)) {
+			if tk.Model() == ModelSPM && (strings.Contains(s, "<s>") || strings.Contains(s, "</s>") || strings.Contains(s, "<unk>") || strings.Contains(s, spmSpace)) {
 				// SentencePiece adds a dummy space after a special token and
 				// reads a literal "▁" back as a space.
 				continue
