@@ -55,19 +55,38 @@ type RealClock struct{}
 // Now returns time.Now().
 func (RealClock) Now() time.Time { return time.Now() }
 
-// Sleep waits d with a timer.
+// spinMargin is the end of a delay that RealClock.Sleep waits out by
+// yielding in a loop instead of on a timer: Go timers fire about 0.3 ms
+// late at the median on an idle Linux host, which would show in every
+// simulated TTFT (measured: first token 365 µs late at the median with a
+// plain timer, 8 µs with the spin). At most an eighth of a delay is spun,
+// so short decode steps do not keep a core busy; the engine's device-time
+// schedule makes up what their timers lose.
+const spinMargin = time.Millisecond
+
+// Sleep waits d: on a timer, then for the last part (spinMargin or an
+// eighth of d, whichever is less) by yielding until the deadline.
 func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	deadline := time.Now().Add(d)
+	if spin := min(spinMargin, d/8); d > spin {
+		t := time.NewTimer(d - spin)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
 	}
+	for time.Now().Before(deadline) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		goruntime.Gosched()
+	}
+	return nil
 }
 
 // Timing is the simulated device's speed.

@@ -383,3 +383,19 @@ func TestOutputIsText(t *testing.T) {
 		t.Errorf("info %+v", info)
 	}
 }
+
+func TestRealClockSleep(t *testing.T) {
+	var c RealClock
+	start := time.Now()
+	if err := c.Sleep(context.Background(), 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < 20*time.Millisecond {
+		t.Errorf("Sleep(20ms) returned after %v", el)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Sleep(ctx, time.Hour); err == nil {
+		t.Error("Sleep with a cancelled context returned nil")
+	}
+}
