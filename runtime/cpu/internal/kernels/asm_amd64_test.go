@@ -435,3 +435,22 @@ func TestAsmIntegerExact(t *testing.T) {
 		}
 	}
 }
+
+func TestAsmRoundF16(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(29, 30))
+	src := randVec(rng, 64)
+	src[1] = 1 + 0x1p-11 // a tie
+	src[2] = 70000       // beyond the half range
+	src[3] = 1e-6        // a half subnormal
+	src[4] = 1e-9        // below the smallest half subnormal
+	src[5] = float32(math.Inf(-1))
+	got, want := make([]float32, len(src)), make([]float32, len(src))
+	roundF16AVX(got, src)
+	roundToF16Go(want, src)
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("element %d (%g): asm %g, go %g", i, src[i], got[i], want[i])
+		}
+	}
+}

@@ -212,3 +212,28 @@ hdsum:
 	VMOVSS X0, ret+48(FP)
 	VZEROUPPER
 	RET
+
+// func roundF16AVX(dst, src []float32)
+// Rounds len(src)/8*8 values to half precision (round to nearest even,
+// VCVTPS2PH) and widens them back: the activations of an F16 matmul.
+TEXT ·roundF16AVX(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ src_base+24(FP), SI
+	MOVQ src_len+32(FP), CX
+	SHRQ $3, CX
+
+r16loop:
+	TESTQ CX, CX
+	JZ    r16done
+	VMOVUPS (SI), Y0
+	VCVTPS2PH $0, Y0, X1
+	VCVTPH2PS X1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JMP  r16loop
+
+r16done:
+	VZEROUPPER
+	RET

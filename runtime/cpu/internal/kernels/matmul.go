@@ -116,9 +116,9 @@ func (j *matmulJob) run(lo, hi int) {
 	}
 }
 
-// roundToF16 writes src rounded to the nearest half-precision value (ties to
-// even) to dst.
-func roundToF16(dst, src []float32) {
+// roundToF16Go writes src rounded to the nearest half-precision value (ties
+// to even) to dst.
+func roundToF16Go(dst, src []float32) {
 	dst = dst[:len(src)]
 	for i, v := range src {
 		dst[i] = F16ToF32(F32ToF16(v))

@@ -93,6 +93,9 @@ func Axpy(alpha float32, x, y []float32) {
 func dotF16AVX(w []uint16, x []float32) float32
 
 //go:noescape
+func roundF16AVX(dst, src []float32)
+
+//go:noescape
 func f16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
 
 //go:noescape
@@ -464,4 +467,14 @@ func matmulF32Rows1x8(j *matmulJob, r0, r1 int) {
 			out[b*rows+r] = Dot(wr, x[b*cols:(b+1)*cols])
 		}
 	}
+}
+
+// roundToF16 writes src rounded to half precision (ties to even) and widened
+// back to dst: eight lanes at a time with F16C, the tail in Go.
+func roundToF16(dst, src []float32) {
+	n8 := len(src) &^ 7
+	if haveAsm && n8 > 0 {
+		roundF16AVX(dst[:n8], src[:n8])
+	}
+	roundToF16Go(dst[n8:len(src)], src[n8:])
 }

@@ -36,3 +36,5 @@ func DotRows(out, x, m []float32, stride int) { dotRowsGo(out, x, m, stride) }
 // AxpyRows adds sum_j a[j]*m[j*stride:j*stride+len(y)] to y: attention's
 // probability-weighted sum of cached value rows in one call.
 func AxpyRows(y, a, m []float32, stride int) { axpyRowsGo(y, a, m, stride) }
+
+func roundToF16(dst, src []float32) { roundToF16Go(dst, src) }
