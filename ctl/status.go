@@ -155,6 +155,19 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 	if d.LastError != "" {
 		row("Error", "%s", d.LastError)
 	}
+	for i, sc := range d.Schedules {
+		text := fmt.Sprintf("%s (%s, limit %s), next %s", sc.Workflow, sc.Calendar, sc.Limit, sc.Next.In(now.Location()).Format("Mon 2006-01-02 15:04 MST"))
+		if sc.Running {
+			text += "; running"
+		} else if sc.LastResult != "" {
+			text += "; last " + sc.LastResult
+		}
+		if i == 0 {
+			row("Schedules", "%s", text)
+		} else {
+			fmt.Fprintf(w, "%12s  %s\n", "", text)
+		}
+	}
 	if len(d.Logs) > 0 {
 		fmt.Fprintln(w)
 		for _, l := range d.Logs {

@@ -60,6 +60,10 @@ func TestStatusDetailGolden(t *testing.T) {
 		Detail:      "using last good version from 2026-03-01T10:00:00Z; new version invalid: /etc/ttis/units/llama.toml:9:3: limits.max_queue: must be at least 1",
 		AuthMode:    "jwt",
 		MemoryBytes: 17_200_000,
+		Schedules: []api.Schedule{
+			{Workflow: "release", Calendar: "0 2 * * *", Limit: "ci-nightly", Next: now.Add(5 * time.Hour), LastResult: "ok"},
+			{Workflow: "benchmarks", Calendar: "*/30 * * * *", Limit: "smoke", Next: now.Add(10 * time.Minute), Running: true},
+		},
 		Logs: []api.LogLine{
 			{Time: now.Add(-time.Hour), Stream: "ttisd", Text: "Started server, pid 4242."},
 			{Time: now.Add(-time.Hour + time.Second), Stream: "stderr", Text: "INFO ready model=Llama-3.1-8B-Instruct"},

@@ -249,8 +249,21 @@ func (d *daemon) Info() api.Info {
 // List implements control.Backend.
 func (d *daemon) List() api.UnitList { return d.rec.List() }
 
-// Unit implements control.Backend.
-func (d *daemon) Unit(name string, lines int) (api.UnitDetail, error) { return d.rec.Unit(name, lines) }
+// Unit implements control.Backend: the reconciler's detail plus the unit's
+// schedules.
+func (d *daemon) Unit(name string, lines int) (api.UnitDetail, error) {
+	u, err := d.rec.Unit(name, lines)
+	if err != nil || d.sched == nil {
+		return u, err
+	}
+	for _, f := range d.sched.Next() {
+		if f.Unit == name {
+			u.Schedules = append(u.Schedules, api.Schedule{Workflow: f.Workflow, Calendar: f.Calendar, Timezone: f.Timezone,
+				Limit: f.Limit, Next: f.Next, Running: f.Running, LastFire: f.LastFire, LastResult: f.LastResult})
+		}
+	}
+	return u, nil
+}
 
 // Start implements control.Backend.
 func (d *daemon) Start(ctx context.Context, name string) error { return d.rec.Start(ctx, name) }

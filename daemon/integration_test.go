@@ -871,3 +871,24 @@ func TestLeftoverServersAfterDaemonCrash(t *testing.T) {
 		t.Fatalf("second daemon's unit %+v", u)
 	}
 }
+
+// A unit's [[schedule]] entries show in its detail with their next firing,
+// and a broken edit keeps the last good version's schedules.
+func TestSchedulesInUnitDetail(t *testing.T) {
+	listen := freePort(t)
+	sched := "\n[[schedule]]\nworkflow = \"benchmarks\"\ncalendar = \"0 3 * * *\"\nlimit = \"smoke\"\n"
+	d := startDaemon(t, map[string]string{"a": simUnit(listen, "") + sched})
+	u := d.waitUnit(t, "a", "active", active)
+	if len(u.Schedules) != 1 || u.Schedules[0].Workflow != "benchmarks" || !u.Schedules[0].Next.After(time.Now()) {
+		t.Fatalf("schedules of an active unit: %+v", u.Schedules)
+	}
+	d.write(t, "a", simUnit(listen, "bogus = 1")+sched)
+	u = d.waitUnit(t, "a", "stale", func(u api.UnitDetail) bool { return u.LoadState == api.LoadStale })
+	if len(u.Schedules) != 1 || u.Schedules[0].Calendar != "0 3 * * *" {
+		t.Fatalf("schedules after a broken edit: %+v", u.Schedules)
+	}
+	out, code := d.ctl(t, "status", "a")
+	if code != 0 || !strings.Contains(out, "Schedules: benchmarks (0 3 * * *, limit smoke), next ") {
+		t.Fatalf("status a: exit %d\n%s", code, out)
+	}
+}

@@ -128,8 +128,25 @@ type UnitDetail struct {
 	// MemoryBytes is the resident memory of the server process (Linux
 	// VmRSS), 0 when no server runs or it cannot be read.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// Schedules are the unit's [[schedule]] entries with their next firing.
+	Schedules []Schedule `json:"schedules,omitempty"`
 	// Logs holds the last lines the server printed, oldest first.
 	Logs []LogLine `json:"logs,omitempty"`
+}
+
+// Schedule is one [[schedule]] entry of a unit as the daemon runs it.
+type Schedule struct {
+	Workflow string    `json:"workflow"`
+	Calendar string    `json:"calendar"`
+	Timezone string    `json:"timezone,omitempty"`
+	Limit    string    `json:"limit"`
+	Next     time.Time `json:"next"`
+	// Running is true while a run of the unit is going.
+	Running bool `json:"running,omitempty"`
+	// LastFire and LastResult describe the previous firing: "started",
+	// "ok", "skipped: …" or "failed: …".
+	LastFire   time.Time `json:"last_fire,omitzero"`
+	LastResult string    `json:"last_result,omitempty"`
 }
 
 // LogLine is one line a unit's server printed, or a line the supervisor
