@@ -30,7 +30,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 staticcheck:
-	$(GO) run honnef.co/go/tools/cmd/staticcheck $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
 
 install: build ## install binaries, systemd unit and example config under $(PREFIX) and /etc
 	install -D -m 0755 $(BIN)/ttisd $(DESTDIR)$(PREFIX)/bin/ttisd

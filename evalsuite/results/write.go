@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/renameio/v2"
 	"github.com/ttis-dev/ttis/evalsuite"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 )
@@ -193,34 +194,19 @@ func Write(dir string, r Run) (Files, error) {
 }
 
 func writeAtomic(path string, fill func(*bufio.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := renameio.NewPendingFile(path, renameio.WithTempDir(filepath.Dir(path)), renameio.WithPermissions(0o644))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	w := bufio.NewWriter(tmp)
+	defer f.Cleanup() // no-op after the replace
+	w := bufio.NewWriter(f)
 	if err := fill(w); err != nil {
-		return fail(err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := w.Flush(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := f.CloseAtomicallyReplace(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

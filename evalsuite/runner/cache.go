@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/renameio/v2"
 	"github.com/ttis-dev/ttis/evalsuite"
 )
 
@@ -70,21 +71,7 @@ func (c *Cache) Put(key string, resp evalsuite.Response, raw json.RawMessage) er
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("eval cache: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("eval cache: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("eval cache: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("eval cache: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		os.Remove(tmp.Name())
+	if err := renameio.WriteFile(p, b, 0o644, renameio.WithTempDir(filepath.Dir(p))); err != nil {
 		return fmt.Errorf("eval cache: %w", err)
 	}
 	return nil

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/google/renameio/v2"
 )
 
 // Registry keeps one file per unit, "<unit>.pid", holding the server's pid
@@ -31,11 +33,7 @@ func (r Registry) Record(unit string, pid int) error {
 	if err := os.MkdirAll(r.Dir, 0o750); err != nil {
 		return err
 	}
-	tmp := filepath.Join(r.Dir, "."+unit+".pid.tmp")
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", pid, start), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(r.Dir, unit+".pid"))
+	return renameio.WriteFile(filepath.Join(r.Dir, unit+".pid"), fmt.Appendf(nil, "%d %d\n", pid, start), 0o600, renameio.WithTempDir(r.Dir))
 }
 
 // Forget removes unit's record if it still names pid.

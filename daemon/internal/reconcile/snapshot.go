@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/renameio/v2"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/ttis-dev/ttis/units"
 )
@@ -27,23 +28,8 @@ func writeSnapshot(dir string, u *units.Unit, data []byte) (string, error) {
 		return "", fmt.Errorf("snapshot folder: %w", err)
 	}
 	path := filepath.Join(dir, u.Name+units.Ext)
-	tmp, err := os.CreateTemp(dir, "."+u.Name+".*.tmp")
-	if err != nil {
-		return "", fmt.Errorf("snapshot of %s: %w", u.Name, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("snapshot of %s: %w", u.Name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("snapshot of %s: %w", u.Name, err)
-	}
 	// The unit may name a secret file; keep the snapshot private too.
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		return "", fmt.Errorf("snapshot of %s: %w", u.Name, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := renameio.WriteFile(path, out, 0o600, renameio.WithTempDir(dir)); err != nil {
 		return "", fmt.Errorf("snapshot of %s: %w", u.Name, err)
 	}
 	return path, nil

@@ -11,13 +11,13 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/google/renameio/v2"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
 )
@@ -128,24 +128,15 @@ func ParseType(name string) (gguf.TensorType, error) {
 // Create writes a synthetic model to path. The file appears atomically: it
 // is written under a temporary name in the same directory and renamed.
 func Create(path string, opts Options) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	f, err := renameio.NewPendingFile(path, renameio.WithTempDir(filepath.Dir(path)), renameio.WithPermissions(0o644))
 	if err != nil {
 		return fmt.Errorf("create synthetic model %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := Write(tmp, opts); err != nil {
-		tmp.Close()
+	defer f.Cleanup() // no-op after the replace
+	if err := Write(f, opts); err != nil {
 		return fmt.Errorf("create synthetic model %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("create synthetic model %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("create synthetic model %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := f.CloseAtomicallyReplace(); err != nil {
 		return fmt.Errorf("create synthetic model %s: %w", path, err)
 	}
 	return nil
