@@ -28,7 +28,6 @@ import (
 	"github.com/ttis-dev/ttis/bench/sweep"
 	"github.com/ttis-dev/ttis/daemon/api"
 	daemonclient "github.com/ttis-dev/ttis/daemon/api/client"
-	"github.com/ttis-dev/ttis/runtime/auth"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
 
@@ -494,25 +493,12 @@ func resolveUnit(c *cli.Context, t *benchTarget) error {
 		}
 		t.resultsDir = filepath.Join(ep.RunsDir, name)
 	}
-	switch ep.AuthMode {
-	case "", auth.ModeNone:
-	case auth.ModeAPIKey, auth.ModeJWT:
-		if c.String("api-key") != "" || c.String("api-key-file") != "" {
-			break
-		}
-		secret, err := auth.ReadSecret(ep.SecretFile)
-		if err != nil {
-			return fmt.Errorf("unit %s uses %s auth: %w (or pass --api-key)", name, ep.AuthMode, err)
-		}
-		tok := strings.TrimSpace(string(secret))
-		if ep.AuthMode == auth.ModeJWT {
-			if tok, err = auth.Mint(secret, "ttisctl", "bench", time.Hour, time.Now()); err != nil {
-				return fmt.Errorf("unit %s: mint token: %w", name, err)
-			}
-		}
+	tok, err := unitBearer(name, ep.AuthMode, ep.SecretFile, "bench", time.Hour, c.String("api-key") != "" || c.String("api-key-file") != "")
+	if err != nil {
+		return err
+	}
+	if tok != "" {
 		t.header.Set("Authorization", "Bearer "+tok)
-	default:
-		return fmt.Errorf("unit %s: unknown auth mode %q", name, ep.AuthMode)
 	}
 	return nil
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/ttis-dev/ttis/daemon/api"
 	daemonclient "github.com/ttis-dev/ttis/daemon/api/client"
-	"github.com/ttis-dev/ttis/runtime/auth"
 
 	"github.com/ttis-dev/ttis/evalsuite/client"
 	"github.com/ttis-dev/ttis/evalsuite/dataset"
@@ -135,25 +134,12 @@ func resolveEvalUnit(c *cli.Context, t *evalTarget, runID string) error {
 		runs = filepath.Join(info.StateDir, "runs")
 	}
 	t.resultsDir = filepath.Join(runs, name, runID)
-	switch unit.AuthMode {
-	case "", auth.ModeNone:
-	case auth.ModeAPIKey, auth.ModeJWT:
-		if t.apiKey != "" {
-			break
-		}
-		secret, err := auth.ReadSecret(unit.AuthSecretFile)
-		if err != nil {
-			return fmt.Errorf("unit %s uses %s auth: %w (or pass --api-key)", name, unit.AuthMode, err)
-		}
-		tok := strings.TrimSpace(string(secret))
-		if unit.AuthMode == auth.ModeJWT {
-			if tok, err = auth.Mint(secret, "ttisctl", "eval", 24*time.Hour, time.Now()); err != nil {
-				return fmt.Errorf("unit %s: mint token: %w", name, err)
-			}
-		}
+	tok, err := unitBearer(name, unit.AuthMode, unit.AuthSecretFile, "eval", 24*time.Hour, t.apiKey != "")
+	if err != nil {
+		return err
+	}
+	if tok != "" {
 		t.apiKey = tok
-	default:
-		return fmt.Errorf("unit %s: unknown auth mode %q", name, unit.AuthMode)
 	}
 	return nil
 }

@@ -17,7 +17,6 @@ import (
 	daemonclient "github.com/ttis-dev/ttis/daemon/api/client"
 	"github.com/ttis-dev/ttis/daemon/release"
 	"github.com/ttis-dev/ttis/daemon/runs"
-	"github.com/ttis-dev/ttis/runtime/auth"
 )
 
 // releaseExitRejected: the run finished and its report was written, but
@@ -239,26 +238,13 @@ func resolveReleaseUnit(c *cli.Context, t *release.Target) (string, error) {
 		// A cpu unit names a model file; the server reports its name.
 		t.Model = ep.Model
 	}
-	switch ep.AuthMode {
-	case "", auth.ModeNone:
-	case auth.ModeAPIKey, auth.ModeJWT:
-		if t.APIKey != "" {
-			break
-		}
-		secret, err := auth.ReadSecret(ep.SecretFile)
-		if err != nil {
-			return "", fmt.Errorf("unit %s uses %s auth: %w (or pass --api-key)", name, ep.AuthMode, err)
-		}
-		tok := strings.TrimSpace(string(secret))
-		if ep.AuthMode == auth.ModeJWT {
-			// A release may run for hours at full limits.
-			if tok, err = auth.Mint(secret, "ttisctl", "release", 24*time.Hour, time.Now()); err != nil {
-				return "", fmt.Errorf("unit %s: mint token: %w", name, err)
-			}
-		}
+	// A release may run for hours at full limits.
+	tok, err := unitBearer(name, ep.AuthMode, ep.SecretFile, "release", 24*time.Hour, t.APIKey != "")
+	if err != nil {
+		return "", err
+	}
+	if tok != "" {
 		t.APIKey = tok
-	default:
-		return "", fmt.Errorf("unit %s: unknown auth mode %q", name, ep.AuthMode)
 	}
 	if ep.RunsDir == "" {
 		return "", errors.New("the daemon reports no results folder")
