@@ -20,6 +20,7 @@ type Stream struct {
 	err        error
 	wake       chan struct{}
 	promptToks int
+	onTaken    func()
 }
 
 // NewStream returns an empty stream for a prompt of promptTokens tokens.
@@ -52,6 +53,12 @@ func (s *Stream) PromptLogprobs() []Token {
 	defer s.mu.Unlock()
 	return s.promptLP
 }
+
+// SetOnTaken registers f, called (outside the stream's lock) each time
+// Recv hands pending tokens over to the consumer. An engine that paces its
+// steps on how fast the server takes their output uses it; set it before
+// the first Push.
+func (s *Stream) SetOnTaken(f func()) { s.onTaken = f }
 
 // Push appends a generated token. Pushing after Finish is ignored.
 func (s *Stream) Push(t Token) {
@@ -86,6 +93,9 @@ func (s *Stream) Recv(ctx context.Context, buf []Token) (toks []Token, done bool
 			buf = append(buf, s.pending...)
 			s.pending = s.pending[:0]
 			s.mu.Unlock()
+			if s.onTaken != nil {
+				s.onTaken()
+			}
 			return buf, false, FinishNone, nil
 		}
 		if s.finished {

@@ -102,8 +102,9 @@ type Schedule struct {
 
 // Sim configures the simulated accelerator.
 type Sim struct {
-	// TimeScale multiplies every simulated delay; 0 runs as fast as
-	// possible, 1 follows the catalog's targets. Nil means 1.
+	// TimeScale multiplies every simulated delay; 0 runs as fast as the
+	// server takes the output (for overhead benchmarks), 1 follows the
+	// catalog's targets. Nil means 1.
 	TimeScale *float64 `toml:"time_scale" json:"time_scale,omitempty"`
 	// Seed makes the generated text reproducible.
 	Seed int64 `toml:"seed" json:"seed"`

@@ -17,9 +17,19 @@
 //     hardware targets assume); beyond that the step repeats once per extra
 //     MaxConcurrency-sized group.
 //
-// Every delay is multiplied by TimeScale; 0 skips sleeping entirely (for
-// measuring the front door's overhead). Delays go through an injectable
+// Every delay is multiplied by TimeScale. Delays go through an injectable
 // Clock.
+//
+// TimeScale 0 (for measuring the front door's overhead) skips sleeping but
+// does not race ahead of the server: the device is then exactly as fast as
+// its host. A step may begin while the server is still taking the previous
+// step's output, but not while it has not taken the one before (window):
+// one step in flight beside the host's output processing, as in vLLM's
+// asynchronous output processing. An unbounded loop would bury the server
+// in a backlog, and what the front door is measured to add would be that
+// backlog; lock-step would make every token its own write on the
+// connection. A server that takes nothing for maxHostWait (its client went
+// away or stopped reading) is not waited for.
 //
 // # Text model
 //
@@ -144,7 +154,30 @@ type Engine struct {
 	// deviceTime is when the simulated device finishes its current work;
 	// only the loop goroutine touches it (see sleep).
 	deviceTime time.Time
+
+	// At time_scale 0 the loop runs at most window steps ahead of the
+	// server (see waitTaken). epoch numbers the steps; untaken[ep%window]
+	// holds ep<<countBits | the number of streams whose oldest untaken
+	// token is from step ep. taken is signalled when a count drops to
+	// zero; hostWait is waitTaken's timer, reused.
+	epoch    atomic.Uint64
+	untaken  [window]atomic.Uint64
+	taken    chan struct{}
+	hostWait *time.Timer
 }
+
+// window is how many steps a time_scale 0 engine may run ahead of the
+// server taking their output (see the package doc).
+const window = 2
+
+// countBits is the width of the stream count in an untaken slot; the epoch
+// is in the bits above it.
+const countBits = 24
+
+// maxHostWait bounds how long a time_scale 0 step waits for the server to
+// take the previous step's output: a consumer stuck writing to a client
+// that does not read must not stall the other sequences for longer.
+const maxHostWait = time.Millisecond
 
 // maxLag is how far behind its schedule the simulated device may fall and
 // still catch up (by skipping sleeps) rather than start a new schedule.
@@ -161,6 +194,9 @@ type sequence struct {
 	produced int
 	ctxLen   int
 	stops    map[int]bool
+	// owed is the epoch of the stream's oldest untaken token, 0 when the
+	// server has taken everything (time_scale 0 only).
+	owed atomic.Uint64
 }
 
 // New validates cfg and starts the engine's scheduling loop.
@@ -188,11 +224,14 @@ func New(cfg Config) (*Engine, error) {
 		model:   newTextModel(tok, cfg.Seed),
 		clock:   cfg.Clock,
 		wake:    make(chan struct{}, 1),
+		taken:   make(chan struct{}, 1),
 		stop:    cancel,
 		loopCtx: ctx,
 		done:    make(chan struct{}),
 		seedMix: uint64(cfg.Clock.Now().UnixNano()),
 	}
+	e.epoch.Store(1) // owed 0 means nothing owed
+	e.untaken[1%window].Store(1 << countBits)
 	go e.loop()
 	return e, nil
 }
@@ -227,6 +266,9 @@ func (e *Engine) Generate(ctx context.Context, req *runtime.Request) (*runtime.S
 		return nil, fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
 	}
 	s := &sequence{ctx: ctx, req: *req, st: runtime.NewStream(len(req.Prompt)), prev: req.Prompt[len(req.Prompt)-1], ctxLen: len(req.Prompt), arrived: e.clock.Now()}
+	if e.cfg.TimeScale == 0 {
+		s.st.SetOnTaken(func() { e.tookOutput(s) })
+	}
 	var seed uint64
 	if req.Sampling.HasSeed {
 		seed = uint64(req.Sampling.Seed)
@@ -267,14 +309,81 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-func (e *Engine) sleep(d time.Duration) error {
-	if e.cfg.TimeScale == 0 {
-		// No delay, but let the goroutines that consume this step's
-		// tokens run before the next step, as a real engine's step loop
-		// waits for its output processing, instead of racing ahead and
-		// burying the server in a backlog.
+// tookOutput is every stream's OnTaken at time_scale 0. A take of output
+// from a step whose wait already timed out (its slot now counts a newer
+// step) does not count. A token pushed between a take and this call goes
+// uncounted until the stream's next push: the window paces the loop, it
+// does not bound a stream exactly.
+func (e *Engine) tookOutput(s *sequence) {
+	ep := s.owed.Swap(0)
+	if ep == 0 {
+		return
+	}
+	c := &e.untaken[ep%window]
+	for range 1000 { // bounded: only the engine and other takes race here
+		v := c.Load()
+		if v>>countBits != ep || v&(1<<countBits-1) == 0 {
+			return
+		}
+		if c.CompareAndSwap(v, v-1) {
+			if (v-1)&(1<<countBits-1) == 0 {
+				select {
+				case e.taken <- struct{}{}:
+				default:
+				}
+			}
+			return
+		}
+	}
+}
+
+// owe records, before a push at time_scale 0, that s will hold output the
+// server has not taken.
+func (e *Engine) owe(s *sequence) {
+	ep := e.epoch.Load()
+	if s.owed.CompareAndSwap(0, ep) {
+		e.untaken[ep%window].Add(1)
+	}
+}
+
+// waitTaken starts a new step at time_scale 0, first waiting (at most
+// maxHostWait) until the server has taken the output of the step window
+// steps back, whose slot the new one reuses.
+func (e *Engine) waitTaken() error {
+	next := e.epoch.Load() + 1
+	c := &e.untaken[next%window]
+	defer func() {
+		c.Store(next << countBits)
+		e.epoch.Store(next)
+	}()
+	if c.Load()&(1<<countBits-1) == 0 {
+		// Nothing to wait for, but let the consumers run.
 		goruntime.Gosched()
 		return e.loopCtx.Err()
+	}
+	if e.hostWait == nil {
+		e.hostWait = time.NewTimer(maxHostWait)
+	} else {
+		e.hostWait.Reset(maxHostWait)
+	}
+	defer e.hostWait.Stop()
+	for c.Load()&(1<<countBits-1) != 0 {
+		select {
+		case <-e.taken:
+		case <-e.hostWait.C:
+			// A consumer stopped taking (its client is slow or went
+			// away): go on without it.
+			return nil
+		case <-e.loopCtx.Done():
+			return e.loopCtx.Err()
+		}
+	}
+	return nil
+}
+
+func (e *Engine) sleep(d time.Duration) error {
+	if e.cfg.TimeScale == 0 {
+		return e.waitTaken()
 	}
 	// Delays run on a device-time schedule rather than one relative sleep
 	// after another: a timer that fires late on a loaded host is made up on
@@ -431,6 +540,9 @@ func (e *Engine) emit(s *sequence, now time.Time) {
 		if n > 0 {
 			t.Top = e.model.top(s.prev, n, make([]runtime.TokenLogprob, 0, n))
 		}
+	}
+	if e.cfg.TimeScale == 0 {
+		e.owe(s)
 	}
 	s.st.Push(t)
 	if e.cfg.OnToken != nil {
