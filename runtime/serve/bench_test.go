@@ -347,15 +347,16 @@ type stampConn struct {
 	at []int64
 }
 
-// Write stamps every token event in p with the time the write returned.
+// Write stamps every token event in p with the time the write returned. A
+// response head starts the next request's times (connections are kept
+// alive).
 func (c *stampConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	now := time.Now().UnixNano()
-	if c.id == "" {
-		if _, rest, ok := bytes.Cut(p, []byte("X-Request-Id: ")); ok {
-			id, _, _ := bytes.Cut(rest, []byte("\r\n"))
-			c.id = string(id)
-		}
+	if _, rest, ok := bytes.Cut(p, []byte("X-Request-Id: ")); ok {
+		c.save()
+		id, _, _ := bytes.Cut(rest, []byte("\r\n"))
+		c.id, c.at = string(id), nil
 	}
 	for line := range bytes.Lines(p) {
 		if isTokenEvent(line) {
@@ -365,12 +366,16 @@ func (c *stampConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (c *stampConn) Close() error {
+func (c *stampConn) save() {
 	if c.id != "" {
 		c.l.mu.Lock()
 		c.l.written[c.id] = c.at
 		c.l.mu.Unlock()
 	}
+}
+
+func (c *stampConn) Close() error {
+	c.save()
 	return c.Conn.Close()
 }
 

@@ -135,14 +135,14 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 		// The stream is written straight to the connection from this
 		// handler goroutine: fasthttp's SetBodyStreamWriter would add a
 		// pipe and a goroutine hop per flush. Hijacking with no response
-		// makes fasthttp write nothing and close the connection after the
-		// stream (we send Connection: close); the handler still counts as
-		// an open connection, so ShutdownWithContext waits for it.
-		// (HTTP pipelining is not supported on streaming requests: an
-		// earlier pipelined response could still sit in fasthttp's buffer.)
+		// makes fasthttp write nothing after it; the handler still counts
+		// as an open connection, so ShutdownWithContext waits for it. A
+		// stream that ends cleanly keeps its connection (see keepConn).
+		conn := ctx.Conn()
+		keep := ctx.Request.Header.IsHTTP11() && !ctx.Request.Header.ConnectionClose() && !s.draining.Load()
 		ctx.HijackSetNoResponse(true)
-		ctx.Hijack(func(net.Conn) {})
-		j.stream(ctx.Conn())
+		keep = j.stream(conn, keep, ctx.Request.Header.IsHTTP11())
+		ctx.Hijack(func(hc net.Conn) { s.keepConn(conn, hc, keep) })
 		return
 	}
 	defer j.end()
@@ -542,10 +542,15 @@ func (j *job) finishSeq(q *seqState) {
 	}
 }
 
-// stream writes the whole SSE response, headers included, to conn.
-func (j *job) stream(conn net.Conn) {
+// stream writes the whole SSE response, headers included, to conn. With
+// keep it offers the client to keep the connection (HTTP/1.1 keep-alive);
+// it reports whether the response ended cleanly with that offer, so the
+// connection may serve the client's next request. An HTTP/1.0 client gets
+// the body unchunked, ended by closing the connection.
+func (j *job) stream(conn net.Conn, keep, chunked bool) (kept bool) {
 	k := j.s.sinks.Get().(*sseSink)
-	k.conn, k.timeout, k.deadline = conn, j.s.cfg.WriteTimeout, time.Time{}
+	k.conn, k.timeout, k.deadline, k.chunked = conn, j.s.cfg.WriteTimeout, time.Time{}, chunked
+	keep = keep && chunked
 	status := "ok"
 	defer func() {
 		k.conn = nil
@@ -562,35 +567,35 @@ func (j *job) stream(conn net.Conn) {
 			j.s.log.Debug("request", "request_id", j.id, "stream", true, "sequences", len(j.seqs), "result", status, "duration", time.Since(j.arrival))
 		}
 	}()
-	if err := k.header(j.id); err != nil {
+	if err := k.header(j.id, keep); err != nil {
 		status = "client gone"
-		return
+		return false
 	}
 	if j.queued > 0 {
 		if err := j.waitSlots(k.ping); err != nil {
 			if errors.Is(err, errClientGone) {
 				status = "client gone"
-				return
+				return false
 			}
 			k.error(j.ctxError(err))
 			status = err.Error()
-			return
+			return k.end() == nil && keep
 		}
 	}
 	if e := j.start(); e != nil {
 		k.error(e)
 		status = e.Message
-		return
+		return k.end() == nil && keep
 	}
 	err := j.pump(k)
 	switch {
 	case errors.Is(err, errClientGone):
 		status = "client gone"
-		return
+		return false
 	case errors.Is(err, context.DeadlineExceeded):
 		k.error(j.ctxError(err))
 		status = "timeout"
-		return
+		return k.end() == nil && keep
 	case err != nil:
 		status = err.Error()
 	}
@@ -601,8 +606,10 @@ func (j *job) stream(conn net.Conn) {
 		k.buf = append(k.buf, "}\n\n"...)
 	}
 	k.buf = append(k.buf, "data: [DONE]\n\n"...)
-	_ = k.flush()
-	k.end()
+	if k.flush() != nil {
+		return false
+	}
+	return k.end() == nil && keep
 }
 
 // sseSink writes server-sent events as HTTP/1.1 chunks straight to the
@@ -611,24 +618,35 @@ type sseSink struct {
 	conn     net.Conn
 	timeout  time.Duration
 	deadline time.Time
+	chunked  bool   // HTTP/1.1 chunked framing; HTTP/1.0 gets the bare body
 	buf      []byte // pending events
 	frame    []byte // buf with its chunk framing
 }
 
-// header writes the response head.
-func (k *sseSink) header(reqID string) error {
+// header writes the response head; without keep it says the connection
+// closes after the response.
+func (k *sseSink) header(reqID string, keep bool) error {
 	k.frame = append(k.frame[:0], "HTTP/1.1 200 OK\r\nServer: ttis\r\nDate: "...)
 	k.frame = time.Now().UTC().AppendFormat(k.frame, "Mon, 02 Jan 2006 15:04:05 GMT")
 	k.frame = append(k.frame, "\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\nX-Request-Id: "...)
 	k.frame = append(k.frame, reqID...)
-	k.frame = append(k.frame, "\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n"...)
+	if !keep {
+		k.frame = append(k.frame, "\r\nConnection: close"...)
+	}
+	if k.chunked {
+		k.frame = append(k.frame, "\r\nTransfer-Encoding: chunked"...)
+	}
+	k.frame = append(k.frame, "\r\n\r\n"...)
 	return k.write()
 }
 
 // end writes the last chunk.
-func (k *sseSink) end() {
+func (k *sseSink) end() error {
+	if !k.chunked {
+		return nil
+	}
 	k.frame = append(k.frame[:0], "0\r\n\r\n"...)
-	_ = k.write()
+	return k.write()
 }
 
 func (k *sseSink) write() error {
@@ -654,10 +672,14 @@ func (k *sseSink) flush() error {
 	if len(k.buf) == 0 {
 		return nil
 	}
-	k.frame = strconv.AppendInt(k.frame[:0], int64(len(k.buf)), 16)
-	k.frame = append(k.frame, '\r', '\n')
-	k.frame = append(k.frame, k.buf...)
-	k.frame = append(k.frame, '\r', '\n')
+	if !k.chunked {
+		k.frame = append(k.frame[:0], k.buf...)
+	} else {
+		k.frame = strconv.AppendInt(k.frame[:0], int64(len(k.buf)), 16)
+		k.frame = append(k.frame, '\r', '\n')
+		k.frame = append(k.frame, k.buf...)
+		k.frame = append(k.frame, '\r', '\n')
+	}
 	k.buf = k.buf[:0]
 	return k.write()
 }

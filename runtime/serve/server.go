@@ -9,8 +9,9 @@
 // GET /version, GET /metrics. /health, /version and /metrics need no auth.
 //
 // Streaming responses are written straight to the connection as HTTP/1.1
-// chunks, one write per batch of pending tokens, and end with
-// Connection: close. A unit whose runtime is an upstream server (vllm) is
+// chunks, one write per batch of pending tokens; the connection then serves
+// the client's next request (keep-alive) unless the client asked to close
+// it or spoke HTTP/1.0. A unit whose runtime is an upstream server (vllm) is
 // served in upstream mode: auth, slots, the queue, the request log and
 // latency metrics stay here and the request is forwarded (see Upstream).
 package serve
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,7 +92,10 @@ type Server struct {
 	genCtx    context.Context
 	cancelGen context.CancelFunc
 	draining  atomic.Bool
-	started   time.Time
+	// kept holds the connections keepConn serves (see closeKept).
+	keptMu  sync.Mutex
+	kept    map[*replayConn]struct{}
+	started time.Time
 	// sinks recycles SSE writers and their buffers across streams.
 	sinks sync.Pool
 }
@@ -147,8 +152,10 @@ func New(cfg Config) (*Server, error) {
 		MaxRequestBodySize:    cfg.MaxBodyBytes,
 		NoDefaultServerHeader: false,
 		CloseOnShutdown:       true,
-		Logger:                fasthttpLogger{log},
-		ErrorHandler:          s.transportError,
+		// Streams hijack their connection and hand it back (keepConn).
+		KeepHijackedConns: true,
+		Logger:            fasthttpLogger{log},
+		ErrorHandler:      s.transportError,
 	}
 	return s, nil
 }
@@ -192,6 +199,7 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 // not close the engine.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
+	s.closeKept(true)
 	grace, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
 	defer cancel()
 	done := make(chan error, 1)
@@ -202,6 +210,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		defer cc()
 		done <- s.srv.ShutdownWithContext(c)
 	}()
+	defer s.closeKept(false)
 	select {
 	case err := <-done:
 		s.cancelGen()
@@ -347,6 +356,115 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 
 // newID returns a random identifier for responses and requests.
 func newID() string { return rand.Text() }
+
+// keepConn runs after a streamed response, with conn the connection the
+// request came on and hc fasthttp's hijacked view of it. A clean stream
+// with keep-alive goes on serving the client's next requests on conn;
+// anything else closes it.
+//
+// Requests the client pipelined behind the stream sit in fasthttp's read
+// buffer, which only hc reads: they are taken from it and replayed ahead
+// of the socket. The next stream on the connection starts again from the
+// socket itself, so wrappers never nest. fasthttp serves a handed-back
+// connection as a new one: its wait for the next request is bounded by
+// ReadTimeout rather than IdleTimeout.
+func (s *Server) keepConn(conn, hc net.Conn, keep bool) {
+	raw := conn
+	if p, ok := conn.(*replayConn); ok {
+		raw = p.Conn
+	}
+	var ahead []byte
+	var err error
+	if keep {
+		ahead, err = takeBuffered(raw, hc)
+	}
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	if !keep || err != nil || s.draining.Load() {
+		_ = raw.Close()
+		return
+	}
+	if s.kept == nil {
+		s.kept = map[*replayConn]struct{}{}
+	}
+	// Always a new wrapper: fasthttp tracks connections by value, and the
+	// request's own serving loop is still to forget raw when this one
+	// starts.
+	next := &replayConn{Conn: raw, ahead: ahead}
+	next.used.Store(len(ahead) > 0)
+	s.kept[next] = struct{}{}
+	// A goroutine of its own, so that fasthttp releases the finished
+	// request's context now rather than when the connection ends.
+	go func() {
+		_ = s.srv.ServeConn(next)
+		s.keptMu.Lock()
+		delete(s.kept, next)
+		s.keptMu.Unlock()
+	}()
+}
+
+// closeKept closes the connections keepConn handed back to fasthttp: with
+// idleOnly, those that have not been sent a byte since. fasthttp takes a
+// handed-back connection for a new one waiting for its first request,
+// which it does not count as idle, so its shutdown would wait on them for
+// the whole read timeout.
+func (s *Server) closeKept(idleOnly bool) {
+	s.keptMu.Lock()
+	defer s.keptMu.Unlock()
+	for c := range s.kept {
+		if !idleOnly || !c.used.Load() {
+			_ = c.Conn.Close()
+		}
+	}
+}
+
+// aLongTimeAgo is a read deadline that has passed: reads fail at once
+// with os.ErrDeadlineExceeded instead of waiting for the socket.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// takeBuffered returns what reading hc yields without waiting on raw, its
+// socket: bytes fasthttp had read ahead (and, for a replayConn, the rest
+// of its replay).
+func takeBuffered(raw, hc net.Conn) ([]byte, error) {
+	if err := raw.SetReadDeadline(aLongTimeAgo); err != nil {
+		return nil, err
+	}
+	var ahead []byte
+	var buf [512]byte
+	for range 1 << 16 { // bounded: fasthttp's buffer and a replay are finite
+		n, err := hc.Read(buf[:])
+		ahead = append(ahead, buf[:n]...)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return ahead, raw.SetReadDeadline(time.Time{})
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, errors.New("read-ahead buffer does not end")
+}
+
+// replayConn is a connection whose first reads return ahead; keepConn
+// hands connections back to fasthttp in one. used records that a request
+// has begun to arrive on it.
+type replayConn struct {
+	net.Conn
+	ahead []byte
+	used  atomic.Bool
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if len(c.ahead) > 0 {
+		n := copy(p, c.ahead)
+		c.ahead = c.ahead[n:]
+		return n, nil
+	}
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.used.Load() {
+		c.used.Store(true)
+	}
+	return n, err
+}
 
 type fasthttpLogger struct{ log *slog.Logger }
 

@@ -74,34 +74,59 @@ func TestAppendChunksCompletionLogprobs(t *testing.T) {
 // TestSSESinkFraming checks the HTTP framing of a streamed response by
 // parsing it with net/http.
 func TestSSESinkFraming(t *testing.T) {
-	server, client := net.Pipe()
-	k := &sseSink{conn: server, timeout: time.Second}
-	go func() {
-		defer server.Close()
-		if err := k.header("req-9"); err != nil {
-			return
-		}
-		k.buf = append(k.buf, "data: {\"a\":1}\n\n"...)
-		_ = k.flush()
-		_ = k.ping()
-		k.buf = append(k.buf, "data: [DONE]\n\n"...)
-		_ = k.flush()
-		k.end()
-	}()
-	resp, err := http.ReadResponse(bufio.NewReader(client), nil)
-	if err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name          string
+		keep, chunked bool
+	}{
+		{"keep-alive", true, true},
+		{"close", false, true},
+		{"http/1.0", false, false},
 	}
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("X-Request-Id") != "req-9" ||
-		!resp.Close || len(resp.TransferEncoding) != 1 || resp.TransferEncoding[0] != "chunked" {
-		t.Errorf("response head %+v", resp)
-	}
-	if want := "data: {\"a\":1}\n\n: ping\n\ndata: [DONE]\n\n"; string(body) != want {
-		t.Errorf("body %q, want %q", body, want)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			server, client := net.Pipe()
+			k := &sseSink{conn: server, timeout: time.Second, chunked: c.chunked}
+			go func() {
+				defer server.Close()
+				if err := k.header("req-9", c.keep); err != nil {
+					return
+				}
+				k.buf = append(k.buf, "data: {\"a\":1}\n\n"...)
+				_ = k.flush()
+				_ = k.ping()
+				k.buf = append(k.buf, "data: [DONE]\n\n"...)
+				_ = k.flush()
+				_ = k.end()
+				if c.keep {
+					// The response is complete without the close: the
+					// client must not need it.
+					_, _ = server.Write([]byte("NEXT"))
+				}
+			}()
+			br := bufio.NewReader(client)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunked := len(resp.TransferEncoding) == 1 && resp.TransferEncoding[0] == "chunked"
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("X-Request-Id") != "req-9" ||
+				chunked != c.chunked || resp.Close == c.keep && c.chunked {
+				t.Errorf("response head %+v", resp)
+			}
+			if want := "data: {\"a\":1}\n\n: ping\n\ndata: [DONE]\n\n"; string(body) != want {
+				t.Errorf("body %q, want %q", body, want)
+			}
+			if c.keep {
+				rest, _ := io.ReadAll(br)
+				if string(rest) != "NEXT" {
+					t.Errorf("after the response the connection holds %q, want NEXT", rest)
+				}
+			}
+		})
 	}
 }
 
