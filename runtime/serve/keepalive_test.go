@@ -44,6 +44,29 @@ func startKeepAlive(t *testing.T) (*Server, string) {
 
 const streamBody = `{"prompt":"the sun","max_tokens":5,"ignore_eos":true,"stream":true}`
 
+// streamRequest is a raw streaming completion request with extra header
+// lines (each ending in CRLF).
+func streamRequest(proto, header string) string {
+	return "POST /v1/completions " + proto + "\r\nHost: x\r\nContent-Type: application/json\r\n" + header +
+		"Content-Length: " + strconv.Itoa(len(streamBody)) + "\r\n\r\n" + streamBody
+}
+
+// send dials addr and writes raw; the connection closes when the test
+// ends.
+func send(t *testing.T, addr, raw string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // A client that keeps its connection streams, then asks anything else, on
 // the same connection.
 func TestStreamKeepsTheConnection(t *testing.T) {
@@ -95,19 +118,11 @@ func TestStreamKeepsTheConnection(t *testing.T) {
 // when the stream ends, are answered in order.
 func TestStreamThenPipelinedRequests(t *testing.T) {
 	_, addr := startKeepAlive(t)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	stream := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(streamBody)) + "\r\n\r\n" + streamBody
+	stream := streamRequest("HTTP/1.1", "")
 	models := "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
 	// One write: the stream, then a second stream and a models request
 	// that arrive with it.
-	if _, err := io.WriteString(c, stream+stream+models); err != nil {
-		t.Fatal(err)
-	}
+	c := send(t, addr, stream+stream+models)
 	br := bufio.NewReader(c)
 	for i, want := range []string{"data: [DONE]", "data: [DONE]", `"object":"list"`} {
 		resp, err := http.ReadResponse(br, nil)
@@ -141,16 +156,7 @@ func TestStreamClosesWhenAsked(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-			req := "POST /v1/completions " + tc.proto + "\r\nHost: x\r\n" + tc.header + "Content-Length: " + strconv.Itoa(len(streamBody)) + "\r\n\r\n" + streamBody
-			if _, err := io.WriteString(c, req); err != nil {
-				t.Fatal(err)
-			}
+			c := send(t, addr, streamRequest(tc.proto, tc.header))
 			all, err := io.ReadAll(c) // ends only if the server closes
 			if err != nil {
 				t.Fatal(err)
@@ -172,17 +178,7 @@ func TestStreamClosesWhenAsked(t *testing.T) {
 // Shutdown does not wait for a kept connection that sits idle.
 func TestShutdownClosesKeptConnections(t *testing.T) {
 	s, addr := startKeepAlive(t)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	req := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(len(streamBody)) + "\r\n\r\n" + streamBody
-	if _, err := io.WriteString(c, req); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
+	br := bufio.NewReader(send(t, addr, streamRequest("HTTP/1.1", "")))
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatal(err)

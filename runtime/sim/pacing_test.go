@@ -30,6 +30,20 @@ func owedAt(e *Engine, ep uint64) int {
 	return int(v & (1<<countBits - 1))
 }
 
+// began waits for a waitTaken started by waitAsync to return nil; what
+// says which step should have begun.
+func began(t *testing.T, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not begin", what)
+	}
+}
+
 // waitAsync runs waitTaken in a goroutine and returns its result channel.
 func waitAsync(e *Engine) <-chan error {
 	done := make(chan error, 1)
@@ -71,14 +85,7 @@ func TestPacingWaitsForTheStepWindowBack(t *testing.T) {
 	if got := owedAt(e, 1); got != 0 {
 		t.Fatalf("owed at step 1 after both took = %d, want 0", got)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("step 3 did not begin after every stream took its output")
-	}
+	began(t, done, "step 3, after every stream took its output,")
 	if a.owed.Load() != 0 || b.owed.Load() != 0 {
 		t.Errorf("owed after the takes: a %d, b %d, want 0", a.owed.Load(), b.owed.Load())
 	}
@@ -93,14 +100,7 @@ func TestPacingGoesOnWithoutAStuckConsumer(t *testing.T) {
 	}
 	// Step 3 waits for stuck, which never takes: it begins after
 	// maxHostWait anyway.
-	select {
-	case err := <-waitAsync(e):
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a consumer that never takes stalled the engine")
-	}
+	began(t, waitAsync(e), "step 3, waiting on a consumer that never takes,")
 	// Step 3's output for live shares the slot stuck's late take points
 	// at; that take must not settle live's count.
 	e.owe(live)
@@ -118,14 +118,7 @@ func TestPacingGoesOnWithoutAStuckConsumer(t *testing.T) {
 	default:
 	}
 	e.tookOutput(live)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("step 5 did not begin after live took its output")
-	}
+	began(t, done, "step 5, after live took its output,")
 }
 
 func TestPacingEndsWithTheEngine(t *testing.T) {
