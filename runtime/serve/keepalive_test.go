@@ -17,7 +17,12 @@ import (
 // address; the server is shut down when the test ends.
 func startKeepAlive(t *testing.T) (*Server, string) {
 	t.Helper()
-	s, err := New(Config{Model: "m", MaxConcurrency: 4, MaxQueue: 4})
+	return startKeepAliveConfig(t, Config{Model: "m", MaxConcurrency: 4, MaxQueue: 4})
+}
+
+func startKeepAliveConfig(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,5 +199,27 @@ func TestShutdownClosesKeptConnections(t *testing.T) {
 	}
 	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("kept connection after shutdown: read %d bytes, err %v; want EOF", n, err)
+	}
+}
+
+// A kept connection on which no request begins is closed after the
+// unit's idle timeout.
+func TestKeptConnectionIdleTimeout(t *testing.T) {
+	_, addr := startKeepAliveConfig(t, Config{Model: "m", MaxConcurrency: 4, IdleTimeout: 50 * time.Millisecond})
+	br := bufio.NewReader(send(t, addr, streamRequest("HTTP/1.1", "")))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Close {
+		t.Fatal("the stream did not offer keep-alive")
+	}
+	// send's 30 s deadline bounds this read.
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("idle kept connection: read %d bytes, err %v; want EOF", n, err)
 	}
 }

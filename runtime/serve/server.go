@@ -359,15 +359,13 @@ func newID() string { return rand.Text() }
 
 // keepConn runs after a streamed response, with conn the connection the
 // request came on and hc fasthttp's hijacked view of it. A clean stream
-// with keep-alive goes on serving the client's next requests on conn;
-// anything else closes it.
+// with keep-alive goes on serving the client's next requests on conn (see
+// serveKept); anything else closes it.
 //
 // Requests the client pipelined behind the stream sit in fasthttp's read
 // buffer, which only hc reads: they are taken from it and replayed ahead
 // of the socket. The next stream on the connection starts again from the
-// socket itself, so wrappers never nest. fasthttp serves a handed-back
-// connection as a new one: its wait for the next request is bounded by
-// ReadTimeout rather than IdleTimeout.
+// socket itself, so wrappers never nest.
 func (s *Server) keepConn(conn, hc net.Conn, keep bool) {
 	raw := conn
 	if p, ok := conn.(*replayConn); ok {
@@ -395,19 +393,42 @@ func (s *Server) keepConn(conn, hc net.Conn, keep bool) {
 	s.kept[next] = struct{}{}
 	// A goroutine of its own, so that fasthttp releases the finished
 	// request's context now rather than when the connection ends.
-	go func() {
-		_ = s.srv.ServeConn(next)
-		s.keptMu.Lock()
-		delete(s.kept, next)
-		s.keptMu.Unlock()
-	}()
+	go s.serveKept(next)
 }
 
-// closeKept closes the connections keepConn handed back to fasthttp: with
-// idleOnly, those that have not been sent a byte since. fasthttp takes a
-// handed-back connection for a new one waiting for its first request,
-// which it does not count as idle, so its shutdown would wait on them for
-// the whole read timeout.
+// serveKept waits, up to IdleTimeout, for the first byte of the client's
+// next request on a kept connection, then hands the connection back to
+// fasthttp. The wait is ours because fasthttp serves a handed-back
+// connection as a new one: it would bound the wait by ReadTimeout and
+// never count the connection as idle, so its shutdown would wait on it.
+func (s *Server) serveKept(c *replayConn) {
+	defer func() {
+		s.keptMu.Lock()
+		delete(s.kept, c)
+		s.keptMu.Unlock()
+	}()
+	if !c.used.Load() {
+		var first [1]byte
+		err := c.Conn.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		if err == nil {
+			var n int
+			n, err = c.Conn.Read(first[:])
+			if n == 1 {
+				err = errors.Join(err, c.Conn.SetReadDeadline(time.Time{}))
+			}
+		}
+		if err != nil {
+			_ = c.Conn.Close()
+			return
+		}
+		c.ahead = append(c.ahead, first[0])
+		c.used.Store(true)
+	}
+	_ = s.srv.ServeConn(c)
+}
+
+// closeKept closes the kept connections: with idleOnly, those still
+// waiting for a request to begin.
 func (s *Server) closeKept(idleOnly bool) {
 	s.keptMu.Lock()
 	defer s.keptMu.Unlock()
@@ -459,11 +480,7 @@ func (c *replayConn) Read(p []byte) (int, error) {
 		c.ahead = c.ahead[n:]
 		return n, nil
 	}
-	n, err := c.Conn.Read(p)
-	if n > 0 && !c.used.Load() {
-		c.used.Store(true)
-	}
-	return n, err
+	return c.Conn.Read(p)
 }
 
 type fasthttpLogger struct{ log *slog.Logger }
