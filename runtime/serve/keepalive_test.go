@@ -119,17 +119,16 @@ func TestStreamKeepsTheConnection(t *testing.T) {
 	}
 }
 
-// Requests pipelined behind a stream, already in the server's read buffer
-// when the stream ends, are answered in order.
+// Pipelined requests around streams (in the server's read buffer when a
+// stream starts or ends) are answered in order.
 func TestStreamThenPipelinedRequests(t *testing.T) {
 	_, addr := startKeepAlive(t)
 	stream := streamRequest("HTTP/1.1", "")
 	models := "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
-	// One write: the stream, then a second stream and a models request
-	// that arrive with it.
-	c := send(t, addr, stream+stream+models)
+	// One write: a plain request, two streams and another plain request.
+	c := send(t, addr, models+stream+stream+models)
 	br := bufio.NewReader(c)
-	for i, want := range []string{"data: [DONE]", "data: [DONE]", `"object":"list"`} {
+	for i, want := range []string{`"object":"list"`, "data: [DONE]", "data: [DONE]", `"object":"list"`} {
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatalf("response %d: %v", i, err)

@@ -154,6 +154,11 @@ func New(cfg Config) (*Server, error) {
 		CloseOnShutdown:       true,
 		// Streams hijack their connection and hand it back (keepConn).
 		KeepHijackedConns: true,
+		// Flush every response at once: fasthttp otherwise holds a
+		// response back while the client has pipelined more requests,
+		// and a stream written straight to the connection behind it
+		// would overtake it.
+		ReduceMemoryUsage: true,
 		Logger:            fasthttpLogger{log},
 		ErrorHandler:      s.transportError,
 	}
