@@ -27,8 +27,8 @@ import (
 // log-probabilities from llama.cpp's CPU backend, token ids from
 // llama-tokenize); testdata/llamacpp/README.md says how. These tests hold our
 // engine to llama.cpp's behaviour on the same files: the GGUF reader, the
-// quantized block layouts (Q8_0, Q4_0, Q4_K, Q6_K), the forward pass and the
-// SentencePiece tokenizer.
+// quantized block layouts (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), the
+// forward pass and the SentencePiece tokenizer.
 
 const llamaCppDir = "testdata/llamacpp"
 
@@ -194,18 +194,20 @@ func generate(t *testing.T, e *cpu.Engine, req *runtime.Request) []runtime.Token
 	}
 }
 
-// TestLlamaCppQuantizeBytes requires our Q8_0 and Q4_0 quantizers to write
-// exactly the blocks llama-quantize wrote from the same F32 values (both round
-// the same way, so any difference is a bug). Our Q4_K and Q6_K quantizers use
-// a simpler scale search than llama.cpp's, so their bytes differ by design;
-// the greedy test covers those layouts through llama.cpp's own files.
+// TestLlamaCppQuantizeBytes requires our Q8_0, Q4_0, Q5_0 and Q5_1
+// quantizers to write exactly the blocks llama-quantize wrote from the same
+// F32 values (both round the same way, so any difference is a bug; the Q5_0
+// tensors are tiny-q4_k_m.gguf's fallbacks). Our Q4_K, Q5_K and Q6_K
+// quantizers use a simpler scale search than llama.cpp's, so their bytes
+// differ by design; the greedy test covers those layouts through llama.cpp's
+// own files.
 func TestLlamaCppQuantizeBytes(t *testing.T) {
 	src, err := gguf.Open(filepath.Join(llamaCppDir, "tiny-f32.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	for _, name := range []string{"tiny-q8_0.gguf", "tiny-q4_0.gguf"} {
+	for _, name := range []string{"tiny-q8_0.gguf", "tiny-q4_0.gguf", "tiny-q4_k_m.gguf", "tiny-q5_1.gguf"} {
 		t.Run(name, func(t *testing.T) {
 			q, err := gguf.Open(filepath.Join(llamaCppDir, name))
 			if err != nil {
@@ -214,7 +216,9 @@ func TestLlamaCppQuantizeBytes(t *testing.T) {
 			defer q.Close()
 			checked := 0
 			for _, want := range q.Tensors {
-				if want.Type != gguf.TypeQ8_0 && want.Type != gguf.TypeQ4_0 {
+				switch want.Type {
+				case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ5_1:
+				default:
 					continue
 				}
 				in, ok := src.Tensor(want.Name)
@@ -231,7 +235,7 @@ func TestLlamaCppQuantizeBytes(t *testing.T) {
 				checked++
 			}
 			if checked == 0 {
-				t.Fatalf("%s: no Q8_0 or Q4_0 tensors", name)
+				t.Fatalf("%s: no Q8_0, Q4_0, Q5_0 or Q5_1 tensors", name)
 			}
 		})
 	}

@@ -1,14 +1,14 @@
 // Package kernels holds the compute kernels of the cpu runtime: matrix
 // multiplication against weights stored in GGUF tensor types (F32, F16, BF16,
-// Q8_0, Q4_0, Q4_K, Q6_K), the quantizers that produce those types, the
-// vector operations a transformer forward pass needs, and the worker pool the
-// matrix products run on.
+// Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), the quantizers that produce those
+// types, the vector operations a transformer forward pass needs, and the
+// worker pool the matrix products run on.
 //
 // Quantized products follow llama.cpp's scheme: the activations are quantized
-// once per call (Q8_0 blocks for Q8_0/Q4_0 weights, Q8_K blocks for K-quant
-// weights) and every weight block meets its activation block in an integer dot
-// product, so a weight matrix is streamed once per call and never dequantized
-// as a whole. On amd64 with AVX2 and FMA the hot loops run in assembly; every
+// once per call (Q8_0 blocks for Q8_0/Q4_0/Q5_0 weights, Q8_1 blocks for
+// Q5_1, Q8_K blocks for K-quant weights) and every weight block meets its
+// activation block in an integer dot product, so a weight matrix is streamed
+// once per call and never dequantized as a whole. On amd64 with AVX2 and FMA the hot loops run in assembly; every
 // assembly routine has a pure-Go twin that is used elsewhere, or everywhere
 // when the package is built with the purego tag.
 //
@@ -17,7 +17,8 @@
 // register tiles so that each weight vector loaded serves several activation
 // rows: 4x3 (rows x batch) for float weights, 1x8 row tiles for float batches
 // of 8-15, 2x4 for Q8_0/Q4_0, and 4x4 AVX512-VNNI tiles for Q8_0 where the
-// CPU has them. K-quants use row dot products for every batch size.
+// CPU has them. K-quants use row dot products for every batch size. The Q5
+// types have no assembly yet: their pure-Go row dot products run everywhere.
 //
 // The package assumes a little-endian host, as GGUF data is little-endian.
 package kernels

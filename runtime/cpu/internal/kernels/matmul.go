@@ -20,6 +20,8 @@ type matmulJob struct {
 	xd  []float32
 	xd8 []float32 // xd with every scale repeated 8 times (Q8_0/Q4_0 only)
 	xs  []int16
+	// xs1 is the Q8_1 sum term of every 32-element block (Q5_1 only).
+	xs1 []float32
 	// xr is the activations rounded to half precision (F16 or BF16
 	// weights), widened back to float32 for the kernels.
 	xr []float32
@@ -32,7 +34,8 @@ const rowTile = 4
 // MatMul computes out[b*w.Rows+r] = sum_c x[b*w.Cols+c] * W[r][c] for every
 // b < batch and r < w.Rows, split over the pool's threads. For quantized
 // weights the activations are quantized once per call (Q8_0-style blocks for
-// Q8_0 and Q4_0 weights, Q8_K-style super-blocks for Q4_K and Q6_K) and the
+// Q8_0, Q4_0 and Q5_0 weights, Q8_1 ones (Q8_0 plus a sum term) for Q5_1,
+// Q8_K-style super-blocks for Q4_K, Q5_K and Q6_K) and the
 // products are integer dot products per block. For F16 and BF16 weights the
 // activations are first rounded to that type, as ggml converts them before
 // its half-precision dot products, so results match llama.cpp's. It panics when the slices are
@@ -52,12 +55,16 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 	j.out, j.w, j.x, j.batch, j.rowBytes = out, w, x, batch, rb
 	n := batch * w.Cols
 	switch w.Type {
-	case gguf.TypeQ8_0, gguf.TypeQ4_0:
+	case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ5_1:
 		j.xq = grow(j.xq, n)
 		j.xd = grow(j.xd, n/32)
 		j.xd8 = grow(j.xd8, n/4)
 		quantizeQ8(x[:n], j.xq, j.xd, j.xd8)
-	case gguf.TypeQ4_K, gguf.TypeQ6_K:
+		if w.Type == gguf.TypeQ5_1 {
+			j.xs1 = grow(j.xs1, n/32)
+			q8_1Sums(x[:n], j.xq, j.xs1)
+		}
+	case gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ5_K:
 		j.xq = grow(j.xq, n)
 		j.xd = grow(j.xd, n/256)
 		j.xs = grow(j.xs, n/16)
@@ -105,6 +112,12 @@ func (j *matmulJob) run(lo, hi int) {
 				j.out[b*w.Rows+r] = dotQ4K(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
 			}
 		}
+	case gguf.TypeQ5_0:
+		matmulQ5_0Go(j, r0, r1)
+	case gguf.TypeQ5_1:
+		matmulQ5_1Go(j, r0, r1)
+	case gguf.TypeQ5_K:
+		matmulQ5KGo(j, r0, r1)
 	case gguf.TypeQ6_K:
 		nb := w.Cols / 256
 		for r := r0; r < r1; r++ {

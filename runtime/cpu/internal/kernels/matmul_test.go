@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,9 +15,9 @@ import (
 // half of its block's step.
 func actBlock(typ gguf.TensorType) int {
 	switch typ {
-	case gguf.TypeQ8_0, gguf.TypeQ4_0:
+	case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ5_1:
 		return 32
-	case gguf.TypeQ4_K, gguf.TypeQ6_K:
+	case gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
 		return 256
 	}
 	return 0
@@ -27,7 +28,7 @@ func actBlock(typ gguf.TensorType) int {
 // ulp of F16 or BF16.
 func actRelErr(typ gguf.TensorType) float64 {
 	switch typ {
-	case gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0:
+	case gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ5_1:
 		return 0x1p-11
 	case gguf.TypeBF16:
 		return 0x1p-8
@@ -38,7 +39,9 @@ func actRelErr(typ gguf.TensorType) float64 {
 // checkMatMul compares MatMul with a float64 product of the dequantized
 // weights; the tolerance is the activation quantization error (half a step
 // per element times |w|, plus the rounding of the activations or of their
-// block step to 16 bits) plus float32 rounding.
+// block step to 16 bits) plus float32 rounding. Q5_1 adds the rounding of
+// the Q8_1 sum term, which meets the block minimum m: 2^-10 of |m| times the
+// block's sum of |x| (the term and the stored step each round once).
 func checkMatMul(t *testing.T, p *Pool, w *Weight, x []float32, batch int) {
 	t.Helper()
 	deq := dequantAll(w)
@@ -61,6 +64,10 @@ func checkMatMul(t *testing.T, p *Pool, w *Weight, x []float32, batch int) {
 				if ab > 0 {
 					blk := xb[c/ab*ab : c/ab*ab+ab]
 					qerr += math.Abs(float64(v)) * maxAbs(blk) / 127 * 0.5
+				}
+				if w.Type == gguf.TypeQ5_1 {
+					m := F16ToF32(binary.LittleEndian.Uint16(w.Data[r*w.rowBytes()+c/32*blockQ5_1+2:]))
+					qerr += math.Abs(float64(m)*float64(xb[c])) * 0x1p-10
 				}
 			}
 			tol := qerr*1.001 + mag*2e-6 + 1e-6
@@ -114,7 +121,8 @@ func TestMatMulNoAllocs(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K,
+		gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ5_K} {
 		w := mustWeight(t, typ, 64, 256, randVec(rng, 64*256))
 		x := randVec(rng, 4*256)
 		out := make([]float32, 4*64)

@@ -10,10 +10,10 @@ import (
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 )
 
-// Quantize encodes src in tensor type t (F32, F16, BF16, Q8_0, Q4_0, Q4_K or
-// Q6_K). len(src) must be a whole number of the type's blocks; a matrix is
-// quantized by passing all its rows at once, since every row is a whole number
-// of blocks.
+// Quantize encodes src in tensor type t (F32, F16, BF16, Q8_0, Q4_0, Q5_0,
+// Q5_1, Q4_K, Q5_K or Q6_K). len(src) must be a whole number of the type's
+// blocks; a matrix is quantized by passing all its rows at once, since every
+// row is a whole number of blocks.
 func Quantize(t gguf.TensorType, src []float32) ([]byte, error) {
 	if !supported(t) {
 		return nil, fmt.Errorf("quantize to %s: unsupported type", t)
@@ -69,9 +69,21 @@ func quantizeBlocks(t gguf.TensorType, src []float32, dst []byte) {
 		for b := 0; b < len(src)/32; b++ {
 			quantBlockQ4_0(src[b*32:(b+1)*32], dst[b*blockQ4_0:(b+1)*blockQ4_0])
 		}
+	case gguf.TypeQ5_0:
+		for b := 0; b < len(src)/32; b++ {
+			quantBlockQ5_0(src[b*32:(b+1)*32], dst[b*blockQ5_0:(b+1)*blockQ5_0])
+		}
+	case gguf.TypeQ5_1:
+		for b := 0; b < len(src)/32; b++ {
+			quantBlockQ5_1(src[b*32:(b+1)*32], dst[b*blockQ5_1:(b+1)*blockQ5_1])
+		}
 	case gguf.TypeQ4_K:
 		for b := 0; b < len(src)/256; b++ {
 			quantBlockQ4K(src[b*256:(b+1)*256], dst[b*blockQ4_K:(b+1)*blockQ4_K])
+		}
+	case gguf.TypeQ5_K:
+		for b := 0; b < len(src)/256; b++ {
+			quantBlockQ5K(src[b*256:(b+1)*256], dst[b*blockQ5_K:(b+1)*blockQ5_K])
 		}
 	case gguf.TypeQ6_K:
 		for b := 0; b < len(src)/256; b++ {

@@ -52,6 +52,14 @@ func maxAbs(x []float32) float64 {
 // for normals, absolute in the subnormal range).
 func f16Err(v float64) float64 { return math.Max(math.Abs(v)*0x1p-11, 0x1p-25) }
 
+func minMax(x []float32) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range x {
+		lo, hi = math.Min(lo, float64(v)), math.Max(hi, float64(v))
+	}
+	return lo, hi
+}
+
 func rangeWithZero(x []float32) float64 {
 	lo, hi := 0.0, 0.0
 	for _, v := range x {
@@ -77,6 +85,18 @@ func TestQuantizeRoundTrip(t *testing.T) {
 		{gguf.TypeQ8_0, 32, func(b []float32, _ int) float64 { return maxAbs(b)/127*0.5 + 127*f16Err(maxAbs(b)/127) }},
 		// step amax/8; the far end of the asymmetric range may clamp by a full step.
 		{gguf.TypeQ4_0, 32, func(b []float32, _ int) float64 { return maxAbs(b)/8 + 8*f16Err(maxAbs(b)/8) }},
+		// step amax/16, asymmetric like Q4_0.
+		{gguf.TypeQ5_0, 32, func(b []float32, _ int) float64 { return maxAbs(b)/16 + 16*f16Err(maxAbs(b)/16) }},
+		// half of the range over 31 steps, plus the half-precision step and minimum.
+		{gguf.TypeQ5_1, 32, func(b []float32, _ int) float64 {
+			lo, hi := minMax(b)
+			return 0.5*(hi-lo)/31 + 31*f16Err((hi-lo)/31) + f16Err(lo)
+		}},
+		// a 32-element sub-block's range over 31 steps, plus slack for the 6-bit scale grid.
+		{gguf.TypeQ5_K, 256, func(b []float32, i int) float64 {
+			sub := b[i/32*32 : i/32*32+32]
+			return 0.5*(rangeWithZero(sub)/31+rangeWithZero(b)/31/63)*1.01 + maxAbs(b)/63/31
+		}},
 		// a 32-element sub-block's range over 15 steps, plus slack for the 6-bit scale grid.
 		{gguf.TypeQ4_K, 256, func(b []float32, i int) float64 {
 			sub := b[i/32*32 : i/32*32+32]
@@ -135,8 +155,8 @@ func TestQuantizeErrors(t *testing.T) {
 	if _, err := Quantize(gguf.TypeQ8_0, make([]float32, 33)); err == nil {
 		t.Error("Quantize(Q8_0, 33 values) succeeded")
 	}
-	if _, err := Quantize(gguf.TypeQ5_1, make([]float32, 32)); err == nil {
-		t.Error("Quantize(Q5_1) succeeded")
+	if _, err := Quantize(gguf.TypeQ4_1, make([]float32, 32)); err == nil {
+		t.Error("Quantize(Q4_1) succeeded")
 	}
 	if _, err := NewWeight(gguf.TypeQ8_0, 2, 32, make([]byte, 67)); err == nil {
 		t.Error("NewWeight with a short buffer succeeded")

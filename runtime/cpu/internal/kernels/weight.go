@@ -39,7 +39,8 @@ func NewWeight(t gguf.TensorType, rows, cols int, data []byte) (*Weight, error) 
 
 func supported(t gguf.TensorType) bool {
 	switch t {
-	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K:
+	case gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K,
+		gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ5_K:
 		return true
 	}
 	return false
@@ -107,6 +108,18 @@ func dequantize(t gguf.TensorType, src []byte, dst []float32) {
 	case gguf.TypeQ6_K:
 		for b := 0; b < len(dst)/256; b++ {
 			dequantQ6K(src[b*blockQ6_K:(b+1)*blockQ6_K], dst[b*256:(b+1)*256])
+		}
+	case gguf.TypeQ5_0:
+		for b := 0; b < len(dst)/32; b++ {
+			dequantQ5_0(src[b*blockQ5_0:(b+1)*blockQ5_0], dst[b*32:(b+1)*32])
+		}
+	case gguf.TypeQ5_1:
+		for b := 0; b < len(dst)/32; b++ {
+			dequantQ5_1(src[b*blockQ5_1:(b+1)*blockQ5_1], dst[b*32:(b+1)*32])
+		}
+	case gguf.TypeQ5_K:
+		for b := 0; b < len(dst)/256; b++ {
+			dequantQ5K(src[b*blockQ5_K:(b+1)*blockQ5_K], dst[b*256:(b+1)*256])
 		}
 	default:
 		panic(fmt.Sprintf("kernels: dequantize %s unsupported", t))

@@ -72,13 +72,13 @@ func TestLoadErrors(t *testing.T) {
 			for i := range ts {
 				if ts[i].Name == "blk.0.attn_k.weight" {
 					// A valid ggml type the kernels do not compute with.
-					rb, _ := gguf.TypeQ5_0.RowBytes(ts[i].Dims[0])
-					ts[i].Type = gguf.TypeQ5_0
+					rb, _ := gguf.TypeQ4_1.RowBytes(ts[i].Dims[0])
+					ts[i].Type = gguf.TypeQ4_1
 					ts[i].Data = make([]byte, rb*ts[i].Dims[1])
 				}
 			}
 			return kv, ts
-		}, "tensor blk.0.attn_k.weight: weight of type Q5_0: unsupported"},
+		}, "tensor blk.0.attn_k.weight: weight of type Q4_1: unsupported"},
 		{"wrong shape", func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
 			return setKV(kv, "llama.feed_forward_length", uint32(96)), ts
 		}, "tensor blk.0.ffn_gate.weight has shape [64 128], want [64 96]"},

@@ -1,0 +1,314 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Five-bit weights, laid out as ggml stores them.
+//
+// Q5_0: a 32-element block of f16 d, a little-endian uint32 qh of fifth bits
+// and 16 nibble bytes. Element j < 16 is the low nibble of byte j with bit j
+// of qh on top, element j+16 the high nibble of byte j with bit j+16; the
+// value is d*(q-16).
+//
+// Q5_1: f16 d, f16 m, then qh and nibbles as in Q5_0; the value is d*q + m.
+//
+// Q5_K: a 256-element super-block of f16 d, f16 dmin, the 12 bytes of 6-bit
+// scales and mins Q4_K uses, 32 bytes qh and 128 nibble bytes. Chunk k (64
+// elements) holds sub-block 2k in the low nibbles of bytes 32k..32k+31 and
+// sub-block 2k+1 in their high nibbles; the fifth bit of element l of
+// sub-block 2k (2k+1) is bit 2k (2k+1) of qh[l]. The value is
+// d*sc*q - dmin*m.
+//
+// ggml pairs Q5_0 with Q8_0 activations, Q5_1 with Q8_1 ones (Q8_0 codes and
+// scale plus s, the F16-rounded step times the sum of the block's codes, which
+// carries the min term) and Q5_K with Q8_K ones; the products below follow
+// its association of the float operations.
+
+const (
+	blockQ5_0 = 22  // f16 d, 4 bytes qh, 16 bytes of nibble pairs
+	blockQ5_1 = 24  // f16 d, f16 m, 4 bytes qh, 16 bytes of nibble pairs
+	blockQ5_K = 176 // f16 d, f16 dmin, 12 bytes scales/mins, 32 bytes qh, 128 bytes of nibbles
+)
+
+// q5Codes unpacks the 32 five-bit codes (0..31) of a Q5_0 or Q5_1 block from
+// its qh word and nibble bytes.
+func q5Codes(qhBytes, qs []byte, codes *[32]uint8) {
+	qh := binary.LittleEndian.Uint32(qhBytes)
+	for j := 0; j < 16; j++ {
+		codes[j] = qs[j]&0xf | uint8(qh>>j&1)<<4
+		codes[j+16] = qs[j]>>4 | uint8(qh>>(j+16)&1)<<4
+	}
+}
+
+func dequantQ5_0(blk []byte, y []float32) {
+	d := F16ToF32(binary.LittleEndian.Uint16(blk))
+	var codes [32]uint8
+	q5Codes(blk[2:6], blk[6:22], &codes)
+	for j, c := range codes {
+		y[j] = float32(int(c)-16) * d
+	}
+}
+
+func dequantQ5_1(blk []byte, y []float32) {
+	d := F16ToF32(binary.LittleEndian.Uint16(blk))
+	m := F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+	var codes [32]uint8
+	q5Codes(blk[4:8], blk[8:24], &codes)
+	for j, c := range codes {
+		// The conversion keeps the product rounded on its own, as ggml's
+		// dequantizer (built without FMA) computes it.
+		y[j] = float32(float32(c)*d) + m
+	}
+}
+
+func dequantQ5K(blk []byte, y []float32) {
+	d := F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
+	dmin := F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+	scales, qh, qs := blk[4:16], blk[16:48], blk[48:176]
+	for k := 0; k < 4; k++ {
+		sc0, m0 := scaleMinQ4K(scales, 2*k)
+		sc1, m1 := scaleMinQ4K(scales, 2*k+1)
+		d0, o0 := d*float32(sc0), dmin*float32(m0)
+		d1, o1 := d*float32(sc1), dmin*float32(m1)
+		for l := 0; l < 32; l++ {
+			c, h := qs[32*k+l], qh[l]
+			q0 := c&0xf | (h>>(2*k)&1)<<4
+			q1 := c>>4 | (h>>(2*k+1)&1)<<4
+			y[64*k+l] = float32(d0*float32(q0)) - o0
+			y[64*k+32+l] = float32(d1*float32(q1)) - o1
+		}
+	}
+}
+
+// q8_1Sums sets s[b] to block b's Q8_1 sum term: the unrounded step
+// amax/127 times the sum of its codes, rounded to F16 as block_q8_1 stores
+// it (ggml's x86 quantize_row_q8_1). The codes and scales are those of
+// quantizeQ8, which Q8_1 shares with Q8_0.
+func q8_1Sums(x []float32, qs []int8, s []float32) {
+	for b := range s {
+		amax, _ := absMax(x[32*b : 32*b+32])
+		var sum int32
+		for _, c := range qs[32*b : 32*b+32] {
+			sum += int32(c)
+		}
+		s[b] = F16ToF32(F32ToF16(amax / 127 * float32(sum)))
+	}
+}
+
+func dotQ5_0Go(w []byte, xq []int8, xd []float32) float32 {
+	var sum float32
+	var codes [32]uint8
+	for b := range xd {
+		blk := w[b*blockQ5_0 : (b+1)*blockQ5_0]
+		q5Codes(blk[2:6], blk[6:22], &codes)
+		q := xq[32*b : 32*b+32]
+		var si int32
+		for j, c := range codes {
+			si += (int32(c) - 16) * int32(q[j])
+		}
+		sum += F16ToF32(binary.LittleEndian.Uint16(blk)) * xd[b] * float32(si)
+	}
+	return sum
+}
+
+// dotQ5_1Go takes the Q8_1 sum terms in xs; like ggml it adds the min terms
+// up apart from the scaled products and joins the two at the end.
+func dotQ5_1Go(w []byte, xq []int8, xd, xs []float32) float32 {
+	var acc, mins float32
+	var codes [32]uint8
+	for b := range xd {
+		blk := w[b*blockQ5_1 : (b+1)*blockQ5_1]
+		q5Codes(blk[4:8], blk[8:24], &codes)
+		q := xq[32*b : 32*b+32]
+		var si int32
+		for j, c := range codes {
+			si += int32(c) * int32(q[j])
+		}
+		d := F16ToF32(binary.LittleEndian.Uint16(blk))
+		m := F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		acc += float32(si) * (d * xd[b])
+		mins += m * xs[b]
+	}
+	return acc + mins
+}
+
+// dotQ5KGo is the Q5_K row dot product against Q8_K activations (codes xq,
+// scales xd, per-16 code sums xs).
+func dotQ5KGo(w []byte, xq []int8, xd []float32, xs []int16) float32 {
+	var acc, mins float32
+	for b := range xd {
+		blk := w[b*blockQ5_K : (b+1)*blockQ5_K]
+		d := xd[b] * F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
+		dmin := -xd[b] * F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		scales, qh, qs := blk[4:16], blk[16:48], blk[48:176]
+		q := xq[256*b : 256*b+256]
+		var scaled, offs int32
+		for k := 0; k < 4; k++ {
+			sc0, m0 := scaleMinQ4K(scales, 2*k)
+			sc1, m1 := scaleMinQ4K(scales, 2*k+1)
+			var s0, s1 int32
+			for l := 0; l < 32; l++ {
+				c, h := qs[32*k+l], qh[l]
+				s0 += int32(c&0xf|(h>>(2*k)&1)<<4) * int32(q[64*k+l])
+				s1 += int32(c>>4|(h>>(2*k+1)&1)<<4) * int32(q[64*k+32+l])
+			}
+			scaled += int32(sc0)*s0 + int32(sc1)*s1
+			g := xs[16*b+4*k:]
+			offs += int32(m0)*(int32(g[0])+int32(g[1])) + int32(m1)*(int32(g[2])+int32(g[3]))
+		}
+		acc += d * float32(scaled)
+		mins += dmin * float32(offs)
+	}
+	return acc + mins
+}
+
+// Row-by-row products of rows [r0,r1) with the whole batch.
+
+func matmulQ5_0Go(j *matmulJob, r0, r1 int) {
+	w := j.w
+	nb := w.Cols / 32
+	for r := r0; r < r1; r++ {
+		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
+		for b := 0; b < j.batch; b++ {
+			j.out[b*w.Rows+r] = dotQ5_0Go(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
+		}
+	}
+}
+
+func matmulQ5_1Go(j *matmulJob, r0, r1 int) {
+	w := j.w
+	nb := w.Cols / 32
+	for r := r0; r < r1; r++ {
+		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
+		for b := 0; b < j.batch; b++ {
+			j.out[b*w.Rows+r] = dotQ5_1Go(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs1[b*nb:(b+1)*nb])
+		}
+	}
+}
+
+func matmulQ5KGo(j *matmulJob, r0, r1 int) {
+	w := j.w
+	nb := w.Cols / 256
+	for r := r0; r < r1; r++ {
+		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
+		for b := 0; b < j.batch; b++ {
+			j.out[b*w.Rows+r] = dotQ5KGo(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
+		}
+	}
+}
+
+// quantBlockQ5_0 stores 32 values like ggml's reference quantizer (which
+// llama-quantize uses without an importance matrix): the element of largest
+// magnitude maps to code 0, d = max/-16, codes are trunc(x/d + 16.5) capped
+// at 31.
+func quantBlockQ5_0(x []float32, blk []byte) {
+	_, mx := absMax(x)
+	d := mx / -16
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(blk, F32ToF16(d))
+	var qh uint32
+	for j := 0; j < 16; j++ {
+		q0 := uint8(min(31, int8(float32(x[j]*id)+16.5)))
+		q1 := uint8(min(31, int8(float32(x[j+16]*id)+16.5)))
+		blk[6+j] = q0&0xf | (q1&0xf)<<4
+		qh |= uint32(q0>>4) << j
+		qh |= uint32(q1>>4) << (j + 16)
+	}
+	binary.LittleEndian.PutUint32(blk[2:], qh)
+}
+
+// quantBlockQ5_1 stores 32 values like ggml's reference quantizer: m is the
+// minimum, d = (max-min)/31, codes are trunc((x-min)/d + 0.5) capped at 31.
+func quantBlockQ5_1(x []float32, blk []byte) {
+	lo, hi := float32(math.MaxFloat32), float32(-math.MaxFloat32)
+	for _, v := range x {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	d := (hi - lo) / 31
+	var id float32
+	if d != 0 {
+		id = 1 / d
+	}
+	binary.LittleEndian.PutUint16(blk, F32ToF16(d))
+	binary.LittleEndian.PutUint16(blk[2:], F32ToF16(lo))
+	var qh uint32
+	for j := 0; j < 16; j++ {
+		q0 := uint8(float32(float32(x[j]-lo)*id) + 0.5)
+		q1 := uint8(float32(float32(x[j+16]-lo)*id) + 0.5)
+		blk[8+j] = q0&0xf | (q1&0xf)<<4
+		qh |= uint32(q0>>4&1) << j
+		qh |= uint32(q1>>4&1) << (j + 16)
+	}
+	binary.LittleEndian.PutUint32(blk[4:], qh)
+}
+
+// quantBlockQ5K is a straightforward (not error-minimizing) Q5_K quantizer,
+// the five-bit sibling of quantBlockQ4K: each sub-block gets an offset
+// covering its minimum and a step covering its range over 31 codes, both
+// rounded up to the 6-bit grids so no value falls outside.
+func quantBlockQ5K(x []float32, blk []byte) {
+	var mins, maxs [8]float32
+	var maxMin float32
+	for j := 0; j < 8; j++ {
+		lo, hi := float32(0), float32(0) // the offset is subtracted, so the minimum is clamped to <= 0
+		for _, v := range x[32*j : 32*j+32] {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		mins[j], maxs[j] = -lo, hi
+		maxMin = max(maxMin, -lo)
+	}
+	dminH := f16AtLeast(maxMin / 63)
+	dmin := F16ToF32(dminH)
+	var m [8]uint8
+	var steps [8]float32
+	var maxStep float32
+	for j := 0; j < 8; j++ {
+		if dmin > 0 {
+			m[j] = uint8(min(63, math.Ceil(float64(mins[j]/dmin))))
+		}
+		steps[j] = (maxs[j] + dmin*float32(m[j])) / 31
+		maxStep = max(maxStep, steps[j])
+	}
+	dH := f16AtLeast(maxStep / 63)
+	d := F16ToF32(dH)
+	var sc [8]uint8
+	for j := 0; j < 8; j++ {
+		if d > 0 {
+			sc[j] = uint8(min(63, math.Ceil(float64(steps[j]/d))))
+		}
+	}
+	binary.LittleEndian.PutUint16(blk[0:], dH)
+	binary.LittleEndian.PutUint16(blk[2:], dminH)
+	scales := blk[4:16]
+	for j := 0; j < 4; j++ {
+		scales[j] = sc[j] | (sc[j+4]>>4)<<6
+		scales[j+4] = m[j] | (m[j+4]>>4)<<6
+		scales[j+8] = sc[j+4]&0xf | (m[j+4]&0xf)<<4
+	}
+	qh, qs := blk[16:48], blk[48:176]
+	clear(qh)
+	clear(qs)
+	for j := 0; j < 8; j++ {
+		step := d * float32(sc[j])
+		var inv float32
+		if step > 0 {
+			inv = 1 / step
+		}
+		off := dmin * float32(m[j])
+		for l := 0; l < 32; l++ {
+			q := uint8(max(0, min(31, roundHalfAway((x[32*j+l]+off)*inv))))
+			idx := 32*(j/2) + l
+			if j%2 == 0 {
+				qs[idx] |= q & 0xf
+			} else {
+				qs[idx] |= (q & 0xf) << 4
+			}
+			qh[l] |= (q >> 4) << j
+		}
+	}
+}
