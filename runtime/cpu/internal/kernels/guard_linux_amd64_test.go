@@ -34,7 +34,8 @@ func TestMatMulNoOverread(t *testing.T) {
 	p := NewPool(1)
 	defer p.Close()
 	rng := rand.New(rand.NewPCG(33, 34))
-	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K,
+		gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ5_K} {
 		cols := 256
 		const rows = 6
 		data, err := Quantize(typ, randVec(rng, rows*cols))

@@ -113,11 +113,11 @@ func (j *matmulJob) run(lo, hi int) {
 			}
 		}
 	case gguf.TypeQ5_0:
-		matmulQ5_0Go(j, r0, r1)
+		matmulQ5_0(j, r0, r1)
 	case gguf.TypeQ5_1:
-		matmulQ5_1Go(j, r0, r1)
+		matmulQ5_1(j, r0, r1)
 	case gguf.TypeQ5_K:
-		matmulQ5KGo(j, r0, r1)
+		matmulQ5K(j, r0, r1)
 	case gguf.TypeQ6_K:
 		nb := w.Cols / 256
 		for r := r0; r < r1; r++ {

@@ -164,37 +164,38 @@ func dotQ5KGo(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 	return acc + mins
 }
 
-// Row-by-row products of rows [r0,r1) with the whole batch.
+// Row-by-row products of rows [r0,r1) with the whole batch, through the
+// assembly dot products where they run.
 
-func matmulQ5_0Go(j *matmulJob, r0, r1 int) {
+func matmulQ5_0(j *matmulJob, r0, r1 int) {
 	w := j.w
 	nb := w.Cols / 32
 	for r := r0; r < r1; r++ {
 		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
 		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotQ5_0Go(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
+			j.out[b*w.Rows+r] = dotQ5_0(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
 		}
 	}
 }
 
-func matmulQ5_1Go(j *matmulJob, r0, r1 int) {
+func matmulQ5_1(j *matmulJob, r0, r1 int) {
 	w := j.w
 	nb := w.Cols / 32
 	for r := r0; r < r1; r++ {
 		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
 		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotQ5_1Go(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs1[b*nb:(b+1)*nb])
+			j.out[b*w.Rows+r] = dotQ5_1(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs1[b*nb:(b+1)*nb])
 		}
 	}
 }
 
-func matmulQ5KGo(j *matmulJob, r0, r1 int) {
+func matmulQ5K(j *matmulJob, r0, r1 int) {
 	w := j.w
 	nb := w.Cols / 256
 	for r := r0; r < r1; r++ {
 		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
 		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotQ5KGo(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
+			j.out[b*w.Rows+r] = dotQ5K(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
@@ -244,5 +245,38 @@ func TestQ5MatMulAgainstFloat(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkMatMulQ5 times single-threaded decode products (one activation
+// row) of the five-bit types next to Q4_0 and Q4_K on a 2048x768 matrix
+// (cpuGB/s: weight bytes per CPU-second of the calling thread), e.g.
+//
+//	go test -run '^$' -bench '^BenchmarkMatMulQ5$' -benchtime 200ms -count 5 ./runtime/cpu/internal/kernels/
+//
+// and the same with -tags purego for the pure-Go twins.
+func BenchmarkMatMulQ5(b *testing.B) {
+	p := NewPool(1)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(3, 3))
+	const rows, cols = 2048, 768
+	for _, typ := range []gguf.TensorType{gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ5_K, gguf.TypeQ4_0, gguf.TypeQ4_K} {
+		b.Run(typ.String(), func(b *testing.B) {
+			w := mustWeight(b, typ, rows, cols, randVec(rng, rows*cols))
+			x := randVec(rng, cols)
+			out := make([]float32, rows)
+			p.MatMul(out, w, x, 1)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cpu0 := threadCPUTime()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				p.MatMul(out, w, x, 1)
+			}
+			b.StopTimer()
+			if cpu := (threadCPUTime() - cpu0).Seconds() / float64(b.N); cpu > 0 {
+				b.ReportMetric(float64(len(w.Data))/cpu/1e9, "cpuGB/s")
+			}
+		})
 	}
 }

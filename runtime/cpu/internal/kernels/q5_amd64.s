@@ -1,0 +1,287 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Five-bit weight kernels (layouts in q5.go). The fifth bits of a Q5_0/Q5_1
+// block (a 32-bit word, bit j for element j) are spread to one byte per
+// element: the word is broadcast, byte j/8 is shuffled into lane j, every bit
+// but j%8 is set and a compare with all-ones gives 0xff where bit j is set.
+
+DATA q5nib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q5nib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q5nib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q5nib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q5nib<>(SB), RODATA|NOPTR, $32
+
+// byte j of the qh word for element lanes 8j..8j+7 (VPSHUFB works per
+// 128-bit lane; the broadcast word is in both)
+DATA q5shuf<>+0(SB)/8, $0x0000000000000000
+DATA q5shuf<>+8(SB)/8, $0x0101010101010101
+DATA q5shuf<>+16(SB)/8, $0x0202020202020202
+DATA q5shuf<>+24(SB)/8, $0x0303030303030303
+GLOBL q5shuf<>(SB), RODATA|NOPTR, $32
+
+// every bit but bit j%8 in lane j
+DATA q5bits<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5bits<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5bits<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5bits<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
+GLOBL q5bits<>(SB), RODATA|NOPTR, $32
+
+DATA q5f0<>+0(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA q5f0<>+8(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA q5f0<>+16(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA q5f0<>+24(SB)/8, $0xf0f0f0f0f0f0f0f0
+GLOBL q5f0<>(SB), RODATA|NOPTR, $32
+
+DATA q5x10<>+0(SB)/8, $0x1010101010101010
+DATA q5x10<>+8(SB)/8, $0x1010101010101010
+DATA q5x10<>+16(SB)/8, $0x1010101010101010
+DATA q5x10<>+24(SB)/8, $0x1010101010101010
+GLOBL q5x10<>(SB), RODATA|NOPTR, $32
+
+DATA q5x01<>+0(SB)/8, $0x0101010101010101
+DATA q5x01<>+8(SB)/8, $0x0101010101010101
+DATA q5x01<>+16(SB)/8, $0x0101010101010101
+DATA q5x01<>+24(SB)/8, $0x0101010101010101
+GLOBL q5x01<>(SB), RODATA|NOPTR, $32
+
+DATA q5x02<>+0(SB)/8, $0x0202020202020202
+DATA q5x02<>+8(SB)/8, $0x0202020202020202
+DATA q5x02<>+16(SB)/8, $0x0202020202020202
+DATA q5x02<>+24(SB)/8, $0x0202020202020202
+GLOBL q5x02<>(SB), RODATA|NOPTR, $32
+
+DATA q5ones16<>+0(SB)/8, $0x0001000100010001
+DATA q5ones16<>+8(SB)/8, $0x0001000100010001
+DATA q5ones16<>+16(SB)/8, $0x0001000100010001
+DATA q5ones16<>+24(SB)/8, $0x0001000100010001
+GLOBL q5ones16<>(SB), RODATA|NOPTR, $32
+
+// Q5BLOCK(qh, qs, dst) leaves the 32 unsigned four-bit codes of the block's
+// nibbles in dst (elements 0..15 from the low nibbles, 16..31 from the high
+// ones) and 0xff in Y5 for every element whose fifth bit is set. Uses Y6.
+#define Q5BLOCK(qh, qs, dst) \
+	VMOVDQU qs, X6; \
+	VPSRLW $4, X6, X5; \
+	VINSERTI128 $1, X5, Y6, dst; \
+	VPAND Y15, dst, dst; \
+	VPBROADCASTD qh, Y5; \
+	VPSHUFB Y14, Y5, Y5; \
+	VPOR Y13, Y5, Y5; \
+	VPCMPEQB Y12, Y5, Y5
+
+// func q5_0DotAVX(w []byte, xq []int8, xd []float32) float32
+// Q5_0 blocks (22 bytes: f16 d, qh, 16 nibble bytes) against Q8_0
+// activations: codes q-16 are made signed (0xf0 where the fifth bit is
+// clear), then the sign trick of the Q4_0 kernel; eight float lanes take
+// d*xd times each block's partial sums, as ggml's AVX2 kernel does.
+TEXT ·q5_0DotAVX(SB), NOSPLIT, $0-76
+	MOVQ w_base+0(FP), SI
+	MOVQ xq_base+24(FP), DI
+	MOVQ xd_base+48(FP), DX
+	MOVQ xd_len+56(FP), CX
+	VMOVDQU q5nib<>(SB), Y15
+	VMOVDQU q5shuf<>(SB), Y14
+	VMOVDQU q5bits<>(SB), Y13
+	VPCMPEQB Y12, Y12, Y12
+	VMOVDQU q5f0<>(SB), Y11
+	VMOVDQU q5ones16<>(SB), Y10
+	VXORPS Y0, Y0, Y0
+
+q50loop:
+	TESTQ CX, CX
+	JZ    q50sum
+	Q5BLOCK(2(SI), 6(SI), Y1)
+	VPANDN Y11, Y5, Y5         // 0xf0 where the fifth bit is clear
+	VPOR Y5, Y1, Y1            // signed code q-16
+	VMOVDQU (DI), Y2
+	VPSIGNB Y1, Y1, Y3
+	VPSIGNB Y1, Y2, Y2
+	VPMADDUBSW Y2, Y3, Y3
+	VPMADDWD Y10, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VCVTPH2PS (SI), X4
+	VMULSS (DX), X4, X4
+	VBROADCASTSS X4, Y4
+	VFMADD231PS Y3, Y4, Y0
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JMP  q50loop
+
+q50sum:
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, ret+72(FP)
+	VZEROUPPER
+	RET
+
+// func q5_1DotAVX(w []byte, xq []int8, xd []float32, xs []float32) float32
+// Q5_1 blocks (24 bytes: f16 d, f16 m, qh, 16 nibble bytes) against Q8_1
+// activations (codes, scales xd, sum terms xs): unsigned codes meet the
+// signed activations directly; the min terms m*s are summed apart and added
+// at the end, as ggml's AVX2 kernel does.
+TEXT ·q5_1DotAVX(SB), NOSPLIT, $0-100
+	MOVQ w_base+0(FP), SI
+	MOVQ xq_base+24(FP), DI
+	MOVQ xd_base+48(FP), DX
+	MOVQ xd_len+56(FP), CX
+	MOVQ xs_base+72(FP), BX
+	VMOVDQU q5nib<>(SB), Y15
+	VMOVDQU q5shuf<>(SB), Y14
+	VMOVDQU q5bits<>(SB), Y13
+	VPCMPEQB Y12, Y12, Y12
+	VMOVDQU q5x10<>(SB), Y11
+	VMOVDQU q5ones16<>(SB), Y10
+	VXORPS Y0, Y0, Y0
+	VXORPS X7, X7, X7          // sum of m*s
+
+q51loop:
+	TESTQ CX, CX
+	JZ    q51sum
+	Q5BLOCK(4(SI), 8(SI), Y1)
+	VPAND Y11, Y5, Y5          // 0x10 where the fifth bit is set
+	VPOR Y5, Y1, Y1            // code 0..31
+	VPMADDUBSW (DI), Y1, Y3
+	VPMADDWD Y10, Y3, Y3
+	VCVTDQ2PS Y3, Y3
+	VCVTPH2PS (SI), X4         // lanes: d, m
+	VMOVSHDUP X4, X8
+	VMULSS (BX), X8, X8
+	VADDSS X8, X7, X7
+	VMULSS (DX), X4, X4
+	VBROADCASTSS X4, Y4
+	VFMADD231PS Y3, Y4, Y0
+	ADDQ $24, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JMP  q51loop
+
+q51sum:
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VADDSS X7, X0, X0
+	VMOVSS X0, ret+96(FP)
+	VZEROUPPER
+	RET
+
+// func q5kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
+// Q5_K super-blocks against Q8_K activations: q4kDotAVX's structure with the
+// fifth bits of qh (bits 2k and 2k+1 of byte l for chunk k) added to the
+// nibbles.
+TEXT ·q5kDotAVX(SB), NOSPLIT, $64-100
+	MOVQ w_base+0(FP), SI
+	MOVQ xq_base+24(FP), DI
+	MOVQ xd_base+48(FP), DX
+	MOVQ xd_len+56(FP), CX
+	MOVQ xs_base+72(FP), BX
+	VXORPS Y0, Y0, Y0          // float sum of d*scale parts
+	VXORPS X1, X1, X1          // float sum of dmin*min parts (4 lanes)
+	VMOVDQU q5nib<>(SB), Y15
+	VMOVDQU q5x01<>(SB), Y14
+	VMOVDQU q5x02<>(SB), Y7
+
+q5kblock:
+	TESTQ CX, CX
+	JZ    q5kdone
+	// unpack scales (bytes 0..7) and mins (bytes 8..15) as for Q4_K
+	MOVL 4(SI), R8
+	MOVL 8(SI), R9
+	MOVL 12(SI), R10
+	MOVL R8, R11
+	ANDL $0x3f3f3f3f, R11
+	MOVL R11, 0(SP)
+	MOVL R10, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL R8, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R11
+	MOVL R11, 4(SP)
+	MOVL R9, R11
+	ANDL $0x3f3f3f3f, R11
+	MOVL R11, 8(SP)
+	MOVL R10, R11
+	SHRL $4, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL R9, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R11
+	MOVL R11, 12(SP)
+	VPMOVZXBW 0(SP), Y2
+	VMOVDQU Y2, 16(SP)
+
+	VCVTPH2PS (SI), X3         // lanes: d, dmin
+	VBROADCASTSS (DX), X4
+	VMULPS X4, X3, X3
+	VBROADCASTSS X3, Y4        // d*xd
+	VMOVSHDUP X3, X5
+	VBROADCASTSS X5, X5        // dmin*xd
+
+	VMOVDQU (BX), Y6
+	VEXTRACTI128 $1, Y6, X8
+	VPHADDW X8, X6, X6
+	VPMADDWD 32(SP), X6, X6
+	VCVTDQ2PS X6, X6
+	VFMADD231PS X6, X5, X1
+
+	VMOVDQU 16(SI), Y13        // qh, shifted right by 2 per chunk
+	VPXOR Y8, Y8, Y8
+	MOVQ $0, R13
+
+q5kchunk:
+	VMOVDQU 48(SI)(R13*1), Y9
+	VPSRLW $4, Y9, Y10
+	VPAND Y15, Y9, Y9          // low nibbles: sub-block 2k
+	VPAND Y15, Y10, Y10        // high nibbles: sub-block 2k+1
+	VPAND Y14, Y13, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y9, Y9
+	VPAND Y7, Y13, Y12
+	VPSLLW $3, Y12, Y12
+	VPOR Y12, Y10, Y10
+	VPSRLW $2, Y13, Y13
+	VPMADDUBSW (DI)(R13*2), Y9, Y9
+	VPMADDUBSW 32(DI)(R13*2), Y10, Y10
+	MOVQ R13, R14
+	SHRQ $3, R14
+	VPBROADCASTW 16(SP)(R14*1), Y11
+	VPBROADCASTW 18(SP)(R14*1), Y12
+	VPMADDWD Y11, Y9, Y9
+	VPMADDWD Y12, Y10, Y10
+	VPADDD Y9, Y8, Y8
+	VPADDD Y10, Y8, Y8
+	ADDQ $32, R13
+	CMPQ R13, $128
+	JB   q5kchunk
+
+	VCVTDQ2PS Y8, Y8
+	VFMADD231PS Y8, Y4, Y0
+
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JMP  q5kblock
+
+q5kdone:
+	VEXTRACTF128 $1, Y0, X2
+	VADDPS X2, X0, X0
+	VSUBPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, ret+96(FP)
+	VZEROUPPER
+	RET

@@ -1,0 +1,91 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
+)
+
+// TestAsmQ5 holds the five-bit assembly dot products to their pure-Go twins:
+// on quantized random weights within float reassociation error, and bit for
+// bit on random block bytes (every code and fifth-bit pattern) whose scales
+// are 1, where every partial sum is an exact integer.
+func TestAsmQ5(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(41, 42))
+	const one = 0x3c00 // 1.0 in half precision
+	for _, nb := range []int{1, 2, 3, 9} {
+		for _, typ := range []gguf.TensorType{gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ5_K} {
+			t.Run(fmt.Sprintf("%s/%dblocks", typ, nb), func(t *testing.T) {
+				cols := typ.BlockSize() * nb
+				x := randVec(rng, cols)
+				xq := make([]int8, cols)
+				xd := make([]float32, cols/32)
+				xd8 := make([]float32, cols/4)
+				xs1 := make([]float32, cols/32)
+				kd, ks := make([]float32, cols/256+1), make([]int16, cols/16)
+				if typ == gguf.TypeQ5_K {
+					kd = kd[:cols/256]
+					quantizeQ8KGo(x, xq, kd, ks)
+				} else {
+					quantizeQ8Go(x, xq, xd, xd8)
+					q8_1Sums(x, xq, xs1)
+				}
+				asm := func(w []byte) float32 {
+					switch typ {
+					case gguf.TypeQ5_0:
+						return q5_0DotAVX(w, xq, xd)
+					case gguf.TypeQ5_1:
+						return q5_1DotAVX(w, xq, xd, xs1)
+					}
+					return q5kDotAVX(w, xq, kd, ks)
+				}
+				ref := func(w []byte) float32 {
+					switch typ {
+					case gguf.TypeQ5_0:
+						return dotQ5_0Go(w, xq, xd)
+					case gguf.TypeQ5_1:
+						return dotQ5_1Go(w, xq, xd, xs1)
+					}
+					return dotQ5KGo(w, xq, kd, ks)
+				}
+				src := randVec(rng, cols)
+				for i := range src {
+					src[i] *= float32(1 + i/32%5) // vary the block scales
+				}
+				w := mustWeight(t, typ, 1, cols, src)
+				deq := make([]float32, cols)
+				DequantizeRow(w, 0, deq)
+				closeSum(t, typ.String(), asm(w.Data), ref(w.Data), absDot(deq, x)*2)
+
+				// Exact: random bytes, scales 1 (Q5_1 min 1, sum terms and
+				// activation scales whole numbers).
+				raw := make([]byte, len(w.Data))
+				for i := range raw {
+					raw[i] = byte(rng.Uint32())
+				}
+				ts := typ.TypeSize()
+				for b := 0; b < nb; b++ {
+					raw[b*ts], raw[b*ts+1] = one&0xff, one>>8
+					if typ != gguf.TypeQ5_0 {
+						raw[b*ts+2], raw[b*ts+3] = one&0xff, one>>8
+					}
+				}
+				for i := range xd {
+					xd[i] = 1
+					xs1[i] = float32(rng.IntN(2001) - 1000)
+				}
+				for i := range kd {
+					kd[i] = 1
+				}
+				if got, want := asm(raw), ref(raw); got != want {
+					t.Fatalf("random bytes, unit scales: asm %g, go %g", got, want)
+				}
+			})
+		}
+	}
+}

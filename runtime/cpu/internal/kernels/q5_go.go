@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package kernels
+
+// Without assembly the five-bit products are the pure-Go twins.
+
+func dotQ5_0(w []byte, xq []int8, xd []float32) float32            { return dotQ5_0Go(w, xq, xd) }
+func dotQ5_1(w []byte, xq []int8, xd, xs []float32) float32        { return dotQ5_1Go(w, xq, xd, xs) }
+func dotQ5K(w []byte, xq []int8, xd []float32, xs []int16) float32 { return dotQ5KGo(w, xq, xd, xs) }
