@@ -40,7 +40,7 @@ func TestModelCreate(t *testing.T) {
 	}{
 		{[]string{"model", "create"}, "want PATH"},
 		{[]string{"model", "create", "--preset", "huge", filepath.Join(dir, "x")}, `unknown preset "huge"`},
-		{[]string{"model", "create", "--type", "q5_1", filepath.Join(dir, "x")}, `unsupported weight type "q5_1"`},
+		{[]string{"model", "create", "--type", "q4_1", filepath.Join(dir, "x")}, `unsupported weight type "q4_1"`},
 		{[]string{"model", "create", filepath.Join(dir, "x"), "--seed", "3"}, "flag \"--seed\" after an argument"},
 	}
 	for _, c := range cases {

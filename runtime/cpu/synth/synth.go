@@ -99,10 +99,12 @@ type Options struct {
 }
 
 // fileTypes maps a weight type to general.file_type (llama.cpp's
-// LLAMA_FTYPE_* numbering).
+// LLAMA_FTYPE_* numbering; the K-quants are the _S variants, every matrix
+// of one type).
 var fileTypes = map[gguf.TensorType]uint32{
 	gguf.TypeF32: 0, gguf.TypeF16: 1, gguf.TypeQ4_0: 2, gguf.TypeQ8_0: 7,
-	gguf.TypeQ4_K: 14, gguf.TypeQ6_K: 18, gguf.TypeBF16: 32,
+	gguf.TypeQ5_0: 8, gguf.TypeQ5_1: 9, gguf.TypeQ4_K: 14, gguf.TypeQ5_K: 16,
+	gguf.TypeQ6_K: 18, gguf.TypeBF16: 32,
 }
 
 // Types lists the weight types Create can write, by ggml name.

@@ -19,7 +19,8 @@ func TestCreateTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K} {
+	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K,
+		gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ5_K} {
 		t.Run(typ.String(), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "tiny.gguf")
 			if err := Create(path, Options{Preset: "tiny", Type: typ, Seed: 7}); err != nil {
@@ -201,7 +202,7 @@ func TestCreateErrors(t *testing.T) {
 		want string
 	}{
 		{Options{Preset: "huge"}, `unknown preset "huge"`},
-		{Options{Preset: "tiny", Type: gguf.TypeQ5_0}, "unsupported weight type Q5_0"},
+		{Options{Preset: "tiny", Type: gguf.TypeQ4_1}, "unsupported weight type Q4_1"},
 		{Options{Shape: Preset{Name: "odd", Dim: 60, Layers: 1, Heads: 7, KVHeads: 7, FFN: 64, Vocab: 300, Context: 64}}, "heads"},
 		{Options{Shape: Preset{Name: "gqa", Dim: 64, Layers: 1, Heads: 4, KVHeads: 3, FFN: 64, Vocab: 300, Context: 64}}, "KV heads"},
 	}
@@ -221,8 +222,8 @@ func TestCreateErrors(t *testing.T) {
 	if typ, err := ParseType("q8_0"); err != nil || typ != gguf.TypeQ8_0 {
 		t.Errorf("ParseType(q8_0) = %v %v", typ, err)
 	}
-	if _, err := ParseType("q5_1"); err == nil || !strings.Contains(err.Error(), "f32") {
-		t.Errorf("ParseType(q5_1): %v", err)
+	if _, err := ParseType("q4_1"); err == nil || !strings.Contains(err.Error(), "f32") {
+		t.Errorf("ParseType(q4_1): %v", err)
 	}
 }
 
