@@ -23,8 +23,7 @@ import (
 //
 // ggml pairs Q5_0 with Q8_0 activations, Q5_1 with Q8_1 ones (Q8_0 codes and
 // scale plus s, the F16-rounded step times the sum of the block's codes, which
-// carries the min term) and Q5_K with Q8_K ones; the products below follow
-// its association of the float operations.
+// carries the min term) and Q5_K with Q8_K ones.
 
 const (
 	blockQ5_0 = 22  // f16 d, 4 bytes qh, 16 bytes of nibble pairs
@@ -97,71 +96,103 @@ func q8_1Sums(x []float32, qs []int8, s []float32) {
 	}
 }
 
+// The dot products below keep ggml's AVX2 arithmetic, so that results do not
+// depend on the build: eight float lanes, lane i taking the integer sum of
+// elements 4i..4i+3 of each 32-element run times the block's combined scale
+// with a fused multiply-add, the lanes added in hsum8's order, and the min
+// terms of Q5_1/Q5_K in a scalar of their own, also fused (ggml's compiler
+// contracts that multiply-add). The assembly computes exactly the same.
+
+// fma32 is a float32 fused multiply-add. The float64 product is exact; the
+// sum is rounded twice, which can differ from one rounding only when the
+// float64 result lies exactly halfway between two float32 values.
+func fma32(a, b, c float32) float32 {
+	return float32(math.FMA(float64(a), float64(b), float64(c)))
+}
+
+// hsum8 adds eight lanes as ggml's hsum_float_8 does: halves, then lanes
+// 0+2 and 1+3, then those two.
+func hsum8(v *[8]float32) float32 {
+	r0, r1, r2, r3 := v[4]+v[0], v[5]+v[1], v[6]+v[2], v[7]+v[3]
+	return (r0 + r2) + (r1 + r3)
+}
+
 func dotQ5_0Go(w []byte, xq []int8, xd []float32) float32 {
-	var sum float32
+	var acc [8]float32
 	var codes [32]uint8
 	for b := range xd {
 		blk := w[b*blockQ5_0 : (b+1)*blockQ5_0]
 		q5Codes(blk[2:6], blk[6:22], &codes)
 		q := xq[32*b : 32*b+32]
-		var si int32
-		for j, c := range codes {
-			si += (int32(c) - 16) * int32(q[j])
+		d := F16ToF32(binary.LittleEndian.Uint16(blk)) * xd[b]
+		for i := range acc {
+			var lane int32
+			for e := 4 * i; e < 4*i+4; e++ {
+				lane += (int32(codes[e]) - 16) * int32(q[e])
+			}
+			acc[i] = fma32(d, float32(lane), acc[i])
 		}
-		sum += F16ToF32(binary.LittleEndian.Uint16(blk)) * xd[b] * float32(si)
 	}
-	return sum
+	return hsum8(&acc)
 }
 
-// dotQ5_1Go takes the Q8_1 sum terms in xs; like ggml it adds the min terms
-// up apart from the scaled products and joins the two at the end.
+// dotQ5_1Go takes the Q8_1 sum terms in xs.
 func dotQ5_1Go(w []byte, xq []int8, xd, xs []float32) float32 {
-	var acc, mins float32
+	var acc [8]float32
+	var mins float32
 	var codes [32]uint8
 	for b := range xd {
 		blk := w[b*blockQ5_1 : (b+1)*blockQ5_1]
 		q5Codes(blk[4:8], blk[8:24], &codes)
 		q := xq[32*b : 32*b+32]
-		var si int32
-		for j, c := range codes {
-			si += int32(c) * int32(q[j])
-		}
-		d := F16ToF32(binary.LittleEndian.Uint16(blk))
 		m := F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
-		acc += float32(si) * (d * xd[b])
-		mins += m * xs[b]
+		mins = fma32(m, xs[b], mins)
+		d := F16ToF32(binary.LittleEndian.Uint16(blk)) * xd[b]
+		for i := range acc {
+			var lane int32
+			for e := 4 * i; e < 4*i+4; e++ {
+				lane += int32(codes[e]) * int32(q[e])
+			}
+			acc[i] = fma32(d, float32(lane), acc[i])
+		}
 	}
-	return acc + mins
+	return hsum8(&acc) + mins
 }
 
 // dotQ5KGo is the Q5_K row dot product against Q8_K activations (codes xq,
 // scales xd, per-16 code sums xs).
 func dotQ5KGo(w []byte, xq []int8, xd []float32, xs []int16) float32 {
-	var acc, mins float32
+	var acc [8]float32
+	var mins float32
 	for b := range xd {
 		blk := w[b*blockQ5_K : (b+1)*blockQ5_K]
 		d := xd[b] * F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
-		dmin := -xd[b] * F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		dmin := xd[b] * F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
 		scales, qh, qs := blk[4:16], blk[16:48], blk[48:176]
 		q := xq[256*b : 256*b+256]
-		var scaled, offs int32
+		var lanes [8]int32
+		var offs int32
 		for k := 0; k < 4; k++ {
 			sc0, m0 := scaleMinQ4K(scales, 2*k)
 			sc1, m1 := scaleMinQ4K(scales, 2*k+1)
-			var s0, s1 int32
-			for l := 0; l < 32; l++ {
-				c, h := qs[32*k+l], qh[l]
-				s0 += int32(c&0xf|(h>>(2*k)&1)<<4) * int32(q[64*k+l])
-				s1 += int32(c>>4|(h>>(2*k+1)&1)<<4) * int32(q[64*k+32+l])
+			for i := range lanes {
+				var s0, s1 int32
+				for l := 4 * i; l < 4*i+4; l++ {
+					c, h := qs[32*k+l], qh[l]
+					s0 += int32(c&0xf|(h>>(2*k)&1)<<4) * int32(q[64*k+l])
+					s1 += int32(c>>4|(h>>(2*k+1)&1)<<4) * int32(q[64*k+32+l])
+				}
+				lanes[i] += int32(sc0)*s0 + int32(sc1)*s1
 			}
-			scaled += int32(sc0)*s0 + int32(sc1)*s1
 			g := xs[16*b+4*k:]
 			offs += int32(m0)*(int32(g[0])+int32(g[1])) + int32(m1)*(int32(g[2])+int32(g[3]))
 		}
-		acc += d * float32(scaled)
-		mins += dmin * float32(offs)
+		mins = fma32(-dmin, float32(offs), mins)
+		for i, v := range lanes {
+			acc[i] = fma32(d, float32(v), acc[i])
+		}
 	}
-	return acc + mins
+	return hsum8(&acc) + mins
 }
 
 // Row-by-row products of rows [r0,r1) with the whole batch, through the

@@ -71,6 +71,17 @@ GLOBL q5ones16<>(SB), RODATA|NOPTR, $32
 	VPOR Y13, Y5, Y5; \
 	VPCMPEQB Y12, Y5, Y5
 
+// HSUM8(y, x, tmp) leaves the sum of y's eight lanes in the low lane of x
+// (y's low half), added in ggml's hsum_float_8 order: halves, then pairs
+// (0+2, 1+3), then those two.
+#define HSUM8(y, x, tmp) \
+	VEXTRACTF128 $1, y, tmp; \
+	VADDPS tmp, x, x; \
+	VMOVHLPS x, x, tmp; \
+	VADDPS tmp, x, x; \
+	VMOVSHDUP x, tmp; \
+	VADDSS tmp, x, x
+
 // func q5_0DotAVX(w []byte, xq []int8, xd []float32) float32
 // Q5_0 blocks (22 bytes: f16 d, qh, 16 nibble bytes) against Q8_0
 // activations: codes q-16 are made signed (0xf0 where the fifth bit is
@@ -112,10 +123,7 @@ q50loop:
 	JMP  q50loop
 
 q50sum:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM8(Y0, X0, X1)
 	VMOVSS X0, ret+72(FP)
 	VZEROUPPER
 	RET
@@ -151,8 +159,7 @@ q51loop:
 	VCVTDQ2PS Y3, Y3
 	VCVTPH2PS (SI), X4         // lanes: d, m
 	VMOVSHDUP X4, X8
-	VMULSS (BX), X8, X8
-	VADDSS X8, X7, X7
+	VFMADD231SS (BX), X8, X7   // fused, as ggml's compiled loop does
 	VMULSS (DX), X4, X4
 	VBROADCASTSS X4, Y4
 	VFMADD231PS Y3, Y4, Y0
@@ -164,10 +171,7 @@ q51loop:
 	JMP  q51loop
 
 q51sum:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM8(Y0, X0, X1)
 	VADDSS X7, X0, X0
 	VMOVSS X0, ret+96(FP)
 	VZEROUPPER
@@ -176,7 +180,9 @@ q51sum:
 // func q5kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
 // Q5_K super-blocks against Q8_K activations: q4kDotAVX's structure with the
 // fifth bits of qh (bits 2k and 2k+1 of byte l for chunk k) added to the
-// nibbles.
+// nibbles. As in ggml's AVX2 kernel, the min terms of a super-block are one
+// integer, accumulated in a scalar with a fused multiply-add and added to
+// the lanes' sum at the end.
 TEXT ·q5kDotAVX(SB), NOSPLIT, $64-100
 	MOVQ w_base+0(FP), SI
 	MOVQ xq_base+24(FP), DI
@@ -184,7 +190,7 @@ TEXT ·q5kDotAVX(SB), NOSPLIT, $64-100
 	MOVQ xd_len+56(FP), CX
 	MOVQ xs_base+72(FP), BX
 	VXORPS Y0, Y0, Y0          // float sum of d*scale parts
-	VXORPS X1, X1, X1          // float sum of dmin*min parts (4 lanes)
+	VXORPS X1, X1, X1          // float sum of -dmin*min parts
 	VMOVDQU q5nib<>(SB), Y15
 	VMOVDQU q5x01<>(SB), Y14
 	VMOVDQU q5x02<>(SB), Y7
@@ -229,12 +235,16 @@ q5kblock:
 	VMOVSHDUP X3, X5
 	VBROADCASTSS X5, X5        // dmin*xd
 
+	// mins: sum_j m_j * (bsum[2j] + bsum[2j+1]) as one integer, then
+	// sum -= dmin*xd*that, fused
 	VMOVDQU (BX), Y6
 	VEXTRACTI128 $1, Y6, X8
 	VPHADDW X8, X6, X6
 	VPMADDWD 32(SP), X6, X6
+	VPHADDD X6, X6, X6
+	VPHADDD X6, X6, X6
 	VCVTDQ2PS X6, X6
-	VFMADD231PS X6, X5, X1
+	VFNMADD231SS X6, X5, X1
 
 	VMOVDQU 16(SI), Y13        // qh, shifted right by 2 per chunk
 	VPXOR Y8, Y8, Y8
@@ -277,11 +287,8 @@ q5kchunk:
 	JMP  q5kblock
 
 q5kdone:
-	VEXTRACTF128 $1, Y0, X2
-	VADDPS X2, X0, X0
-	VSUBPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM8(Y0, X0, X2)
+	VADDSS X1, X0, X0
 	VMOVSS X0, ret+96(FP)
 	VZEROUPPER
 	RET
