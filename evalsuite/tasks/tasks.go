@@ -1,5 +1,6 @@
 // Package tasks is the registry of evaluation tasks: lm-eval's gsm8k, mmlu,
-// mmlu_generative and ifeval definitions applied to local dataset files,
+// mmlu_generative, ifeval, gpqa_* and mmlu_pro definitions applied to local
+// dataset files,
 // and the built-in generated tasks (ttis_arith, ttis_arith_mc,
 // ttis_arith_mc_generative, ttis_ifeval) that need no download.
 package tasks
@@ -53,14 +54,24 @@ type builder struct {
 }
 
 var registry = map[string]builder{
-	"gsm8k":                    {Info{"gsm8k", evalsuite.GenerateUntil, false, "grade-school math, lm-eval gsm8k v3 (fields question, answer); 5-shot when a few-shot file is given"}, buildGSM8K},
-	"mmlu":                     {Info{"mmlu", evalsuite.MultipleChoice, false, "MMLU by log-likelihood, lm-eval mmlu (fields question, choices or A-D, answer, optional subject); completions API only"}, buildMMLU},
-	"mmlu_generative":          {Info{"mmlu_generative", evalsuite.GenerateUntil, false, "MMLU answered with a generated letter (chat-friendly)"}, buildMMLUGenerative},
-	"ifeval":                   {Info{"ifeval", evalsuite.GenerateUntil, false, "instruction following, a documented subset of IFEval's checks (fields prompt, instruction_id_list, kwargs)"}, buildIFEval},
-	"ttis_arith":               {Info{"ttis_arith", evalsuite.GenerateUntil, true, "generated arithmetic word problems, GSM8K format and filters (default 200 docs, 3-shot)"}, buildArith},
-	"ttis_arith_mc":            {Info{"ttis_arith_mc", evalsuite.MultipleChoice, true, "generated arithmetic multiple choice, MMLU format, by log-likelihood (default 200 docs)"}, buildArithMC},
-	"ttis_arith_mc_generative": {Info{"ttis_arith_mc_generative", evalsuite.GenerateUntil, true, "generated arithmetic multiple choice answered with a letter (chat-friendly)"}, buildArithMCGen},
-	"ttis_ifeval":              {Info{"ttis_ifeval", evalsuite.GenerateUntil, true, "generated IFEval-style prompts with one or two verifiable instructions (default 100 docs)"}, buildBuiltinIFEval},
+	"gsm8k":                           {Info{"gsm8k", evalsuite.GenerateUntil, false, "grade-school math, lm-eval gsm8k v3 (fields question, answer); 5-shot when a few-shot file is given"}, buildGSM8K},
+	"mmlu":                            {Info{"mmlu", evalsuite.MultipleChoice, false, "MMLU by log-likelihood, lm-eval mmlu (fields question, choices or A-D, answer, optional subject); completions API only"}, buildMMLU},
+	"mmlu_generative":                 {Info{"mmlu_generative", evalsuite.GenerateUntil, false, "MMLU answered with a generated letter (chat-friendly)"}, buildMMLUGenerative},
+	"ifeval":                          {Info{"ifeval", evalsuite.GenerateUntil, false, "instruction following, a documented subset of IFEval's checks (fields prompt, instruction_id_list, kwargs)"}, buildIFEval},
+	"gpqa_diamond_cot_zeroshot":       {Info{"gpqa_diamond_cot_zeroshot", evalsuite.GenerateUntil, false, gpqaCoTInfo}, buildGPQACoT("gpqa_diamond_cot_zeroshot")},
+	"gpqa_main_cot_zeroshot":          {Info{"gpqa_main_cot_zeroshot", evalsuite.GenerateUntil, false, gpqaCoTInfo}, buildGPQACoT("gpqa_main_cot_zeroshot")},
+	"gpqa_extended_cot_zeroshot":      {Info{"gpqa_extended_cot_zeroshot", evalsuite.GenerateUntil, false, gpqaCoTInfo}, buildGPQACoT("gpqa_extended_cot_zeroshot")},
+	"gpqa_diamond_generative_n_shot":  {Info{"gpqa_diamond_generative_n_shot", evalsuite.GenerateUntil, false, gpqaGenInfo}, buildGPQAGenerativeNShot("gpqa_diamond_generative_n_shot")},
+	"gpqa_main_generative_n_shot":     {Info{"gpqa_main_generative_n_shot", evalsuite.GenerateUntil, false, gpqaGenInfo}, buildGPQAGenerativeNShot("gpqa_main_generative_n_shot")},
+	"gpqa_extended_generative_n_shot": {Info{"gpqa_extended_generative_n_shot", evalsuite.GenerateUntil, false, gpqaGenInfo}, buildGPQAGenerativeNShot("gpqa_extended_generative_n_shot")},
+	"gpqa_diamond_zeroshot":           {Info{"gpqa_diamond_zeroshot", evalsuite.MultipleChoice, false, gpqaMCInfo}, buildGPQAZeroShot("gpqa_diamond_zeroshot")},
+	"gpqa_main_zeroshot":              {Info{"gpqa_main_zeroshot", evalsuite.MultipleChoice, false, gpqaMCInfo}, buildGPQAZeroShot("gpqa_main_zeroshot")},
+	"gpqa_extended_zeroshot":          {Info{"gpqa_extended_zeroshot", evalsuite.MultipleChoice, false, gpqaMCInfo}, buildGPQAZeroShot("gpqa_extended_zeroshot")},
+	"mmlu_pro":                        {Info{"mmlu_pro", evalsuite.GenerateUntil, false, "MMLU-Pro, lm-eval mmlu_pro v3.1: chain of thought per category, letter after \"answer is\" (fields question, options, answer, category; cot_content in the few-shot file); 5-shot when a few-shot file is given"}, buildMMLUPro},
+	"ttis_arith":                      {Info{"ttis_arith", evalsuite.GenerateUntil, true, "generated arithmetic word problems, GSM8K format and filters (default 200 docs, 3-shot)"}, buildArith},
+	"ttis_arith_mc":                   {Info{"ttis_arith_mc", evalsuite.MultipleChoice, true, "generated arithmetic multiple choice, MMLU format, by log-likelihood (default 200 docs)"}, buildArithMC},
+	"ttis_arith_mc_generative":        {Info{"ttis_arith_mc_generative", evalsuite.GenerateUntil, true, "generated arithmetic multiple choice answered with a letter (chat-friendly)"}, buildArithMCGen},
+	"ttis_ifeval":                     {Info{"ttis_ifeval", evalsuite.GenerateUntil, true, "generated IFEval-style prompts with one or two verifiable instructions (default 100 docs)"}, buildBuiltinIFEval},
 }
 
 // List returns every task, sorted by name.

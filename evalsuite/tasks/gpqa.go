@@ -1,0 +1,283 @@
+package tasks
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/evalsuite/filter"
+	"github.com/ttis-dev/ttis/evalsuite/metric"
+	"github.com/ttis-dev/ttis/evalsuite/tasks/internal/pyrand"
+)
+
+// GPQA reads a local copy of the gated Idavidrein/gpqa data in its own
+// column layout (Question, Correct Answer, Incorrect Answer 1-3; other
+// columns are ignored). The data is never downloaded or vendored.
+//
+// lm-eval's process_docs puts the four answers in a list (three incorrect,
+// then the correct one, each cleaned by its preprocess) and shuffles it
+// with Python's global random module, which lm-eval seeds with --seed
+// before loading tasks. gpqaShuffle does the same with a CPython-compatible
+// MT19937 (package pyrand) seeded once per file and consumed document by
+// document in file order, so the permutations equal lm-eval's when its
+// process_docs is the first user of the freshly seeded generator over the
+// same rows in the same order (a cold datasets cache; a warm cache replays
+// whatever permutation the run that filled it drew). The default seed is
+// 42, the --seed tt-inference-server passes; Source.Seed overrides it.
+const gpqaDefaultSeed = 42
+
+// gpqaFields are the columns process_docs reads.
+var gpqaFields = []string{"Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3", "Correct Answer"}
+
+// gpqaPreprocess is lm-eval's preprocess: None becomes one space; text is
+// stripped, " [title]" becomes ". " and double spaces become single.
+func gpqaPreprocess(d evalsuite.Doc, field string) (string, error) {
+	v, ok := d.Fields[field]
+	if !ok {
+		return "", fmt.Errorf("%s: missing field %q (GPQA files need the columns %s)", d.Source, field, strings.Join(gpqaFields, ", "))
+	}
+	if v == nil {
+		return " ", nil
+	}
+	s, err := d.Str(field)
+	if err != nil {
+		return "", err
+	}
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, " [title]", ". ")
+	return strings.ReplaceAll(s, "  ", " "), nil
+}
+
+// gpqaShuffle returns docs with the shuffled answers added as choice1-4,
+// choices, answer ("(B)") and gold (its index). A row without the answer
+// columns is an error naming it; rows the reader could not parse are kept
+// as they are so the runner reports them.
+func gpqaShuffle(docs []evalsuite.Doc, seed int64) ([]evalsuite.Doc, error) {
+	rng := pyrand.New(seed)
+	out := make([]evalsuite.Doc, len(docs))
+	for i, d := range docs {
+		out[i] = d
+		if d.Invalid != nil {
+			continue
+		}
+		if _, ok := d.Fields["Question"]; !ok {
+			return nil, fmt.Errorf("%s: missing field %q", d.Source, "Question")
+		}
+		choices := make([]string, len(gpqaFields))
+		for k, f := range gpqaFields {
+			c, err := gpqaPreprocess(d, f)
+			if err != nil {
+				return nil, err
+			}
+			choices[k] = c
+		}
+		correct := choices[3]
+		rng.Shuffle(len(choices), func(a, b int) { choices[a], choices[b] = choices[b], choices[a] })
+		gold := 0
+		for k, c := range choices { // list.index: the first equal entry
+			if c == correct {
+				gold = k
+				break
+			}
+		}
+		fields := make(map[string]any, len(d.Fields)+7)
+		for k, v := range d.Fields {
+			fields[k] = v
+		}
+		for k, c := range choices {
+			fields[fmt.Sprintf("choice%d", k+1)] = c
+		}
+		fields["choices"] = append([]string(nil), choices...)
+		fields["answer"] = "(" + metric.Letter(gold) + ")"
+		fields["gold"] = gold
+		out[i].Fields = fields
+	}
+	return out, nil
+}
+
+// gpqaPrompt renders "<lead><Question>\nChoices:\n(A) ...\n(D) ...\n<tail>".
+func gpqaPrompt(lead, tail string) func(evalsuite.Doc) (string, error) {
+	return func(d evalsuite.Doc) (string, error) {
+		q, err := d.Str("Question")
+		if err != nil {
+			return "", err
+		}
+		choices, err := d.Strings("choices")
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		b.WriteString(lead + q + "\nChoices:\n")
+		for i, c := range choices {
+			fmt.Fprintf(&b, "(%s) %s\n", metric.Letter(i), c)
+		}
+		b.WriteString(tail)
+		return b.String(), nil
+	}
+}
+
+const (
+	gpqaZeroShotLead = "What is the correct answer to this question:"
+	gpqaNShotLead    = "Question: "
+	gpqaDescription  = "Here are some example questions from experts. Answer the final question yourself, following the format of the previous questions exactly.\n"
+)
+
+func gpqaLoad(src Source) ([]evalsuite.Doc, int64, error) {
+	seed := int64(gpqaDefaultSeed)
+	if src.Seed != 0 {
+		seed = int64(src.Seed)
+	}
+	docs, err := load(src.Dataset, src)
+	if err != nil {
+		return nil, 0, err
+	}
+	docs, err = gpqaShuffle(docs, seed)
+	return docs, seed, err
+}
+
+func gpqaTarget(d evalsuite.Doc) (string, error) { return d.Str("answer") }
+
+func gpqaGold(d evalsuite.Doc) (int, error) { return d.Int("gold") }
+
+func gpqaChoices(d evalsuite.Doc) ([]string, error) { return d.Strings("choices") }
+
+// gpqaFilterConfig is the generative tasks' filter_list as lm-eval writes it.
+func gpqaFilterConfig() []map[string]any {
+	return []map[string]any{
+		{"name": "strict-match", "filter": []map[string]any{{"function": "regex", "regex_pattern": "(?<=The answer is )(.*)(?=.)"}, {"function": "take_first"}}},
+		{"name": "flexible-extract", "filter": []map[string]any{{"function": "multi_choice_regex", "group_select": -1, "ignore_case": true, "ignore_punctuation": true, "regex_pattern": `(\([A-Z]\))`}, {"function": "take_first"}}},
+	}
+}
+
+// gpqaGenerative is a GPQA task answered in free text and scored on the
+// "(X)" label: strict-match after "The answer is ", flexible-extract with
+// multi_choice_regex (the document's choices are exposed through
+// DocToChoices for callers that pass them to the filter; see
+// filter.ChoiceStep), exact_match ignoring case and punctuation.
+func gpqaGenerative(name string, docs []evalsuite.Doc, seed int64) *evalsuite.Task {
+	return &evalsuite.Task{
+		Name: name, Version: "2.2", Output: evalsuite.GenerateUntil, Docs: docs,
+		TargetDelimiter: " ", FewshotDelimiter: "\n\n",
+		DocToTarget:  gpqaTarget,
+		DocToChoices: gpqaChoices,
+		Filters:      []filter.Chain{filter.GPQAStrict(), filter.GPQAFlexible()},
+		Metrics:      []evalsuite.MetricSpec{{Name: "exact_match", Aggregation: "mean", HigherIsBetter: true, ExactMatch: &metric.ExactMatchOptions{IgnoreCase: true, IgnorePunctuation: true}}},
+		Config: map[string]any{
+			"task": name, "output_type": "generate_until", "doc_to_target": "answer",
+			"process_docs":     map[string]any{"shuffle": "CPython random.shuffle of [Incorrect Answer 1-3, Correct Answer]", "seed": seed},
+			"target_delimiter": " ", "fewshot_delimiter": "\n\n",
+			"filter_list": gpqaFilterConfig(),
+			"metric_list": []map[string]any{{"metric": "exact_match", "aggregation": "mean", "higher_is_better": true, "ignore_case": true, "ignore_punctuation": true}},
+		},
+	}
+}
+
+// buildGPQACoT is gpqa_<subset>_cot_zeroshot: zero-shot chain of thought
+// ending "Let's think step by step: ", generated until "</s>".
+func buildGPQACoT(name string) func(Source) (*evalsuite.Task, error) {
+	return func(src Source) (*evalsuite.Task, error) {
+		docs, seed, err := gpqaLoad(src)
+		if err != nil {
+			return nil, err
+		}
+		t := gpqaGenerative(name, docs, seed)
+		t.DocToText = gpqaPrompt(gpqaZeroShotLead, "Let's think step by step: ")
+		t.Gen = evalsuite.GenKwargs{Until: []string{"</s>"}, MaxGenToks: 256, Temperature: 0}
+		t.Config["doc_to_text"] = "What is the correct answer to this question:{{Question}}\nChoices:\n(A) {{choice1}}\n(B) {{choice2}}\n(C) {{choice3}}\n(D) {{choice4}}\nLet's think step by step: "
+		t.Config["num_fewshot"] = 0
+		t.Config["generation_kwargs"] = map[string]any{"until": []string{"</s>"}, "do_sample": false, "temperature": 0.0, "max_gen_toks": 256}
+		return t, nil
+	}
+}
+
+// buildGPQAGenerativeNShot is gpqa_<subset>_generative_n_shot: "Question:
+// ... Answer:" prompts after the experts' description and examples
+// answered "(X)". Examples come from the few-shot file, or from the
+// evaluated file itself (lm-eval's train split is the evaluated split),
+// skipping the document being asked. lm-eval samples them at random with
+// its few-shot seed; this takes the first ones in file order, so prompts
+// differ from lm-eval's although the format is the same. 5-shot by default,
+// as the catalog's references were measured.
+func buildGPQAGenerativeNShot(name string) func(Source) (*evalsuite.Task, error) {
+	return func(src Source) (*evalsuite.Task, error) {
+		docs, seed, err := gpqaLoad(src)
+		if err != nil {
+			return nil, err
+		}
+		pool := docs
+		if src.FewShotDataset != "" {
+			raw, err := load(src.FewShotDataset, src)
+			if err != nil {
+				return nil, fmt.Errorf("few-shot dataset: %w", err)
+			}
+			if pool, err = gpqaShuffle(raw, seed); err != nil {
+				return nil, fmt.Errorf("few-shot dataset: %w", err)
+			}
+		}
+		var valid []evalsuite.Doc
+		for _, d := range pool {
+			if d.Invalid == nil {
+				valid = append(valid, d)
+			}
+		}
+		shots := 5
+		if src.NumFewShot >= 0 {
+			shots = src.NumFewShot
+		}
+		if src.FewShotDataset == "" && shots > 0 && shots >= len(valid) {
+			// One pool entry is the asked document itself.
+			return nil, fmt.Errorf("%d-shot from the evaluated file needs more than %d valid documents", shots, len(valid))
+		}
+		t := gpqaGenerative(name, docs, seed)
+		t.Description = gpqaDescription
+		t.FewShot, t.NumFewShot = valid, shots
+		t.DocToText = gpqaPrompt(gpqaNShotLead, "Answer:")
+		t.Gen = evalsuite.GenKwargs{Until: []string{"</s>", "Question:", "<|im_end|>"}, MaxGenToks: 256, Temperature: 0}
+		t.Config["description"] = gpqaDescription
+		t.Config["doc_to_text"] = "Question: {{Question}}\nChoices:\n(A) {{choice1}}\n(B) {{choice2}}\n(C) {{choice3}}\n(D) {{choice4}}\nAnswer:"
+		t.Config["num_fewshot"] = shots
+		t.Config["fewshot_config"] = map[string]any{"sampler": "first_n, skipping the asked document"}
+		t.Config["generation_kwargs"] = map[string]any{"until": []string{"</s>", "Question:", "<|im_end|>"}, "temperature": 0.0, "max_gen_toks": 256}
+		return t, nil
+	}
+}
+
+// buildGPQAZeroShot is gpqa_<subset>_zeroshot: multiple choice by
+// log-likelihood of the continuations " (A)" ... " (D)" (completions API
+// only), scored acc and acc_norm.
+func buildGPQAZeroShot(name string) func(Source) (*evalsuite.Task, error) {
+	return func(src Source) (*evalsuite.Task, error) {
+		docs, seed, err := gpqaLoad(src)
+		if err != nil {
+			return nil, err
+		}
+		labels := []string{"(A)", "(B)", "(C)", "(D)"}
+		return &evalsuite.Task{
+			Name: name, Version: "2.2", Output: evalsuite.MultipleChoice, Docs: docs,
+			TargetDelimiter: " ", FewshotDelimiter: "\n\n",
+			DocToText:    gpqaPrompt(gpqaZeroShotLead, "Answer:"),
+			DocToChoices: func(evalsuite.Doc) ([]string, error) { return labels, nil },
+			DocToGold:    gpqaGold,
+			Metrics: []evalsuite.MetricSpec{
+				{Name: "acc", Aggregation: "mean", HigherIsBetter: true},
+				{Name: "acc_norm", Aggregation: "mean", HigherIsBetter: true},
+			},
+			Config: map[string]any{
+				"task": name, "output_type": "multiple_choice", "num_fewshot": 0,
+				"doc_to_text":   "What is the correct answer to this question:{{Question}}\nChoices:\n(A) {{choice1}}\n(B) {{choice2}}\n(C) {{choice3}}\n(D) {{choice4}}\nAnswer:",
+				"doc_to_choice": labels, "doc_to_target": "answer", "target_delimiter": " ", "fewshot_delimiter": "\n\n",
+				"process_docs": map[string]any{"shuffle": "CPython random.shuffle of [Incorrect Answer 1-3, Correct Answer]", "seed": seed},
+				"metric_list":  []map[string]any{{"metric": "acc", "aggregation": "mean", "higher_is_better": true}, {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": true}},
+			},
+		}, nil
+	}
+}
+
+// The registry's descriptions of the GPQA tasks (the subset is whichever
+// file the user passes: diamond, main or extended).
+const (
+	gpqaLayout  = "a local GPQA file in its own layout (Question, Correct Answer, Incorrect Answer 1-3); answers shuffled like lm-eval with Python's MT19937, seed 42 unless Source.Seed is set"
+	gpqaCoTInfo = "GPQA zero-shot chain of thought, lm-eval gpqa_*_cot_zeroshot v2.2, strict-match and flexible-extract; " + gpqaLayout
+	gpqaGenInfo = "GPQA few-shot generative, lm-eval gpqa_*_generative_n_shot v2.2 (5-shot, first examples of the file), strict-match and flexible-extract; " + gpqaLayout
+	gpqaMCInfo  = "GPQA zero-shot multiple choice by log-likelihood, lm-eval gpqa_*_zeroshot v2.2 (completions API only); " + gpqaLayout
+)
