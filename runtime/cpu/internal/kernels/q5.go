@@ -198,7 +198,7 @@ func dotQ5KGo(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 // Row-by-row products of rows [r0,r1) with the whole batch, through the
 // assembly dot products where they run.
 
-func matmulQ5_0(j *matmulJob, r0, r1 int) {
+func matmulQ5_0Rows(j *matmulJob, r0, r1 int) {
 	w := j.w
 	nb := w.Cols / 32
 	for r := r0; r < r1; r++ {

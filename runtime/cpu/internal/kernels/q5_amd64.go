@@ -33,3 +33,25 @@ func dotQ5K(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 	}
 	return q5kDotAVX(w, xq, xd, xs)
 }
+
+//go:noescape
+func q5_0Tile2x4(w []byte, ws int, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
+
+// matmulQ5_0 runs 2x4 tiles (two weight rows, four activation rows) where
+// the batch allows, row dot products otherwise; a tile's outputs equal the
+// row kernel's bit for bit.
+func matmulQ5_0(j *matmulJob, r0, r1 int) {
+	if !haveAsm {
+		matmulQ5_0Rows(j, r0, r1)
+		return
+	}
+	matmulBlocks(j, r0, r1, q5_0Rows, q5_0DotAVX, q5_0Tile2x4)
+}
+
+// q5_0Rows is the row-loop form matmulBlocks takes: out[r] is the dot
+// product of weight row r (rb bytes each) with one activation row.
+func q5_0Rows(w []byte, rb int, xq []int8, xd []float32, out []float32) {
+	for r := range out {
+		out[r] = q5_0DotAVX(w[r*rb:(r+1)*rb], xq, xd)
+	}
+}

@@ -52,6 +52,12 @@ DATA q5x02<>+16(SB)/8, $0x0202020202020202
 DATA q5x02<>+24(SB)/8, $0x0202020202020202
 GLOBL q5x02<>(SB), RODATA|NOPTR, $32
 
+DATA q5ff<>+0(SB)/8, $0xffffffffffffffff
+DATA q5ff<>+8(SB)/8, $0xffffffffffffffff
+DATA q5ff<>+16(SB)/8, $0xffffffffffffffff
+DATA q5ff<>+24(SB)/8, $0xffffffffffffffff
+GLOBL q5ff<>(SB), RODATA|NOPTR, $32
+
 DATA q5ones16<>+0(SB)/8, $0x0001000100010001
 DATA q5ones16<>+8(SB)/8, $0x0001000100010001
 DATA q5ones16<>+16(SB)/8, $0x0001000100010001
@@ -290,5 +296,121 @@ q5kdone:
 	HSUM8(Y0, X0, X2)
 	VADDSS X1, X0, X0
 	VMOVSS X0, ret+96(FP)
+	VZEROUPPER
+	RET
+
+// Q5_0SIGNED(blk, dst, x1, y1, x2, y2) leaves the 32 signed codes q-16 of
+// the Q5_0 block at blk in dst, with constants from memory; X/Y1 and X/Y2
+// (the two views of two registers) are scratch.
+#define Q5_0SIGNED(blk, dst, x1, y1, x2, y2) \
+	VMOVDQU 6(blk), x1; \
+	VPSRLW $4, x1, x2; \
+	VINSERTI128 $1, x2, y1, dst; \
+	VPAND q5nib<>(SB), dst, dst; \
+	VPBROADCASTD 2(blk), y2; \
+	VPSHUFB q5shuf<>(SB), y2, y2; \
+	VPOR q5bits<>(SB), y2, y2; \
+	VPCMPEQB q5ff<>(SB), y2, y2; \
+	VPANDN q5f0<>(SB), y2, y2; \
+	VPOR y2, dst, dst
+
+// Q5_0MAC(acc, codes, abs, act, d) adds the block's eight lane sums for one
+// weight row (signed codes, their magnitudes) and one activation row (act)
+// times the combined scale d (eight equal lanes, in memory) to acc, fused:
+// the row kernel's arithmetic exactly. Uses Y15.
+#define Q5_0MAC(acc, codes, abs, act, d) \
+	VPSIGNB codes, act, Y15; \
+	VPMADDUBSW Y15, abs, Y15; \
+	VPMADDWD q5ones16<>(SB), Y15, Y15; \
+	VCVTDQ2PS Y15, Y15; \
+	VFMADD231PS d, Y15, acc
+
+// Q5_0ACT(act, xd, acc0, acc1, d0, d1) does one activation row of a block:
+// the combined scales of both weight rows (Y12, Y13 times the row's scale
+// lanes) go to the frame slots d0, d1, then both MACs.
+#define Q5_0ACT(act, xd, acc0, acc1, d0, d1) \
+	VMOVDQU act, Y14; \
+	VMULPS xd, Y12, Y15; \
+	VMOVUPS Y15, d0; \
+	VMULPS xd, Y13, Y15; \
+	VMOVUPS Y15, d1; \
+	Q5_0MAC(acc0, Y8, Y10, Y14, d0); \
+	Q5_0MAC(acc1, Y9, Y11, Y14, d1)
+
+// func q5_0Tile2x4(w []byte, ws int, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
+// Two Q5_0 weight rows (row stride ws bytes) times four Q8_0 activation rows
+// (code stride xs bytes, scales 8 times each in xd8 with stride 8*nb) over nb
+// blocks: out[b*os+r] for r < 2, b < 4, each equal to q5_0DotAVX of that
+// pair bit for bit (same lanes, same fused steps, same final sum). Each
+// weight block is decoded once for four activation rows.
+TEXT ·q5_0Tile2x4(SB), NOSPLIT, $64-128
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R8
+	MOVQ xq_base+32(FP), DI
+	MOVQ xs+56(FP), R9
+	MOVQ xd8_base+64(FP), DX
+	MOVQ nb+88(FP), CX
+	LEAQ (SI)(R8*1), R8        // second weight row
+	MOVQ CX, R10
+	SHLQ $5, R10               // scale stride in bytes: 8 floats per block
+	LEAQ (DI)(R9*2), R11       // activation rows 2 and 3
+	LEAQ (DX)(R10*2), R12
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+t24q5block:
+	TESTQ CX, CX
+	JZ    t24q5sum
+	Q5_0SIGNED(SI, Y8, X14, Y14, X15, Y15)
+	Q5_0SIGNED(R8, Y9, X14, Y14, X15, Y15)
+	VPSIGNB Y8, Y8, Y10
+	VPSIGNB Y9, Y9, Y11
+	VCVTPH2PS (SI), X12
+	VCVTPH2PS (R8), X13
+	VBROADCASTSS X12, Y12
+	VBROADCASTSS X13, Y13
+	Q5_0ACT((DI), (DX), Y0, Y1, 0(SP), 32(SP))
+	Q5_0ACT((DI)(R9*1), (DX)(R10*1), Y2, Y3, 0(SP), 32(SP))
+	Q5_0ACT((R11), (R12), Y4, Y5, 0(SP), 32(SP))
+	Q5_0ACT((R11)(R9*1), (R12)(R10*1), Y6, Y7, 0(SP), 32(SP))
+	ADDQ $22, SI
+	ADDQ $22, R8
+	ADDQ $32, DI
+	ADDQ $32, R11
+	ADDQ $32, DX
+	ADDQ $32, R12
+	DECQ CX
+	JMP  t24q5block
+
+t24q5sum:
+	// Y(2b+r) holds activation row b, weight row r.
+	MOVQ out_base+96(FP), DI
+	MOVQ os+120(FP), R9
+	SHLQ $2, R9
+	HSUM8(Y0, X0, X8)
+	HSUM8(Y1, X1, X8)
+	VMOVSS X0, (DI)
+	VMOVSS X1, 4(DI)
+	ADDQ R9, DI
+	HSUM8(Y2, X2, X8)
+	HSUM8(Y3, X3, X8)
+	VMOVSS X2, (DI)
+	VMOVSS X3, 4(DI)
+	ADDQ R9, DI
+	HSUM8(Y4, X4, X8)
+	HSUM8(Y5, X5, X8)
+	VMOVSS X4, (DI)
+	VMOVSS X5, 4(DI)
+	ADDQ R9, DI
+	HSUM8(Y6, X6, X8)
+	HSUM8(Y7, X7, X8)
+	VMOVSS X6, (DI)
+	VMOVSS X7, 4(DI)
 	VZEROUPPER
 	RET

@@ -89,3 +89,47 @@ func TestAsmQ5(t *testing.T) {
 		}
 	}
 }
+
+// TestAsmQ5_0Tile requires every output of the 2x4 Q5_0 tile to equal the
+// row kernel's bit for bit, and MatMul's tiled batches to equal its
+// single-row calls.
+func TestAsmQ5_0Tile(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(43, 44))
+	for _, nb := range []int{1, 2, 9} {
+		cols := 32 * nb
+		rb := nb * blockQ5_0
+		w := mustWeight(t, gguf.TypeQ5_0, 2, cols, randVec(rng, 2*cols))
+		const batch = 4
+		x := randVec(rng, batch*cols)
+		xq, xd, xd8 := make([]int8, batch*cols), make([]float32, batch*nb), make([]float32, batch*nb*8)
+		quantizeQ8Go(x, xq, xd, xd8)
+		const os = 7
+		out := make([]float32, 3*os+2)
+		q5_0Tile2x4(w.Data, rb, xq, cols, xd8, nb, out, os)
+		for b := 0; b < batch; b++ {
+			for r := 0; r < 2; r++ {
+				want := q5_0DotAVX(w.Data[r*rb:(r+1)*rb], xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+				if got := out[b*os+r]; got != want {
+					t.Fatalf("nb=%d act %d row %d: tile %g, dot %g", nb, b, r, got, want)
+				}
+			}
+		}
+	}
+	p := NewPool(2)
+	defer p.Close()
+	const rows, cols, batch = 13, 96, 7
+	w := mustWeight(t, gguf.TypeQ5_0, rows, cols, randVec(rng, rows*cols))
+	x := randVec(rng, batch*cols)
+	out := make([]float32, batch*rows)
+	p.MatMul(out, w, x, batch)
+	one := make([]float32, rows)
+	for b := 0; b < batch; b++ {
+		p.MatMul(one, w, x[b*cols:(b+1)*cols], 1)
+		for r, want := range one {
+			if got := out[b*rows+r]; got != want {
+				t.Fatalf("batch row %d, weight row %d: %g, single-row MatMul %g", b, r, got, want)
+			}
+		}
+	}
+}
