@@ -67,6 +67,8 @@ var registry = map[string]builder{
 	"gpqa_diamond_zeroshot":           {Info{"gpqa_diamond_zeroshot", evalsuite.MultipleChoice, false, gpqaMCInfo}, buildGPQAZeroShot("gpqa_diamond_zeroshot")},
 	"gpqa_main_zeroshot":              {Info{"gpqa_main_zeroshot", evalsuite.MultipleChoice, false, gpqaMCInfo}, buildGPQAZeroShot("gpqa_main_zeroshot")},
 	"gpqa_extended_zeroshot":          {Info{"gpqa_extended_zeroshot", evalsuite.MultipleChoice, false, gpqaMCInfo}, buildGPQAZeroShot("gpqa_extended_zeroshot")},
+	"meta_gpqa":                       {Info{"meta_gpqa", evalsuite.GenerateUntil, false, metaGPQAInfo}, metaGPQATask("meta_gpqa", ` ([A-Z])`, false)},
+	"meta_gpqa_cot":                   {Info{"meta_gpqa_cot", evalsuite.GenerateUntil, false, metaGPQACoTInfo}, metaGPQATask("meta_gpqa_cot", `best answer is ([A-Z])`, true)},
 	"r1_gpqa_diamond":                 {Info{"r1_gpqa_diamond", evalsuite.GenerateUntil, false, "GPQA diamond with a boxed-letter reasoning answer, the tt-inference-server lm-eval fork's r1_gpqa_diamond (exact_match,none); " + gpqaLayout}, buildR1GPQA},
 	"mmlu_pro":                        {Info{"mmlu_pro", evalsuite.GenerateUntil, false, "MMLU-Pro, lm-eval mmlu_pro v3.1: chain of thought per category, letter after \"answer is\" (fields question, options, answer, category; cot_content in the few-shot file); 5-shot when a few-shot file is given"}, buildMMLUPro},
 	"ttis_arith":                      {Info{"ttis_arith", evalsuite.GenerateUntil, true, "generated arithmetic word problems, GSM8K format and filters (default 200 docs, 3-shot)"}, buildArith},
