@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/ttis-dev/ttis/evalsuite"
@@ -192,12 +193,19 @@ func buildGPQACoT(name string) func(Source) (*evalsuite.Task, error) {
 
 // buildGPQAGenerativeNShot is gpqa_<subset>_generative_n_shot: "Question:
 // ... Answer:" prompts after the experts' description and examples
-// answered "(X)". Examples come from the few-shot file, or from the
-// evaluated file itself (lm-eval's train split is the evaluated split),
-// skipping the document being asked. lm-eval samples them at random with
-// its few-shot seed; this takes the first ones in file order, so prompts
-// differ from lm-eval's although the format is the same. 5-shot by default,
-// as the catalog's references were measured.
+// answered "(X)", 5-shot by default as the catalog's references were
+// measured. Examples come from the few-shot file, or from the evaluated
+// file itself (lm-eval's train split is the evaluated split).
+//
+// lm-eval draws each document's examples with random.sample(pool, n+1)
+// from a generator seeded with its few-shot seed (42 under
+// tt-inference-server's --seed 42, the same default as the shuffle here),
+// one document after another, and drops the asked document; gpqaExamples
+// repeats that with pyrand. Because the task model takes examples from one
+// fixed list, each document's examples are rendered into its description:
+// the completions prompt is lm-eval's, a chat prompt carries the examples
+// in its first user turn instead of separate turns, and the results'
+// n-shot reads 0 while the config's num_fewshot gives the count.
 func buildGPQAGenerativeNShot(name string) func(Source) (*evalsuite.Task, error) {
 	return func(src Source) (*evalsuite.Task, error) {
 		docs, seed, err := gpqaLoad(src)
@@ -224,22 +232,72 @@ func buildGPQAGenerativeNShot(name string) func(Source) (*evalsuite.Task, error)
 		if src.NumFewShot >= 0 {
 			shots = src.NumFewShot
 		}
-		if src.FewShotDataset == "" && shots > 0 && shots >= len(valid) {
-			// One pool entry is the asked document itself.
-			return nil, fmt.Errorf("%d-shot from the evaluated file needs more than %d valid documents", shots, len(valid))
+		prompt := gpqaPrompt(gpqaNShotLead, "Answer:")
+		prefixes, err := gpqaExamples(docs, valid, shots, seed, prompt)
+		if err != nil {
+			return nil, err
 		}
 		t := gpqaGenerative(name, docs, seed)
-		t.Description = gpqaDescription
-		t.FewShot, t.NumFewShot = valid, shots
-		t.DocToText = gpqaPrompt(gpqaNShotLead, "Answer:")
+		t.DescriptionFor = func(d evalsuite.Doc) string { return prefixes[d.Source] }
+		t.DocToText = prompt
 		t.Gen = evalsuite.GenKwargs{Until: []string{"</s>", "Question:", "<|im_end|>"}, MaxGenToks: 256, Temperature: 0}
 		t.Config["description"] = gpqaDescription
 		t.Config["doc_to_text"] = "Question: {{Question}}\nChoices:\n(A) {{choice1}}\n(B) {{choice2}}\n(C) {{choice3}}\n(D) {{choice4}}\nAnswer:"
 		t.Config["num_fewshot"] = shots
-		t.Config["fewshot_config"] = map[string]any{"sampler": "first_n, skipping the asked document"}
+		t.Config["fewshot_config"] = map[string]any{"sampler": "default: random.sample(pool, num_fewshot+1) without the asked document", "fewshot_seed": seed}
 		t.Config["generation_kwargs"] = map[string]any{"until": []string{"</s>", "Question:", "<|im_end|>"}, "temperature": 0.0, "max_gen_toks": 256}
 		return t, nil
 	}
+}
+
+// gpqaExamples renders each document's description and examples, keyed
+// by the document's Source: shots+1 pool entries sampled in document order
+// from one generator, the asked document (equal fields) dropped, the first
+// shots kept, each written "<question> (X)" and followed by a blank line.
+func gpqaExamples(docs, pool []evalsuite.Doc, shots int, seed int64, prompt func(evalsuite.Doc) (string, error)) (map[string]string, error) {
+	out := make(map[string]string, len(docs))
+	if shots == 0 {
+		for _, d := range docs {
+			out[d.Source] = gpqaDescription
+		}
+		return out, nil
+	}
+	if shots+1 > len(pool) {
+		return nil, fmt.Errorf("%d-shot draws %d examples, the pool has %d valid documents", shots, shots+1, len(pool))
+	}
+	rendered := make([]string, len(pool))
+	for i, e := range pool {
+		q, err := prompt(e)
+		if err != nil {
+			return nil, fmt.Errorf("few-shot example: %w", err)
+		}
+		a, err := gpqaTarget(e)
+		if err != nil {
+			return nil, fmt.Errorf("few-shot example: %w", err)
+		}
+		rendered[i] = q + " " + a + "\n\n"
+	}
+	rng := pyrand.New(seed)
+	for _, d := range docs {
+		if d.Invalid != nil {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString(gpqaDescription)
+		kept := 0
+		for _, i := range rng.Sample(len(pool), shots+1) {
+			if kept == shots {
+				break
+			}
+			if reflect.DeepEqual(pool[i].Fields, d.Fields) {
+				continue
+			}
+			b.WriteString(rendered[i])
+			kept++
+		}
+		out[d.Source] = b.String()
+	}
+	return out, nil
 }
 
 // buildGPQAZeroShot is gpqa_<subset>_zeroshot: multiple choice by
@@ -278,6 +336,6 @@ func buildGPQAZeroShot(name string) func(Source) (*evalsuite.Task, error) {
 const (
 	gpqaLayout  = "a local GPQA file in its own layout (Question, Correct Answer, Incorrect Answer 1-3); answers shuffled like lm-eval with Python's MT19937, seed 42 unless Source.Seed is set"
 	gpqaCoTInfo = "GPQA zero-shot chain of thought, lm-eval gpqa_*_cot_zeroshot v2.2, strict-match and flexible-extract; " + gpqaLayout
-	gpqaGenInfo = "GPQA few-shot generative, lm-eval gpqa_*_generative_n_shot v2.2 (5-shot, first examples of the file), strict-match and flexible-extract; " + gpqaLayout
+	gpqaGenInfo = "GPQA few-shot generative, lm-eval gpqa_*_generative_n_shot v2.2 (5-shot, examples sampled like lm-eval), strict-match and flexible-extract; " + gpqaLayout
 	gpqaMCInfo  = "GPQA zero-shot multiple choice by log-likelihood, lm-eval gpqa_*_zeroshot v2.2 (completions API only); " + gpqaLayout
 )

@@ -212,10 +212,10 @@ func TestGPQAGenerativeNShot(t *testing.T) {
 	if _, err := Build("gpqa_diamond_generative_n_shot", Source{Dataset: "testdata/gpqa.csv", NumFewShot: -1}); err == nil || !strings.Contains(err.Error(), "5-shot") {
 		t.Errorf("5-shot from 5 documents: %v", err)
 	}
-	// With a separate few-shot file every example may be used.
-	task, err := Build("gpqa_diamond_generative_n_shot", Source{Dataset: "testdata/gpqa.csv", FewShotDataset: "testdata/gpqa.csv", NumFewShot: -1})
-	if err != nil || task.NumFewShot != 5 {
-		t.Fatalf("5-shot from a few-shot file: %v", err)
+	// lm-eval draws shots+1 examples, so 4-shot fits a 5-document pool.
+	task, err := Build("gpqa_diamond_generative_n_shot", Source{Dataset: "testdata/gpqa.csv", FewShotDataset: "testdata/gpqa.csv", NumFewShot: 4})
+	if err != nil || task.Config["num_fewshot"] != 4 {
+		t.Fatalf("4-shot from a few-shot file: %v", err)
 	}
 	task, err = Build("gpqa_diamond_generative_n_shot", Source{Dataset: "testdata/gpqa.csv", NumFewShot: 3})
 	if err != nil {

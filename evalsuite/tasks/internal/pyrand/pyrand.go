@@ -142,3 +142,52 @@ func (r *Rand) Shuffle(n int, swap func(i, j int)) {
 		swap(i, j)
 	}
 }
+
+// Sample is random.sample(range(n), k): k distinct indices in selection
+// order. Like CPython it picks from a shrinking pool when n is small next
+// to k's set size and by rejection otherwise, so the indices and the
+// generator state afterwards match Python's. It panics unless 0 <= k <= n
+// (Python raises ValueError), which callers check first.
+func (r *Rand) Sample(n, k int) []int {
+	if k < 0 || k > n {
+		panic("pyrand: Sample needs 0 <= k <= n")
+	}
+	setSize := 21
+	if k > 5 {
+		setSize += 1 << (2 * ceilLog4(k*3))
+	}
+	out := make([]int, k)
+	if n <= setSize {
+		pool := make([]int, n)
+		for i := range pool {
+			pool[i] = i
+		}
+		for i := 0; i < k; i++ {
+			j := int(r.Below(uint32(n - i)))
+			out[i] = pool[j]
+			pool[j] = pool[n-i-1]
+		}
+		return out
+	}
+	selected := make(map[int]bool, k)
+	for i := 0; i < k; i++ {
+		j := int(r.Below(uint32(n)))
+		for selected[j] {
+			j = int(r.Below(uint32(n)))
+		}
+		selected[j] = true
+		out[i] = j
+	}
+	return out
+}
+
+// ceilLog4 is math.ceil(math.log(x, 4)) for x >= 1, computed exactly on
+// integers (x is small; exact powers of four give their exponent).
+func ceilLog4(x int) int {
+	e, p := 0, 1
+	for p < x {
+		p *= 4
+		e++
+	}
+	return e
+}

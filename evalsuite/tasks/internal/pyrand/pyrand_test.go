@@ -76,3 +76,33 @@ func TestBelowAndSmallBits(t *testing.T) {
 		t.Error("empty ranges must yield 0")
 	}
 }
+
+// TestSampleMatchesCPython: r = random.Random(seed);
+// [r.sample(list(range(n)), k) for _ in range(3)] in CPython 3.11, across
+// the pool/rejection switch (n = 21/22 for k = 5, 85/86 for k = 6).
+func TestSampleMatchesCPython(t *testing.T) {
+	cases := []struct {
+		seed int64
+		n, k int
+		want string
+	}{
+		{42, 198, 6, "[[163 28 6 189 70 62] [57 35 188 26 173 189] [139 22 151 108 8 7]]"},
+		{42, 5, 3, "[[0 4 2] [2 1 0] [1 0 2]]"},
+		{1234, 30, 6, "[[24 14 3 0 2 18] [1 21 22 2 3 24] [11 7 0 27 25 26]]"},
+		{7, 85, 6, "[[41 19 50 6 9 68] [12 46 74 7 64 27] [4 11 55 53 8 30]]"},
+		{7, 86, 6, "[[41 19 50 83 6 9] [68 12 46 74 7 64] [27 4 11 55 53 8]]"},
+		{42, 198, 4, "[[163 28 6 189] [70 62 57 35] [188 26 173 189]]"},
+		{0, 21, 5, "[[12 13 1 8 16] [15 12 9 20 11] [18 6 16 4 9]]"},
+		{0, 22, 5, "[[12 13 1 8 16] [15 12 9 11 18] [6 16 4 9 3]]"},
+	}
+	for _, c := range cases {
+		r := New(c.seed)
+		var got [][]int
+		for range 3 {
+			got = append(got, r.Sample(c.n, c.k))
+		}
+		if s := fmt.Sprint(got); s != c.want {
+			t.Errorf("seed %d sample(%d, %d): %s, want %s", c.seed, c.n, c.k, s, c.want)
+		}
+	}
+}
