@@ -3,6 +3,7 @@ package tasks
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/ttis-dev/ttis/evalsuite"
@@ -27,11 +28,18 @@ import (
 // 42, the --seed tt-inference-server passes; Source.Seed overrides it.
 const gpqaDefaultSeed = 42
 
+// gpqaBracketRe is the fork's re.sub("\\[.*?\\]", "", text).
+var gpqaBracketRe = regexp.MustCompile(`\[.*?\]`)
+
 // gpqaFields are the columns process_docs reads.
 var gpqaFields = []string{"Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3", "Correct Answer"}
 
-// gpqaPreprocess is lm-eval's preprocess: None becomes one space; text is
-// stripped, " [title]" becomes ". " and double spaces become single.
+// gpqaPreprocess is the preprocess of the lm-eval fork tt-inference-server
+// runs (GPQA task versions 1.0/2.0): None becomes one space; text is
+// stripped, " [title]" becomes ". ", every "[...]" within a line is
+// removed, and double spaces become single. Upstream lm-eval 2.2 no longer
+// removes the bracketed text; the catalog's references were measured with
+// the fork.
 func gpqaPreprocess(d evalsuite.Doc, field string) (string, error) {
 	v, ok := d.Fields[field]
 	if !ok {
@@ -46,6 +54,7 @@ func gpqaPreprocess(d evalsuite.Doc, field string) (string, error) {
 	}
 	s = strings.TrimSpace(s)
 	s = strings.ReplaceAll(s, " [title]", ". ")
+	s = gpqaBracketRe.ReplaceAllString(s, "")
 	return strings.ReplaceAll(s, "  ", " "), nil
 }
 
@@ -157,7 +166,7 @@ func gpqaFilterConfig() []map[string]any {
 // filter.ChoiceStep), exact_match ignoring case and punctuation.
 func gpqaGenerative(name string, docs []evalsuite.Doc, seed int64) *evalsuite.Task {
 	return &evalsuite.Task{
-		Name: name, Version: "2.2", Output: evalsuite.GenerateUntil, Docs: docs,
+		Name: name, Version: "1.0", Output: evalsuite.GenerateUntil, Docs: docs,
 		TargetDelimiter: " ", FewshotDelimiter: "\n\n",
 		DocToTarget:  gpqaTarget,
 		DocToChoices: gpqaChoices,
@@ -238,6 +247,7 @@ func buildGPQAGenerativeNShot(name string) func(Source) (*evalsuite.Task, error)
 			return nil, err
 		}
 		t := gpqaGenerative(name, docs, seed)
+		t.Version = "2.0"
 		t.DescriptionFor = func(d evalsuite.Doc) string { return prefixes[d.Source] }
 		t.DocToText = prompt
 		t.Gen = evalsuite.GenKwargs{Until: []string{"</s>", "Question:", "<|im_end|>"}, MaxGenToks: 256, Temperature: 0}
@@ -311,7 +321,7 @@ func buildGPQAZeroShot(name string) func(Source) (*evalsuite.Task, error) {
 		}
 		labels := []string{"(A)", "(B)", "(C)", "(D)"}
 		return &evalsuite.Task{
-			Name: name, Version: "2.2", Output: evalsuite.MultipleChoice, Docs: docs,
+			Name: name, Version: "1.0", Output: evalsuite.MultipleChoice, Docs: docs,
 			TargetDelimiter: " ", FewshotDelimiter: "\n\n",
 			DocToText:    gpqaPrompt(gpqaZeroShotLead, "Answer:"),
 			DocToChoices: func(evalsuite.Doc) ([]string, error) { return labels, nil },
@@ -335,7 +345,7 @@ func buildGPQAZeroShot(name string) func(Source) (*evalsuite.Task, error) {
 // file the user passes: diamond, main or extended).
 const (
 	gpqaLayout  = "a local GPQA file in its own layout (Question, Correct Answer, Incorrect Answer 1-3); answers shuffled like lm-eval with Python's MT19937, seed 42 unless Source.Seed is set"
-	gpqaCoTInfo = "GPQA zero-shot chain of thought, lm-eval gpqa_*_cot_zeroshot v2.2, strict-match and flexible-extract; " + gpqaLayout
-	gpqaGenInfo = "GPQA few-shot generative, lm-eval gpqa_*_generative_n_shot v2.2 (5-shot, examples sampled like lm-eval), strict-match and flexible-extract; " + gpqaLayout
-	gpqaMCInfo  = "GPQA zero-shot multiple choice by log-likelihood, lm-eval gpqa_*_zeroshot v2.2 (completions API only); " + gpqaLayout
+	gpqaCoTInfo = "GPQA zero-shot chain of thought, lm-eval fork gpqa_*_cot_zeroshot v1.0, strict-match and flexible-extract; " + gpqaLayout
+	gpqaGenInfo = "GPQA few-shot generative, lm-eval fork gpqa_*_generative_n_shot v2.0 (5-shot, examples sampled like lm-eval), strict-match and flexible-extract; " + gpqaLayout
+	gpqaMCInfo  = "GPQA zero-shot multiple choice by log-likelihood, lm-eval fork gpqa_*_zeroshot v1.0 (completions API only); " + gpqaLayout
 )

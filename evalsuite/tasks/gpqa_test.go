@@ -48,7 +48,7 @@ func TestGPQAShuffleMatchesPython(t *testing.T) {
 	}{
 		{[]string{"97 Q", "451 Q", "412 Q", "388 Q"}, "(C)"},
 		{[]string{"The lumen sac", "The swim bladder", "The gill plate", "The fin. root"}, "(A)"},
-		{[]string{"Cupralite", "Cobaltine", "Zincoid", "Ferrane"}, "(B)"},
+		{[]string{"Cupralite ", "Cobaltine", "Zincoid", "Ferrane"}, "(B)"}, // "[ref 2]" removed, its space kept,
 		{[]string{"5", "9", "3", "7"}, "(D)"},
 		{[]string{"3.5", "4.5", "2.5", "1.5"}, "(C)"},
 	}

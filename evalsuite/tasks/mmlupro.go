@@ -13,10 +13,12 @@ import (
 // MMLU-Pro (TIGER-Lab/MMLU-Pro, MIT) is read from local files in the
 // dataset's own layout: question, options (a list of up to 10), answer (a
 // letter; answer_index is used when it is absent), category, and for the
-// few-shot file (the validation split) cot_content. Like lm-eval's
-// mmlu_pro group, every category is a subtask (mmlu_pro_<category>) and
-// mmlu_pro is their size-weighted mean, scored on the "custom-extract"
-// filter (the letter after "answer is").
+// few-shot file (the validation split) cot_content. The definition is
+// task version 2.1 of the lm-eval fork tt-inference-server runs, whose
+// scores the catalog holds. As in lm-eval's mmlu_pro group, every
+// category is a subtask (mmlu_pro_<category>) and mmlu_pro is their
+// size-weighted mean, scored on the "custom-extract" filter (the letter
+// after "answer is").
 //
 // lm-eval gives each category its own 5 examples: the first rows of the
 // validation split in that category. The task model picks examples from
@@ -44,6 +46,17 @@ func mmluProCategory(d evalsuite.Doc) (string, error) {
 // mmluProQuestion is lm-eval's format_cot_example without the answer:
 // "Question:\n<q>\nOptions:\nA. <opt>\n...Answer: Let's think step by step."
 func mmluProQuestion(d evalsuite.Doc) (string, error) {
+	body, err := mmluProBody(d)
+	if err != nil {
+		return "", err
+	}
+	return body + "Answer: Let's think step by step.", nil
+}
+
+// mmluProBody is the question and its options, each line ending in a
+// newline. Options are written as they are: the fork's task version does
+// not strip them (upstream lm-eval 3.1 does).
+func mmluProBody(d evalsuite.Doc) (string, error) {
 	q, err := d.Str("question")
 	if err != nil {
 		return "", err
@@ -58,9 +71,8 @@ func mmluProQuestion(d evalsuite.Doc) (string, error) {
 		if i >= len(mmluProLetters) {
 			break
 		}
-		fmt.Fprintf(&b, "%c. %s\n", mmluProLetters[i], strings.TrimSpace(o))
+		fmt.Fprintf(&b, "%c. %s\n", mmluProLetters[i], o)
 	}
-	b.WriteString("Answer: Let's think step by step.")
 	return b.String(), nil
 }
 
@@ -87,10 +99,12 @@ func mmluProTarget(d evalsuite.Doc) (string, error) {
 	return mmluProLetters[i : i+1], nil
 }
 
-// mmluProExample is one few-shot example: the question, a space, and the
-// worked answer without its leading "A: Let's think step by step. ".
+// mmluProExample is one few-shot example with its blank line: the
+// question and options, then the worked answer with its leading "A:"
+// spelled "Answer:" (format_cot_example with the answer; the example's
+// target is empty, so no delimiter is added).
 func mmluProExample(d evalsuite.Doc) (string, error) {
-	q, err := mmluProQuestion(d)
+	body, err := mmluProBody(d)
 	if err != nil {
 		return "", err
 	}
@@ -98,7 +112,7 @@ func mmluProExample(d evalsuite.Doc) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return q + " " + strings.ReplaceAll(cot, "A: Let's think step by step. ", ""), nil
+	return body + strings.ReplaceAll(cot, "A: Let's think step by step.", "Answer: Let's think step by step.") + "\n\n", nil
 }
 
 func mmluProDescription(category string) string {
@@ -142,7 +156,7 @@ func mmluProPrefixes(docs, pool []evalsuite.Doc, shots int) (map[string]string, 
 			if err != nil {
 				return nil, fmt.Errorf("few-shot dataset: %w", err)
 			}
-			b.WriteString(ex + "\n\n")
+			b.WriteString(ex)
 		}
 		out[c] = b.String()
 	}
@@ -153,7 +167,8 @@ func mmluProSubtask(category string) string {
 	return "mmlu_pro_" + strings.ReplaceAll(strings.TrimSpace(category), " ", "_")
 }
 
-// buildMMLUPro is lm-eval's mmlu_pro (v3.1 task template): 5-shot chain of
+// buildMMLUPro is mmlu_pro as the lm-eval fork tt-inference-server runs
+// defines it (task template v2.1): 5-shot chain of
 // thought per category when a few-shot file is given, generated until
 // "Question:" (2048 tokens at most), exact_match on the extracted letter
 // ignoring case and punctuation.
@@ -176,7 +191,7 @@ func buildMMLUPro(src Source) (*evalsuite.Task, error) {
 	}
 	sort.Strings(cats)
 	return &evalsuite.Task{
-		Name: "mmlu_pro", Version: "3.1", Output: evalsuite.GenerateUntil, Docs: docs,
+		Name: "mmlu_pro", Version: "2.1", Output: evalsuite.GenerateUntil, Docs: docs,
 		TargetDelimiter: " ", FewshotDelimiter: "\n\n",
 		DescriptionFor: func(d evalsuite.Doc) string {
 			c, _ := mmluProCategory(d) // checked while rendering the prefixes

@@ -27,8 +27,9 @@ func TestMMLUProPromptGolden(t *testing.T) {
 	}
 	// Computer-science documents get the computer-science examples, the
 	// economics document the economics ones; the eleventh option is not
-	// shown, and options are stripped. The golden text was cross-checked
-	// against lm-eval's mmlu_pro utils.py run on the same fixture rows.
+	// shown, and options keep their spaces (" O(1) "). The golden text was
+	// cross-checked against the mmlu_pro utils.py of tt-inference-server's
+	// lm-eval fork (task version 2.1) run on the same fixture rows.
 	checkGolden(t, "mmlu_pro.txt", b.String())
 	if g := task.Gen; g.MaxGenToks != 2048 || strings.Join(g.Until, "|") != "Question:" || g.Temperature != 0 {
 		t.Errorf("gen kwargs %+v", g)

@@ -1,10 +1,13 @@
 # Re-derives the GPQA shuffles that gpqa_test.go expects for gpqa.csv, the
-# way lm-eval's process_docs draws them after `--seed 42` (run here).
-import csv, random
+# way the process_docs of tt-inference-server's lm-eval fork draws them
+# after `--seed 42` (run here).
+import csv, random, re
 def pre(t):
     if t is None:
         return " "
-    return t.strip().replace(" [title]", ". ").replace("  ", " ")
+    t = t.strip().replace(" [title]", ". ")
+    t = re.sub("\\[.*?\\]", "", t)
+    return t.replace("  ", " ")
 random.seed(42)
 for row in csv.DictReader(open("gpqa.csv")):
     ch = [pre(row[k]) for k in ("Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3", "Correct Answer")]
