@@ -14,12 +14,12 @@ import (
 type ChoiceStep interface {
 	Step
 	// ApplyChoices is Apply with the document's answer choices in order
-	// (the first is labelled A).
+	// (the first is labelled A); nil means they are unknown, as in Apply.
 	ApplyChoices(resps, choices []string) ([]string, error)
 }
 
 // ApplyChoices is Apply for a document whose answer choices are known:
-// steps implementing ChoiceStep receive them.
+// steps implementing ChoiceStep receive them (nil choices behave as Apply).
 func (c Chain) ApplyChoices(resps, choices []string) (string, error) {
 	cur := resps
 	for _, s := range c.Steps {
@@ -117,10 +117,7 @@ func (m *MultiChoiceRegex) ApplyChoices(resps, choices []string) ([]string, erro
 	if len(choices) > 26 {
 		return nil, fmt.Errorf("multi_choice_regex: %d choices, at most 26 can be labelled", len(choices))
 	}
-	if choices == nil {
-		choices = []string{}
-	}
-	return m.apply(resps, choices)
+	return m.apply(resps, choices) // nil choices: unknown, as in Apply
 }
 
 // quoteLiteral escapes s for use as a literal in a pattern (Python's

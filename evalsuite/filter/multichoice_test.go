@@ -94,3 +94,19 @@ func FuzzMultiChoice(f *testing.F) {
 		}
 	})
 }
+
+// TestApplyChoicesNil: unknown choices (nil) behave as plain Apply, with
+// the bare-letter stage over the default four labels.
+func TestApplyChoicesNil(t *testing.T) {
+	ch := filter.GPQAFlexible()
+	for _, resp := range []string{"so: C", "The answer is (B).", "the copper one"} {
+		a, err := ch.Apply([]string{resp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := ch.ApplyChoices([]string{resp}, nil)
+		if err != nil || a != b {
+			t.Errorf("%q: Apply %q, ApplyChoices(nil) %q %v", resp, a, b, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package r1grade
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -93,4 +94,16 @@ func FuzzCandidate(f *testing.F) {
 		}
 		_ = Score("B", got)
 	})
+}
+
+// BenchmarkCandidate grades a long reasoning response (about 40 KB of
+// thinking, then a boxed letter), the common case for r1_gpqa_diamond.
+func BenchmarkCandidate(b *testing.B) {
+	resp := "<think>" + strings.Repeat("Consider option (A) versus option (C); the energy is 3.5 eV, so ", 600) + "</think>\n\nThe answer is \\boxed{C}."
+	b.SetBytes(int64(len(resp)))
+	for b.Loop() {
+		if Candidate(resp) != "C" {
+			b.Fatal("wrong candidate")
+		}
+	}
 }
