@@ -442,9 +442,17 @@ func (t *Task) Score(doc Doc, resps []Response) ([]Scored, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A generated answer may name its choice by text rather than by
+		// letter; filters like multi_choice_regex read the choices.
+		var choices []string
+		if t.DocToChoices != nil {
+			if choices, err = t.DocToChoices(doc); err != nil {
+				return nil, err
+			}
+		}
 		out := make([]Scored, 0, len(t.Filters))
 		for _, f := range t.Filters {
-			got, err := f.Apply([]string{resps[0].Text})
+			got, err := f.ApplyChoices([]string{resps[0].Text}, choices)
 			if err != nil {
 				return nil, err
 			}

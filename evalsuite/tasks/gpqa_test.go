@@ -249,3 +249,36 @@ func TestGPQAErrors(t *testing.T) {
 		t.Errorf("no dataset: %v", err)
 	}
 }
+
+// TestGPQAFlexibleExtractReadsChoiceText: a CoT answer that names its
+// choice by text, not letter, still scores under flexible-extract (the
+// task hands the document's choices to multi_choice_regex).
+func TestGPQAFlexibleExtractReadsChoiceText(t *testing.T) {
+	task, err := Build("gpqa_diamond_cot_zeroshot", Source{Dataset: "testdata/gpqa.csv", NumFewShot: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := task.Docs[0] // choices 97 Q, 451 Q, 412 Q, 388 Q; answer (C)
+	for _, c := range []struct {
+		text string
+		want float64
+	}{
+		{"Working it through, the charge comes to 412 Q.", 1},
+		{"Working it through, the charge comes to 451 Q.", 0},
+		{"So the answer is (C).", 1},
+	} {
+		scored, err := task.Score(doc, []evalsuite.Response{{Text: c.text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := -1.0
+		for _, s := range scored {
+			if s.Filter == "flexible-extract" {
+				got = s.Scores["exact_match"][0]
+			}
+		}
+		if got != c.want {
+			t.Errorf("%q: flexible-extract exact_match = %v, want %v (%+v)", c.text, got, c.want, scored)
+		}
+	}
+}
