@@ -81,32 +81,72 @@ func TestAsmF32(t *testing.T) {
 	}
 }
 
+// TestAsmF16 requires the F16 assembly to equal its pure-Go twins bit for
+// bit: both add in ggml's order (f16order.go), and the cross-check against
+// llama.cpp depends on that order, not on closeness.
 func TestAsmF16(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(27, 28))
-	for _, n := range []int{8, 16, 24, 40, 168} {
-		stride := n + 3
+	for _, n := range []int{16, 32, 48, 64, 128, 144, 192, 256, 320} {
+		stride := n + 16
 		src := randVec(rng, 4*stride)
 		w := make([]uint16, len(src))
 		F32ToF16Slice(w, src)
 		x := randVec(rng, 3*stride)
-		out := make([]float32, 3*6)
-		f16Tile4x3(w, stride, x, stride, n, out, 6)
-		out1 := make([]float32, 4)
-		f16Tile4x1(w, stride, x, n, out1)
-		outRows := make([]float32, 4)
-		dotF16Rows(w, stride, x, n, outRows)
-		wf := make([]float32, len(w))
-		F16ToF32Slice(wf, w)
+		roundToF16Go(x, x)
+		out41 := make([]float32, 4)
+		f16Gemm4x1AVX(w, stride, x, n, out41)
+		out23 := make([]float32, 2*5+2)
+		f16Gemm2x3AVX(w, stride, x, stride, n, out23, 5)
 		for r := 0; r < 4; r++ {
 			wr := w[r*stride : r*stride+n]
-			mag := absDot(wf[r*stride:r*stride+n], x[:n])
-			closeSum(t, "f16Tile4x1", out1[r], dotF16Go(wr, x[:n]), mag)
-			closeSum(t, "dotF16AVX", dotF16AVX(wr, x[:n]), dotF16Go(wr, x[:n]), mag)
-			closeSum(t, "dotF16Rows", outRows[r], dotF16Go(wr, x[:n]), mag)
+			want := dotF16GemmGo(wr, x[:n])
+			if math.Float32bits(out41[r]) != math.Float32bits(want) {
+				t.Errorf("n=%d f16Gemm4x1AVX row %d = %g, dotF16GemmGo %g", n, r, out41[r], want)
+			}
+			if np := n &^ 63; np > 0 {
+				got, want := f16DotVecAVX(wr[:np], x[:np]), dotF16VecGo(wr[:np], x[:np])
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Errorf("n=%d f16DotVecAVX row %d = %g, dotF16VecGo %g", n, r, got, want)
+				}
+			}
+			if r >= 2 {
+				continue
+			}
 			for b := 0; b < 3; b++ {
-				xb := x[b*stride : b*stride+n]
-				closeSum(t, "f16Tile4x3", out[b*6+r], dotF16Go(wr, xb), absDot(wf[r*stride:r*stride+n], xb))
+				want := dotF16GemmGo(wr, x[b*stride:b*stride+n])
+				if got := out23[b*5+r]; math.Float32bits(got) != math.Float32bits(want) {
+					t.Errorf("n=%d f16Gemm2x3AVX row %d batch %d = %g, dotF16GemmGo %g", n, r, b, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestAsmMatMulF16 runs whole products through both F16 paths (the gemm and
+// vec orders, with and without a tail past the last 64) and requires the
+// assembly's results to equal the pure-Go ones exactly.
+func TestAsmMatMulF16(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(29, 30))
+	p := NewPool(2)
+	defer p.Close()
+	for _, sh := range []struct{ rows, cols, batch int }{
+		{64, 64, 1}, {64, 64, 5}, {172, 64, 7}, {64, 172, 1}, {64, 172, 4}, {36, 256, 3}, {30, 128, 2}, {8, 40, 3},
+	} {
+		w := mustWeight(t, gguf.TypeF16, sh.rows, sh.cols, randVec(rng, sh.rows*sh.cols))
+		x := randVec(rng, sh.batch*sh.cols)
+		got := make([]float32, sh.batch*sh.rows)
+		p.MatMul(got, w, x, sh.batch)
+		want := make([]float32, len(got))
+		xr := make([]float32, len(x))
+		roundToF16Go(xr, x)
+		j := &matmulJob{out: want, w: w, x: xr, batch: sh.batch, rowBytes: 2 * sh.cols}
+		matmulF16Go(j, 0, sh.rows)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Errorf("%dx%d batch %d: out[%d] = %g, pure Go %g", sh.rows, sh.cols, sh.batch, i, got[i], want[i])
+				break
 			}
 		}
 	}

@@ -25,20 +25,6 @@ func dotF32Go(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func dotF16Go(w []uint16, x []float32) float32 {
-	x = x[:len(w)]
-	var s0, s1 float32
-	i := 0
-	for ; i+2 <= len(w); i += 2 {
-		s0 += F16ToF32(w[i]) * x[i]
-		s1 += F16ToF32(w[i+1]) * x[i+1]
-	}
-	if i < len(w) {
-		s0 += F16ToF32(w[i]) * x[i]
-	}
-	return s0 + s1
-}
-
 func dotBF16Go(w []uint16, x []float32) float32 {
 	x = x[:len(w)]
 	var s0, s1 float32
@@ -205,16 +191,6 @@ func matmulF32Go(j *matmulJob, r0, r1 int) {
 		row := bytesF32(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
 		for b := 0; b < j.batch; b++ {
 			j.out[b*w.Rows+r] = dotF32Go(row, j.x[b*w.Cols:(b+1)*w.Cols])
-		}
-	}
-}
-
-func matmulF16Go(j *matmulJob, r0, r1 int) {
-	w := j.w
-	for r := r0; r < r1; r++ {
-		row := bytesU16(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
-		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotF16Go(row, j.x[b*w.Cols:(b+1)*w.Cols])
 		}
 	}
 }

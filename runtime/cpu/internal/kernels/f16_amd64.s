@@ -2,12 +2,82 @@
 
 #include "textflag.h"
 
-// Half-precision weights are widened with VCVTPH2PS as they are loaded; the
-// products and sums are float32, as in the F32 kernels.
+// Half-precision weights are widened with VCVTPH2PS as they are loaded. The
+// activations are F16 values too (rounded by roundF16AVX), so every product
+// is exact in float32 and only the order of the additions matters: these
+// kernels add in the order of ggml's AVX-512 build, which f16order.go
+// describes and dotF16VecGo/dotF16GemmGo implement lane for lane.
 
-// func f16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
-// out[r] = sum_{c<n} f32(w[r*ws+c])*x[c] for r < 4; n must be a multiple of 8.
-TEXT ·f16Tile4x1(SB), NOSPLIT, $0-88
+// REDUCE16 sums 16 lanes, lanes 0-7 in ylo and 8-15 in yhi, the way GCC's
+// _mm512_reduce_add_ps does: 8+8, 4+4, lanes 2,3 onto 0,1, lane 1 onto 0.
+// The sum ends in the low lane of xlo; yhi is clobbered.
+#define REDUCE16(ylo, yhi, xlo, xhi) \
+	VADDPS yhi, ylo, ylo; \
+	VEXTRACTF128 $1, ylo, xhi; \
+	VADDPS xhi, xlo, xlo; \
+	VPERMILPS $0x4E, xlo, xhi; \
+	VADDPS xhi, xlo, xlo; \
+	VMOVSHDUP xlo, xhi; \
+	VADDSS xhi, xlo, xlo
+
+// func f16DotVecAVX(w []uint16, x []float32) float32
+// ggml_vec_dot_f16's 64 lanes over len(w) elements, a multiple of 64, folded
+// and reduced to one float32 (the caller adds the leftovers in float64).
+// Y0..Y7 hold lanes 0-7, ..., 56-63.
+TEXT ·f16DotVecAVX(SB), NOSPLIT, $0-52
+	MOVQ w_base+0(FP), SI
+	MOVQ w_len+8(FP), CX
+	MOVQ x_base+24(FP), DI
+	SHLQ $1, CX                // weight bytes; x offsets are twice the weight offsets
+	XORQ AX, AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+hv64:
+	CMPQ AX, CX
+	JAE  hvsum
+	VCVTPH2PS (SI)(AX*1), Y8
+	VCVTPH2PS 16(SI)(AX*1), Y9
+	VCVTPH2PS 32(SI)(AX*1), Y10
+	VCVTPH2PS 48(SI)(AX*1), Y11
+	VFMADD231PS (DI)(AX*2), Y8, Y0
+	VFMADD231PS 32(DI)(AX*2), Y9, Y1
+	VFMADD231PS 64(DI)(AX*2), Y10, Y2
+	VFMADD231PS 96(DI)(AX*2), Y11, Y3
+	VCVTPH2PS 64(SI)(AX*1), Y8
+	VCVTPH2PS 80(SI)(AX*1), Y9
+	VCVTPH2PS 96(SI)(AX*1), Y10
+	VCVTPH2PS 112(SI)(AX*1), Y11
+	VFMADD231PS 128(DI)(AX*2), Y8, Y4
+	VFMADD231PS 160(DI)(AX*2), Y9, Y5
+	VFMADD231PS 192(DI)(AX*2), Y10, Y6
+	VFMADD231PS 224(DI)(AX*2), Y11, Y7
+	ADDQ $128, AX
+	JMP  hv64
+
+hvsum:
+	// Lane l+32 onto l, then l+16 onto l: ((l + l+32) + (l+16 + l+48)).
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	REDUCE16(Y0, Y1, X0, X1)
+	VMOVSS X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// func f16Gemm4x1AVX(w []uint16, ws int, x []float32, n int, out []float32)
+// tinyBLAS's 16 lanes: out[r] = sum_{c<n} f32(w[r*ws+c])*x[c] for r < 4; n
+// must be a multiple of 16. Row r's lanes are in Y(2r) (0-7) and Y(2r+1).
+TEXT ·f16Gemm4x1AVX(SB), NOSPLIT, $0-88
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
 	MOVQ x_base+32(FP), DI
@@ -27,66 +97,49 @@ TEXT ·f16Tile4x1(SB), NOSPLIT, $0-88
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	XORQ AX, AX                // weight byte offset; x offset is twice it
-	MOVQ CX, BX
-	ANDQ $-32, BX
 
-h41x16:
-	CMPQ AX, BX
-	JAE  h41x8
+hg41:
+	CMPQ AX, CX
+	JAE  hg41sum
 	VMOVUPS (DI)(AX*2), Y8
 	VMOVUPS 32(DI)(AX*2), Y9
 	VCVTPH2PS (SI)(AX*1), Y10
-	VCVTPH2PS (R11)(AX*1), Y11
-	VCVTPH2PS (R12)(AX*1), Y12
-	VCVTPH2PS (R13)(AX*1), Y13
+	VCVTPH2PS 16(SI)(AX*1), Y11
 	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y8, Y11, Y1
+	VFMADD231PS Y9, Y11, Y1
+	VCVTPH2PS (R11)(AX*1), Y12
+	VCVTPH2PS 16(R11)(AX*1), Y13
 	VFMADD231PS Y8, Y12, Y2
-	VFMADD231PS Y8, Y13, Y3
-	VCVTPH2PS 16(SI)(AX*1), Y10
-	VCVTPH2PS 16(R11)(AX*1), Y11
-	VCVTPH2PS 16(R12)(AX*1), Y12
-	VCVTPH2PS 16(R13)(AX*1), Y13
-	VFMADD231PS Y9, Y10, Y4
+	VFMADD231PS Y9, Y13, Y3
+	VCVTPH2PS (R12)(AX*1), Y10
+	VCVTPH2PS 16(R12)(AX*1), Y11
+	VFMADD231PS Y8, Y10, Y4
 	VFMADD231PS Y9, Y11, Y5
-	VFMADD231PS Y9, Y12, Y6
+	VCVTPH2PS (R13)(AX*1), Y12
+	VCVTPH2PS 16(R13)(AX*1), Y13
+	VFMADD231PS Y8, Y12, Y6
 	VFMADD231PS Y9, Y13, Y7
 	ADDQ $32, AX
-	JMP  h41x16
+	JMP  hg41
 
-h41x8:
-	CMPQ AX, CX
-	JAE  h41sum
-	VMOVUPS (DI)(AX*2), Y8
-	VCVTPH2PS (SI)(AX*1), Y10
-	VCVTPH2PS (R11)(AX*1), Y11
-	VCVTPH2PS (R12)(AX*1), Y12
-	VCVTPH2PS (R13)(AX*1), Y13
-	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y8, Y11, Y1
-	VFMADD231PS Y8, Y12, Y2
-	VFMADD231PS Y8, Y13, Y3
-	ADDQ $16, AX
-	JMP  h41x8
-
-h41sum:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, (DX)
+hg41sum:
+	REDUCE16(Y0, Y1, X0, X1)
+	VMOVSS X0, (DX)
+	REDUCE16(Y2, Y3, X2, X3)
+	VMOVSS X2, 4(DX)
+	REDUCE16(Y4, Y5, X4, X5)
+	VMOVSS X4, 8(DX)
+	REDUCE16(Y6, Y7, X6, X7)
+	VMOVSS X6, 12(DX)
 	VZEROUPPER
 	RET
 
-// func f16Tile4x3(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
-// out[b*os+r] = sum_{c<n} f32(w[r*ws+c])*x[b*xs+c] for r < 4, b < 3; n must
-// be a multiple of 8.
-TEXT ·f16Tile4x3(SB), NOSPLIT, $0-104
+// func f16Gemm2x3AVX(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+// tinyBLAS's 16 lanes for two weight rows and three activation rows:
+// out[b*os+r] = sum_{c<n} f32(w[r*ws+c])*x[b*xs+c] for r < 2, b < 3; n must
+// be a multiple of 16. The activations are read as memory operands so the
+// twelve accumulators fit: (r, b) is in Y(6r+2b) (lanes 0-7) and Y(6r+2b+1).
+TEXT ·f16Gemm2x3AVX(SB), NOSPLIT, $0-104
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
 	MOVQ x_base+32(FP), DI
@@ -99,8 +152,6 @@ TEXT ·f16Tile4x3(SB), NOSPLIT, $0-104
 	SHLQ $2, R10
 	SHLQ $1, CX
 	LEAQ (SI)(R8*1), R11
-	LEAQ (SI)(R8*2), R12
-	LEAQ (R11)(R8*2), R13
 	LEAQ (DI)(R9*1), AX
 	LEAQ (DI)(R9*2), BX
 	VXORPS Y0, Y0, Y0
@@ -117,99 +168,41 @@ TEXT ·f16Tile4x3(SB), NOSPLIT, $0-104
 	VXORPS Y11, Y11, Y11
 	XORQ R8, R8                // weight byte offset; x offset is twice it
 
-h43loop:
+hg23:
 	CMPQ R8, CX
-	JAE  h43sum
-	VMOVUPS (DI)(R8*2), Y12
-	VMOVUPS (AX)(R8*2), Y13
-	VMOVUPS (BX)(R8*2), Y14
-	VCVTPH2PS (SI)(R8*1), Y15
-	VFMADD231PS Y12, Y15, Y0
-	VFMADD231PS Y13, Y15, Y1
-	VFMADD231PS Y14, Y15, Y2
-	VCVTPH2PS (R11)(R8*1), Y15
-	VFMADD231PS Y12, Y15, Y3
-	VFMADD231PS Y13, Y15, Y4
-	VFMADD231PS Y14, Y15, Y5
-	VCVTPH2PS (R12)(R8*1), Y15
-	VFMADD231PS Y12, Y15, Y6
-	VFMADD231PS Y13, Y15, Y7
-	VFMADD231PS Y14, Y15, Y8
-	VCVTPH2PS (R13)(R8*1), Y15
-	VFMADD231PS Y12, Y15, Y9
-	VFMADD231PS Y13, Y15, Y10
-	VFMADD231PS Y14, Y15, Y11
-	ADDQ $16, R8
-	JMP  h43loop
+	JAE  hg23sum
+	VCVTPH2PS (SI)(R8*1), Y12
+	VCVTPH2PS (R11)(R8*1), Y13
+	VFMADD231PS (DI)(R8*2), Y12, Y0
+	VFMADD231PS (AX)(R8*2), Y12, Y2
+	VFMADD231PS (BX)(R8*2), Y12, Y4
+	VFMADD231PS (DI)(R8*2), Y13, Y6
+	VFMADD231PS (AX)(R8*2), Y13, Y8
+	VFMADD231PS (BX)(R8*2), Y13, Y10
+	VCVTPH2PS 16(SI)(R8*1), Y12
+	VCVTPH2PS 16(R11)(R8*1), Y13
+	VFMADD231PS 32(DI)(R8*2), Y12, Y1
+	VFMADD231PS 32(AX)(R8*2), Y12, Y3
+	VFMADD231PS 32(BX)(R8*2), Y12, Y5
+	VFMADD231PS 32(DI)(R8*2), Y13, Y7
+	VFMADD231PS 32(AX)(R8*2), Y13, Y9
+	VFMADD231PS 32(BX)(R8*2), Y13, Y11
+	ADDQ $32, R8
+	JMP  hg23
 
-h43sum:
-	VHADDPS Y3, Y0, Y0
-	VHADDPS Y9, Y6, Y6
-	VHADDPS Y6, Y0, Y0
-	VEXTRACTF128 $1, Y0, X12
-	VADDPS X12, X0, X0
-	VMOVUPS X0, (DX)
-	VHADDPS Y4, Y1, Y1
-	VHADDPS Y10, Y7, Y7
-	VHADDPS Y7, Y1, Y1
-	VEXTRACTF128 $1, Y1, X12
-	VADDPS X12, X1, X1
-	VMOVUPS X1, (DX)(R10*1)
-	VHADDPS Y5, Y2, Y2
-	VHADDPS Y11, Y8, Y8
-	VHADDPS Y8, Y2, Y2
-	VEXTRACTF128 $1, Y2, X12
-	VADDPS X12, X2, X2
-	VMOVUPS X2, (DX)(R10*2)
-	VZEROUPPER
-	RET
-
-// func dotF16AVX(w []uint16, x []float32) float32
-// Requires len(w) to be a multiple of 8 and len(x) >= len(w).
-TEXT ·dotF16AVX(SB), NOSPLIT, $0-52
-	MOVQ w_base+0(FP), SI
-	MOVQ w_len+8(FP), CX
-	MOVQ x_base+24(FP), DI
-	SHLQ $1, CX                // weight bytes; x offsets are twice the weight offsets
-	XORQ AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ CX, DX
-	ANDQ $-64, DX
-
-hd32:
-	CMPQ AX, DX
-	JAE  hd8
-	VCVTPH2PS (SI)(AX*1), Y4
-	VCVTPH2PS 16(SI)(AX*1), Y5
-	VCVTPH2PS 32(SI)(AX*1), Y6
-	VCVTPH2PS 48(SI)(AX*1), Y7
-	VFMADD231PS (DI)(AX*2), Y4, Y0
-	VFMADD231PS 32(DI)(AX*2), Y5, Y1
-	VFMADD231PS 64(DI)(AX*2), Y6, Y2
-	VFMADD231PS 96(DI)(AX*2), Y7, Y3
-	ADDQ $64, AX
-	JMP  hd32
-
-hd8:
-	CMPQ AX, CX
-	JAE  hdsum
-	VCVTPH2PS (SI)(AX*1), Y4
-	VFMADD231PS (DI)(AX*2), Y4, Y0
-	ADDQ $16, AX
-	JMP  hd8
-
-hdsum:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	VMOVSS X0, ret+48(FP)
+hg23sum:
+	REDUCE16(Y0, Y1, X0, X1)
+	VMOVSS X0, (DX)
+	REDUCE16(Y6, Y7, X6, X7)
+	VMOVSS X6, 4(DX)
+	REDUCE16(Y2, Y3, X2, X3)
+	VMOVSS X2, (DX)(R10*1)
+	REDUCE16(Y8, Y9, X8, X9)
+	VMOVSS X8, 4(DX)(R10*1)
+	REDUCE16(Y4, Y5, X4, X5)
+	VMOVSS X4, (DX)(R10*2)
+	REDUCE16(Y10, Y11, X10, X11)
+	VMOVSS X10, 4(DX)(R10*2)
 	VZEROUPPER
 	RET
 

@@ -35,9 +35,6 @@ func f32Tile4x1(w []float32, ws int, x []float32, n int, out []float32)
 func dotF32Rows(w []float32, stride int, x []float32, n int, out []float32)
 
 //go:noescape
-func dotF16Rows(w []uint16, stride int, x []float32, n int, out []float32)
-
-//go:noescape
 func dotBF16Rows(w []uint16, stride int, x []float32, n int, out []float32)
 
 //go:noescape
@@ -90,16 +87,16 @@ func Axpy(alpha float32, x, y []float32) {
 }
 
 //go:noescape
-func dotF16AVX(w []uint16, x []float32) float32
+func f16DotVecAVX(w []uint16, x []float32) float32
 
 //go:noescape
 func roundF16AVX(dst, src []float32)
 
 //go:noescape
-func f16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
+func f16Gemm4x1AVX(w []uint16, ws int, x []float32, n int, out []float32)
 
 //go:noescape
-func f16Tile4x3(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+func f16Gemm2x3AVX(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
 
 //go:noescape
 func q4DotAVX(w []byte, xq []int8, xd []float32) float32
@@ -329,14 +326,53 @@ func matmulBlocks(j *matmulJob, r0, r1 int, rowsDot blockRows, dot blockDot, til
 	}
 }
 
-// matmulF16 and matmulBF16 have the F32 structure with 16-bit rows widened
-// in registers.
+// matmulF16 adds in ggml's order (f16order.go): tinyBLAS's 16 lanes in 2x3
+// and 4x1 register tiles where ggml takes that path, ggml_vec_dot_f16's 64
+// lanes one row at a time otherwise.
 func matmulF16(j *matmulJob, r0, r1 int) {
 	if !haveAsm {
 		matmulF16Go(j, r0, r1)
 		return
 	}
-	matmulHalf(j, r0, r1, dotF16Rows, f16Tile4x1, f16Tile4x3, dotF16Go)
+	cols, rows, batch := j.w.Cols, j.w.Rows, j.batch
+	w := bytesU16(j.w.Data)[:rows*cols]
+	x, out := j.x[:batch*cols], j.out
+	if f16Gemm(rows, cols, batch) {
+		r := r0
+		for ; r+4 <= r1; r += 4 {
+			wr := w[r*cols : (r+4)*cols]
+			b := 0
+			for ; b+3 <= batch; b += 3 {
+				xb := x[b*cols : (b+3)*cols]
+				f16Gemm2x3AVX(wr, cols, xb, cols, cols, out[b*rows+r:(b+2)*rows+r+2], rows)
+				f16Gemm2x3AVX(wr[2*cols:], cols, xb, cols, cols, out[b*rows+r+2:(b+2)*rows+r+4], rows)
+			}
+			for ; b < batch; b++ {
+				f16Gemm4x1AVX(wr, cols, x[b*cols:(b+1)*cols], cols, out[b*rows+r:b*rows+r+4])
+			}
+		}
+		for ; r < r1; r++ { // rows%4 == 0 makes r1-r0 a multiple of 4; kept for safety
+			for b := 0; b < batch; b++ {
+				out[b*rows+r] = dotF16GemmGo(w[r*cols:(r+1)*cols], x[b*cols:(b+1)*cols])
+			}
+		}
+		return
+	}
+	np := cols &^ (f16VecLanes - 1)
+	for b := 0; b < batch; b++ {
+		xb := x[b*cols : (b+1)*cols]
+		for r := r0; r < r1; r++ {
+			wr := w[r*cols : (r+1)*cols]
+			var s float64
+			if np > 0 {
+				s = float64(f16DotVecAVX(wr[:np], xb[:np]))
+			}
+			for i := np; i < cols; i++ {
+				s += float64(float32(F16ToF32(wr[i]) * xb[i]))
+			}
+			out[b*rows+r] = float32(s)
+		}
+	}
 }
 
 func matmulBF16(j *matmulJob, r0, r1 int) {

@@ -4,7 +4,7 @@
 
 // Row-loop variants of the single-row dot products: one call computes a
 // whole chunk of rows (the Go call per row costs as much as a short row).
-// Their inner loops repeat those of dotF32AVX, dotF16AVX, q8DotAVX and
+// Their inner loops repeat those of dotF32AVX, q8DotAVX and
 // q4DotAVX instruction for instruction (with local label names).
 
 DATA rones16<>+0(SB)/8, $0x0001000100010001
@@ -90,73 +90,6 @@ rdotsum:
 	JMP  f32rows
 
 f32rowsdone:
-	VZEROUPPER
-	RET
-
-// func dotF16Rows(w []uint16, stride int, x []float32, n int, out []float32)
-// As dotF32Rows for half-precision rows.
-TEXT ·dotF16Rows(SB), NOSPLIT, $0-88
-	MOVQ w_base+0(FP), R8
-	MOVQ stride+24(FP), R9
-	SHLQ $1, R9
-	MOVQ x_base+32(FP), R10
-	MOVQ n+56(FP), R11
-	SHLQ $1, R11
-	MOVQ out_base+64(FP), R13
-	MOVQ out_len+72(FP), BX
-
-f16rows:
-	TESTQ BX, BX
-	JZ   f16rowsdone
-	MOVQ R8, SI
-	MOVQ R10, DI
-	MOVQ R11, CX
-	XORQ AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ CX, DX
-	ANDQ $-64, DX
-
-rhd32:
-	CMPQ AX, DX
-	JAE  rhd8
-	VCVTPH2PS (SI)(AX*1), Y4
-	VCVTPH2PS 16(SI)(AX*1), Y5
-	VCVTPH2PS 32(SI)(AX*1), Y6
-	VCVTPH2PS 48(SI)(AX*1), Y7
-	VFMADD231PS (DI)(AX*2), Y4, Y0
-	VFMADD231PS 32(DI)(AX*2), Y5, Y1
-	VFMADD231PS 64(DI)(AX*2), Y6, Y2
-	VFMADD231PS 96(DI)(AX*2), Y7, Y3
-	ADDQ $64, AX
-	JMP  rhd32
-
-rhd8:
-	CMPQ AX, CX
-	JAE  rhdsum
-	VCVTPH2PS (SI)(AX*1), Y4
-	VFMADD231PS (DI)(AX*2), Y4, Y0
-	ADDQ $16, AX
-	JMP  rhd8
-
-rhdsum:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-
-	VMOVSS X0, (R13)
-	ADDQ R9, R8
-	ADDQ $4, R13
-	DECQ BX
-	JMP  f16rows
-
-f16rowsdone:
 	VZEROUPPER
 	RET
 
