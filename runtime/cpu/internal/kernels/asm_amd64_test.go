@@ -96,6 +96,8 @@ func TestAsmF16(t *testing.T) {
 		roundToF16Go(x, x)
 		out41 := make([]float32, 4)
 		f16Gemm4x1AVX(w, stride, x, n, out41)
+		vec4 := make([]float32, 4)
+		f16DotVec4AVX(w, stride, x, n-3, vec4)
 		out23 := make([]float32, 2*5+2)
 		f16Gemm2x3AVX(w, stride, x, stride, n, out23, 5)
 		for r := 0; r < 4; r++ {
@@ -104,10 +106,13 @@ func TestAsmF16(t *testing.T) {
 			if math.Float32bits(out41[r]) != math.Float32bits(want) {
 				t.Errorf("n=%d f16Gemm4x1AVX row %d = %g, dotF16GemmGo %g", n, r, out41[r], want)
 			}
-			if np := n &^ 63; np > 0 {
-				got, want := f16DotVecAVX(wr[:np], x[:np]), dotF16VecGo(wr[:np], x[:np])
+			if want := dotF16VecGo(wr[:n-3], x[:n-3]); math.Float32bits(vec4[r]) != math.Float32bits(want) {
+				t.Errorf("n=%d f16DotVec4AVX row %d = %g, dotF16VecGo %g", n-3, r, vec4[r], want)
+			}
+			for _, m := range []int{n, n - 3, n &^ 63} {
+				got, want := f16DotVecAVX(wr[:m], x[:m]), dotF16VecGo(wr[:m], x[:m])
 				if math.Float32bits(got) != math.Float32bits(want) {
-					t.Errorf("n=%d f16DotVecAVX row %d = %g, dotF16VecGo %g", n, r, got, want)
+					t.Errorf("n=%d f16DotVecAVX row %d = %g, dotF16VecGo %g", m, r, got, want)
 				}
 			}
 			if r >= 2 {

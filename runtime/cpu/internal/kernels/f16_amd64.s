@@ -21,14 +21,16 @@
 	VADDSS xhi, xlo, xlo
 
 // func f16DotVecAVX(w []uint16, x []float32) float32
-// ggml_vec_dot_f16's 64 lanes over len(w) elements, a multiple of 64, folded
-// and reduced to one float32 (the caller adds the leftovers in float64).
-// Y0..Y7 hold lanes 0-7, ..., 56-63.
+// ggml_vec_dot_f16: 64 lanes over the first len(w)&^63 elements, folded and
+// reduced to one float32, then the leftover products added one by one in
+// float64 and the sum rounded to float32. Y0..Y7 hold lanes 0-7, ..., 56-63.
 TEXT ·f16DotVecAVX(SB), NOSPLIT, $0-52
 	MOVQ w_base+0(FP), SI
 	MOVQ w_len+8(FP), CX
 	MOVQ x_base+24(FP), DI
 	SHLQ $1, CX                // weight bytes; x offsets are twice the weight offsets
+	MOVQ CX, DX
+	ANDQ $-128, DX             // bytes of whole 64-element steps
 	XORQ AX, AX
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -40,7 +42,7 @@ TEXT ·f16DotVecAVX(SB), NOSPLIT, $0-52
 	VXORPS Y7, Y7, Y7
 
 hv64:
-	CMPQ AX, CX
+	CMPQ AX, DX
 	JAE  hvsum
 	VCVTPH2PS (SI)(AX*1), Y8
 	VCVTPH2PS 16(SI)(AX*1), Y9
@@ -70,7 +72,144 @@ hvsum:
 	VADDPS Y2, Y0, Y0
 	VADDPS Y3, Y1, Y1
 	REDUCE16(Y0, Y1, X0, X1)
+	VCVTSS2SD X0, X0, X0
+
+hvtail:
+	CMPQ AX, CX
+	JAE  hvdone
+	MOVWLZX (SI)(AX*1), R9
+	VMOVD R9, X1
+	VCVTPH2PS X1, X1
+	VMULSS (DI)(AX*2), X1, X1
+	VCVTSS2SD X1, X1, X1
+	VADDSD X1, X0, X0
+	ADDQ $2, AX
+	JMP  hvtail
+
+hvdone:
+	VCVTSD2SS X0, X0, X0
 	VMOVSS X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// func f16DotVec4AVX(w []uint16, ws int, x []float32, n int, out []float32)
+// f16DotVecAVX for the four rows w[r*ws:r*ws+n], r < 4, into out[r]: the
+// 64-lane parts one row after the other (each parked in out[r]), then the
+// four float64 leftover chains side by side, which hides the latency of
+// their dependent additions.
+TEXT ·f16DotVec4AVX(SB), NOSPLIT, $0-88
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R8
+	MOVQ x_base+32(FP), DI
+	MOVQ n+56(FP), CX
+	MOVQ out_base+64(FP), DX
+	SHLQ $1, R8                // row stride in bytes
+	SHLQ $1, CX                // n in weight bytes
+	MOVQ CX, BX
+	ANDQ $-128, BX             // bytes of whole 64-element steps
+	XORQ R10, R10              // row
+	MOVQ SI, R11               // row pointer
+
+hv4row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ AX, AX
+
+hv4main:
+	CMPQ AX, BX
+	JAE  hv4red
+	VCVTPH2PS (R11)(AX*1), Y8
+	VCVTPH2PS 16(R11)(AX*1), Y9
+	VCVTPH2PS 32(R11)(AX*1), Y10
+	VCVTPH2PS 48(R11)(AX*1), Y11
+	VFMADD231PS (DI)(AX*2), Y8, Y0
+	VFMADD231PS 32(DI)(AX*2), Y9, Y1
+	VFMADD231PS 64(DI)(AX*2), Y10, Y2
+	VFMADD231PS 96(DI)(AX*2), Y11, Y3
+	VCVTPH2PS 64(R11)(AX*1), Y8
+	VCVTPH2PS 80(R11)(AX*1), Y9
+	VCVTPH2PS 96(R11)(AX*1), Y10
+	VCVTPH2PS 112(R11)(AX*1), Y11
+	VFMADD231PS 128(DI)(AX*2), Y8, Y4
+	VFMADD231PS 160(DI)(AX*2), Y9, Y5
+	VFMADD231PS 192(DI)(AX*2), Y10, Y6
+	VFMADD231PS 224(DI)(AX*2), Y11, Y7
+	ADDQ $128, AX
+	JMP  hv4main
+
+hv4red:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	REDUCE16(Y0, Y1, X0, X1)
+	VMOVSS X0, (DX)(R10*4)
+	ADDQ R8, R11
+	INCQ R10
+	CMPQ R10, $4
+	JB   hv4row
+
+	VMOVSS (DX), X12
+	VCVTSS2SD X12, X12, X12
+	VMOVSS 4(DX), X13
+	VCVTSS2SD X13, X13, X13
+	VMOVSS 8(DX), X14
+	VCVTSS2SD X14, X14, X14
+	VMOVSS 12(DX), X15
+	VCVTSS2SD X15, X15, X15
+	LEAQ (SI)(R8*1), R11
+	LEAQ (SI)(R8*2), R12
+	LEAQ (R11)(R8*2), R13
+	MOVQ BX, AX
+
+hv4tail:
+	CMPQ AX, CX
+	JAE  hv4done
+	VMOVSS (DI)(AX*2), X8
+	MOVWLZX (SI)(AX*1), R9
+	VMOVD R9, X0
+	MOVWLZX (R11)(AX*1), R9
+	VMOVD R9, X1
+	MOVWLZX (R12)(AX*1), R9
+	VMOVD R9, X2
+	MOVWLZX (R13)(AX*1), R9
+	VMOVD R9, X3
+	VCVTPH2PS X0, X0
+	VCVTPH2PS X1, X1
+	VCVTPH2PS X2, X2
+	VCVTPH2PS X3, X3
+	VMULSS X8, X0, X0
+	VMULSS X8, X1, X1
+	VMULSS X8, X2, X2
+	VMULSS X8, X3, X3
+	VCVTSS2SD X0, X0, X0
+	VCVTSS2SD X1, X1, X1
+	VCVTSS2SD X2, X2, X2
+	VCVTSS2SD X3, X3, X3
+	VADDSD X0, X12, X12
+	VADDSD X1, X13, X13
+	VADDSD X2, X14, X14
+	VADDSD X3, X15, X15
+	ADDQ $2, AX
+	JMP  hv4tail
+
+hv4done:
+	VCVTSD2SS X12, X12, X12
+	VMOVSS X12, (DX)
+	VCVTSD2SS X13, X13, X13
+	VMOVSS X13, 4(DX)
+	VCVTSD2SS X14, X14, X14
+	VMOVSS X14, 8(DX)
+	VCVTSD2SS X15, X15, X15
+	VMOVSS X15, 12(DX)
 	VZEROUPPER
 	RET
 
@@ -137,8 +276,9 @@ hg41sum:
 // func f16Gemm2x3AVX(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
 // tinyBLAS's 16 lanes for two weight rows and three activation rows:
 // out[b*os+r] = sum_{c<n} f32(w[r*ws+c])*x[b*xs+c] for r < 2, b < 3; n must
-// be a multiple of 16. The activations are read as memory operands so the
-// twelve accumulators fit: (r, b) is in Y(6r+2b) (lanes 0-7) and Y(6r+2b+1).
+// be a multiple of 16. The third activation row is read as a memory operand
+// so the twelve accumulators fit: (r, b) is in Y(6r+2b) (lanes 0-7) and
+// Y(6r+2b+1).
 TEXT ·f16Gemm2x3AVX(SB), NOSPLIT, $0-104
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
@@ -173,19 +313,23 @@ hg23:
 	JAE  hg23sum
 	VCVTPH2PS (SI)(R8*1), Y12
 	VCVTPH2PS (R11)(R8*1), Y13
-	VFMADD231PS (DI)(R8*2), Y12, Y0
-	VFMADD231PS (AX)(R8*2), Y12, Y2
+	VMOVUPS (DI)(R8*2), Y14
+	VMOVUPS (AX)(R8*2), Y15
+	VFMADD231PS Y14, Y12, Y0
+	VFMADD231PS Y15, Y12, Y2
 	VFMADD231PS (BX)(R8*2), Y12, Y4
-	VFMADD231PS (DI)(R8*2), Y13, Y6
-	VFMADD231PS (AX)(R8*2), Y13, Y8
+	VFMADD231PS Y14, Y13, Y6
+	VFMADD231PS Y15, Y13, Y8
 	VFMADD231PS (BX)(R8*2), Y13, Y10
 	VCVTPH2PS 16(SI)(R8*1), Y12
 	VCVTPH2PS 16(R11)(R8*1), Y13
-	VFMADD231PS 32(DI)(R8*2), Y12, Y1
-	VFMADD231PS 32(AX)(R8*2), Y12, Y3
+	VMOVUPS 32(DI)(R8*2), Y14
+	VMOVUPS 32(AX)(R8*2), Y15
+	VFMADD231PS Y14, Y12, Y1
+	VFMADD231PS Y15, Y12, Y3
 	VFMADD231PS 32(BX)(R8*2), Y12, Y5
-	VFMADD231PS 32(DI)(R8*2), Y13, Y7
-	VFMADD231PS 32(AX)(R8*2), Y13, Y9
+	VFMADD231PS Y14, Y13, Y7
+	VFMADD231PS Y15, Y13, Y9
 	VFMADD231PS 32(BX)(R8*2), Y13, Y11
 	ADDQ $32, R8
 	JMP  hg23

@@ -93,6 +93,9 @@ func f16DotVecAVX(w []uint16, x []float32) float32
 func roundF16AVX(dst, src []float32)
 
 //go:noescape
+func f16DotVec4AVX(w []uint16, ws int, x []float32, n int, out []float32)
+
+//go:noescape
 func f16Gemm4x1AVX(w []uint16, ws int, x []float32, n int, out []float32)
 
 //go:noescape
@@ -328,7 +331,7 @@ func matmulBlocks(j *matmulJob, r0, r1 int, rowsDot blockRows, dot blockDot, til
 
 // matmulF16 adds in ggml's order (f16order.go): tinyBLAS's 16 lanes in 2x3
 // and 4x1 register tiles where ggml takes that path, ggml_vec_dot_f16's 64
-// lanes one row at a time otherwise.
+// lanes four rows at a time otherwise.
 func matmulF16(j *matmulJob, r0, r1 int) {
 	if !haveAsm {
 		matmulF16Go(j, r0, r1)
@@ -358,19 +361,14 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 		}
 		return
 	}
-	np := cols &^ (f16VecLanes - 1)
 	for b := 0; b < batch; b++ {
 		xb := x[b*cols : (b+1)*cols]
-		for r := r0; r < r1; r++ {
-			wr := w[r*cols : (r+1)*cols]
-			var s float64
-			if np > 0 {
-				s = float64(f16DotVecAVX(wr[:np], xb[:np]))
-			}
-			for i := np; i < cols; i++ {
-				s += float64(float32(F16ToF32(wr[i]) * xb[i]))
-			}
-			out[b*rows+r] = float32(s)
+		r := r0
+		for ; r+4 <= r1; r += 4 {
+			f16DotVec4AVX(w[r*cols:(r+4)*cols], cols, xb, cols, out[b*rows+r:b*rows+r+4])
+		}
+		for ; r < r1; r++ {
+			out[b*rows+r] = f16DotVecAVX(w[r*cols:(r+1)*cols], xb)
 		}
 	}
 }
