@@ -87,12 +87,18 @@ func TestAsmF32(t *testing.T) {
 func TestAsmF16(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(27, 28))
-	for _, n := range []int{16, 32, 48, 64, 128, 144, 192, 256, 320} {
+	// Scale 1 keeps the vec leftovers on f16DotVec4AVX's vectorized path,
+	// scale 64 sends them through its sequential float64 loop.
+	for _, tc := range []struct{ n, scale int }{{16, 1}, {32, 1}, {48, 1}, {64, 1}, {128, 1}, {144, 1}, {192, 1}, {256, 1}, {320, 1}, {144, 64}, {320, 64}} {
+		n := tc.n
 		stride := n + 16
 		src := randVec(rng, 4*stride)
 		w := make([]uint16, len(src))
 		F32ToF16Slice(w, src)
 		x := randVec(rng, 3*stride)
+		for i := range x {
+			x[i] *= float32(tc.scale)
+		}
 		roundToF16Go(x, x)
 		out41 := make([]float32, 4)
 		f16Gemm4x1AVX(w, stride, x, n, out41)

@@ -94,9 +94,10 @@ hvdone:
 
 // func f16DotVec4AVX(w []uint16, ws int, x []float32, n int, out []float32)
 // f16DotVecAVX for the four rows w[r*ws:r*ws+n], r < 4, into out[r]: the
-// 64-lane parts one row after the other (each parked in out[r]), then the
-// four float64 leftover chains side by side, which hides the latency of
-// their dependent additions.
+// 64-lane parts one row after the other (each parked in out[r]) with the
+// leftovers summed vectorized where that is provably exact (see below);
+// otherwise the four float64 leftover chains side by side, which hides the
+// latency of their dependent additions.
 TEXT ·f16DotVec4AVX(SB), NOSPLIT, $0-88
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
@@ -108,6 +109,7 @@ TEXT ·f16DotVec4AVX(SB), NOSPLIT, $0-88
 	MOVQ CX, BX
 	ANDQ $-128, BX             // bytes of whole 64-element steps
 	XORQ R10, R10              // row
+	XORQ R14, R14              // rows whose leftovers need the sequential loop
 	MOVQ SI, R11               // row pointer
 
 hv4row:
@@ -151,12 +153,97 @@ hv4red:
 	VADDPS Y2, Y0, Y0
 	VADDPS Y3, Y1, Y1
 	REDUCE16(Y0, Y1, X0, X1)
-	VMOVSS X0, (DX)(R10*4)
+	VMOVSS X0, (DX)(R10*4)     // parked for the sequential leftovers
+
+	// Fast leftovers: every product is a multiple of 2^-48 (F16 times F16)
+	// and so is the parked float32 sum, so while |sum| + sum of |products|
+	// stays below 32 = 2^(53-48) every float64 partial sum is exact, in
+	// any order. Then eight products at a time, summed in four float64
+	// lanes, give the sequential sum bit for bit; otherwise (or on NaN)
+	// R14 flags the tile for the sequential loop below.
+	VCVTSS2SD X0, X0, X0
+	VXORPD Y2, Y2, Y2          // sum of products
+	VXORPD Y3, Y3, Y3          // sum of |products|
+	VPCMPEQQ Y5, Y5, Y5
+	VPSRLQ $1, Y5, Y5          // |x| mask for float64
+	MOVQ BX, AX
+
+hv4fast8:
+	LEAQ 16(AX), R9
+	CMPQ R9, CX
+	JA   hv4fast1
+	VCVTPH2PS (R11)(AX*1), Y8
+	VMULPS (DI)(AX*2), Y8, Y8
+	VCVTPS2PD X8, Y9
+	VEXTRACTF128 $1, Y8, X8
+	VCVTPS2PD X8, Y10
+	VADDPD Y9, Y2, Y2
+	VADDPD Y10, Y2, Y2
+	VANDPD Y5, Y9, Y9
+	VANDPD Y5, Y10, Y10
+	VADDPD Y9, Y3, Y3
+	VADDPD Y10, Y3, Y3
+	ADDQ $16, AX
+	JMP  hv4fast8
+
+hv4fast1:
+	VEXTRACTF128 $1, Y2, X8
+	VADDPD X8, X2, X2
+	VPERMILPD $1, X2, X8
+	VADDSD X8, X2, X2
+	VEXTRACTF128 $1, Y3, X8
+	VADDPD X8, X3, X3
+	VPERMILPD $1, X3, X8
+	VADDSD X8, X3, X3
+
+hv4fast1loop:
+	CMPQ AX, CX
+	JAE  hv4fastend
+	MOVWLZX (R11)(AX*1), R9
+	VMOVD R9, X8
+	VCVTPH2PS X8, X8
+	VMULSS (DI)(AX*2), X8, X8
+	VCVTSS2SD X8, X8, X8
+	VADDSD X8, X2, X2
+	VANDPD X5, X8, X8
+	VADDSD X8, X3, X3
+	ADDQ $2, AX
+	JMP  hv4fast1loop
+
+hv4fastend:
+	VADDSD X0, X2, X2          // the total
+	VANDPD X5, X0, X0
+	VADDSD X0, X3, X3          // its bound
+	VMOVQ X3, R9
+	MOVQ $0x4040000000000000, R13 // 32.0; non-negative float64s order as their bits, NaN above
+	CMPQ R9, R13
+	JB   hv4fastok
+	INCQ R14
+
+hv4fastok:
+	VMOVAPD X14, X15           // rotate: after four rows X15 holds row 0, X12 row 3
+	VMOVAPD X13, X14
+	VMOVAPD X12, X13
+	VMOVAPD X2, X12
 	ADDQ R8, R11
 	INCQ R10
 	CMPQ R10, $4
 	JB   hv4row
 
+	TESTQ R14, R14
+	JNZ  hv4seq
+	VCVTSD2SS X15, X15, X15
+	VMOVSS X15, (DX)
+	VCVTSD2SS X14, X14, X14
+	VMOVSS X14, 4(DX)
+	VCVTSD2SS X13, X13, X13
+	VMOVSS X13, 8(DX)
+	VCVTSD2SS X12, X12, X12
+	VMOVSS X12, 12(DX)
+	VZEROUPPER
+	RET
+
+hv4seq:
 	VMOVSS (DX), X12
 	VCVTSS2SD X12, X12, X12
 	VMOVSS 4(DX), X13
