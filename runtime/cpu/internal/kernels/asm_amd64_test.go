@@ -163,33 +163,52 @@ func TestAsmMatMulF16(t *testing.T) {
 	}
 }
 
+// TestAsmBF16 requires the BF16 assembly to equal its pure-Go twins bit
+// for bit (bf16order.go), through the kernels and whole products.
 func TestAsmBF16(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(39, 40))
-	for _, n := range []int{8, 16, 24, 40, 168} {
-		stride := n + 3
-		src := randVec(rng, 4*stride)
-		w := make([]uint16, len(src))
-		wf := make([]float32, len(src))
-		for i, v := range src {
+	for _, n := range []int{32, 64, 96, 128, 160, 256, 320} {
+		stride := n + 16
+		w := make([]uint16, 4*stride)
+		for i, v := range randVec(rng, len(w)) {
 			w[i] = F32ToBF16(v)
-			wf[i] = BF16ToF32(w[i])
 		}
-		x := randVec(rng, 3*stride)
-		out := make([]float32, 3*6)
-		bf16Tile4x3(w, stride, x, stride, n, out, 6)
-		out1 := make([]float32, 4)
-		bf16Tile4x1(w, stride, x, n, out1)
-		outRows := make([]float32, 4)
-		dotBF16Rows(w, stride, x, n, outRows)
+		src := randVec(rng, stride)
+		x, xh := make([]float32, stride), make([]uint16, stride)
+		roundToBF16(x, xh, src)
+		out := make([]float32, 4)
+		bf16Gemm4x1AVX(w, stride, xh, n, out)
 		for r := 0; r < 4; r++ {
 			wr := w[r*stride : r*stride+n]
-			mag := absDot(wf[r*stride:r*stride+n], x[:n])
-			closeSum(t, "bf16Tile4x1", out1[r], dotBF16Go(wr, x[:n]), mag)
-			closeSum(t, "dotBF16Rows", outRows[r], dotBF16Go(wr, x[:n]), mag)
-			for b := 0; b < 3; b++ {
-				xb := x[b*stride : b*stride+n]
-				closeSum(t, "bf16Tile4x3", out[b*6+r], dotBF16Go(wr, xb), absDot(wf[r*stride:r*stride+n], xb))
+			if want := dotBF16GemmGo(wr, x[:n]); math.Float32bits(out[r]) != math.Float32bits(want) {
+				t.Errorf("n=%d bf16Gemm4x1AVX row %d = %g, dotBF16GemmGo %g", n, r, out[r], want)
+			}
+			for _, m := range []int{n, n - 3, n + 7} {
+				wm := w[r*stride : r*stride+m]
+				if got, want := bf16DotVecAVX(wm, xh[:m]), dotBF16VecGo(wm, x[:m]); math.Float32bits(got) != math.Float32bits(want) {
+					t.Errorf("n=%d bf16DotVecAVX row %d = %g, dotBF16VecGo %g", m, r, got, want)
+				}
+			}
+		}
+	}
+	p := NewPool(2)
+	defer p.Close()
+	for _, sh := range []struct{ rows, cols, batch int }{
+		{64, 64, 1}, {64, 64, 5}, {172, 64, 3}, {64, 172, 1}, {64, 172, 4}, {36, 256, 3}, {30, 128, 2},
+	} {
+		w := mustWeight(t, gguf.TypeBF16, sh.rows, sh.cols, randVec(rng, sh.rows*sh.cols))
+		x := randVec(rng, sh.batch*sh.cols)
+		got := make([]float32, sh.batch*sh.rows)
+		p.MatMul(got, w, x, sh.batch)
+		want := make([]float32, len(got))
+		xr, xh := make([]float32, len(x)), make([]uint16, len(x))
+		roundToBF16(xr, xh, x)
+		matmulBF16Go(&matmulJob{out: want, w: w, x: xr, batch: sh.batch, rowBytes: 2 * sh.cols}, 0, sh.rows)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Errorf("BF16 %dx%d batch %d: out[%d] = %g, pure Go %g", sh.rows, sh.cols, sh.batch, i, got[i], want[i])
+				break
 			}
 		}
 	}

@@ -2,121 +2,133 @@
 
 #include "textflag.h"
 
-// bfloat16 kernels: the F16 kernels with each half-precision widening
-// replaced by a zero-extension to 32 bits and a 16-bit shift (a bfloat16
-// is the top half of a float32).
+// BF16 products in the order of VDPBF16PS (bf16order.go): a dword of a
+// bfloat16 row holds the pair (2j, 2j+1); shifting it left by 16 gives the
+// even element as a float32, masking off the low half the odd one. Both
+// weights and activations are bfloat16 here, so every product is exact and
+// lane j adds the odd product, then the even one.
 
-// func bf16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
-// out[r] = sum_{c<n} bf16(w[r*ws+c])*x[c] for r < 4; n must be a multiple of 8.
-TEXT ·bf16Tile4x1(SB), NOSPLIT, $0-88
+DATA bf16hi<>+0(SB)/4, $0xffff0000
+GLOBL bf16hi<>(SB), RODATA|NOPTR, $4
+
+// BF16PAIRS adds the 16 element pairs at woff(wp) (weights) and xoff(xp)
+// (activations), eight lanes, into acc; Y15 holds the 0xffff0000 mask and
+// t0..t3 are clobbered.
+#define BF16PAIRS(woff, wp, xoff, xp, acc, t0, t1, t2, t3) \
+	VMOVDQU woff(wp), t1; \
+	VPSLLD $16, t1, t0; \
+	VPAND t1, Y15, t1; \
+	VMOVDQU xoff(xp), t3; \
+	VPSLLD $16, t3, t2; \
+	VPAND t3, Y15, t3; \
+	VMULPS t3, t1, t1; \
+	VMULPS t2, t0, t0; \
+	VADDPS t1, acc, acc; \
+	VADDPS t0, acc, acc
+
+// BREDUCE16 sums 16 lanes, 0-7 in ylo and 8-15 in yhi, the way GCC's
+// _mm512_reduce_add_ps does; the sum ends in the low lane of xlo.
+#define BREDUCE16(ylo, yhi, xlo, xhi) \
+	VADDPS yhi, ylo, ylo; \
+	VEXTRACTF128 $1, ylo, xhi; \
+	VADDPS xhi, xlo, xlo; \
+	VPERMILPS $0x4E, xlo, xhi; \
+	VADDPS xhi, xlo, xlo; \
+	VMOVSHDUP xlo, xhi; \
+	VADDSS xhi, xlo, xlo
+
+// BF16W adds one row's 32 pairs at (wp) against the activation halves in
+// Y8..Y11 into acclo (lanes 0-7) and acchi (8-15); Y12..Y14 are clobbered.
+#define BF16W(wp, acclo, acchi) \
+	VMOVDQU (wp), Y13; \
+	VPSLLD $16, Y13, Y12; \
+	VPAND Y13, Y15, Y13; \
+	VMULPS Y9, Y13, Y13; \
+	VMULPS Y8, Y12, Y12; \
+	VADDPS Y13, acclo, acclo; \
+	VADDPS Y12, acclo, acclo; \
+	VMOVDQU 32(wp), Y13; \
+	VPSLLD $16, Y13, Y12; \
+	VPAND Y13, Y15, Y13; \
+	VMULPS Y11, Y13, Y13; \
+	VMULPS Y10, Y12, Y12; \
+	VADDPS Y13, acchi, acchi; \
+	VADDPS Y12, acchi, acchi
+
+// func bf16DotVecAVX(w []uint16, x []uint16) float32
+// ggml_vec_dot_bf16: two 16-lane VDPBF16PS accumulators over each 64
+// elements (Y0,Y1 the first 32, Y2,Y3 the second), reduced and added in
+// float64, then the leftovers one by one in float64.
+TEXT ·bf16DotVecAVX(SB), NOSPLIT, $0-52
+	MOVQ w_base+0(FP), SI
+	MOVQ w_len+8(FP), CX
+	MOVQ x_base+24(FP), DI
+	SHLQ $1, CX                // bytes
+	MOVQ CX, DX
+	ANDQ $-128, DX             // bytes of whole 64-element steps
+	VPBROADCASTD bf16hi<>(SB), Y15
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+
+bv64:
+	CMPQ AX, DX
+	JAE  bvsum
+	LEAQ (SI)(AX*1), R8
+	LEAQ (DI)(AX*1), R9
+	BF16PAIRS(0, R8, 0, R9, Y0, Y8, Y9, Y10, Y11)
+	BF16PAIRS(32, R8, 32, R9, Y1, Y8, Y9, Y10, Y11)
+	BF16PAIRS(64, R8, 64, R9, Y2, Y8, Y9, Y10, Y11)
+	BF16PAIRS(96, R8, 96, R9, Y3, Y8, Y9, Y10, Y11)
+	ADDQ $128, AX
+	JMP  bv64
+
+bvsum:
+	BREDUCE16(Y0, Y1, X0, X1)
+	BREDUCE16(Y2, Y3, X2, X3)
+	VCVTSS2SD X0, X0, X0
+	VCVTSS2SD X2, X2, X2
+	VADDSD X2, X0, X0
+
+bvtail:
+	CMPQ AX, CX
+	JAE  bvdone
+	MOVWLZX (SI)(AX*1), R8
+	SHLL $16, R8
+	VMOVD R8, X1
+	MOVWLZX (DI)(AX*1), R9
+	SHLL $16, R9
+	VMOVD R9, X2
+	VMULSS X2, X1, X1
+	VCVTSS2SD X1, X1, X1
+	VADDSD X1, X0, X0
+	ADDQ $2, AX
+	JMP  bvtail
+
+bvdone:
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// func bf16Gemm4x1AVX(w []uint16, ws int, x []uint16, n int, out []float32)
+// tinyBLAS's order: out[r] = one 16-lane VDPBF16PS accumulator over
+// w[r*ws:r*ws+n] and x[:n], reduced, for r < 4; n must be a multiple of 32.
+// Row r's lanes are in Y(2r) (0-7) and Y(2r+1) (8-15).
+TEXT ·bf16Gemm4x1AVX(SB), NOSPLIT, $0-88
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
 	MOVQ x_base+32(FP), DI
 	MOVQ n+56(FP), CX
 	MOVQ out_base+64(FP), DX
 	SHLQ $1, R8
-	SHLQ $1, CX                // n in weight bytes
-	LEAQ (SI)(R8*1), R11
-	LEAQ (SI)(R8*2), R12
-	LEAQ (R11)(R8*2), R13
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ AX, AX                // weight byte offset; x offset is twice it
-	MOVQ CX, BX
-	ANDQ $-32, BX
-
-bh41x16:
-	CMPQ AX, BX
-	JAE  bh41x8
-	VMOVUPS (DI)(AX*2), Y8
-	VMOVUPS 32(DI)(AX*2), Y9
-	VPMOVZXWD (SI)(AX*1), Y10
-	VPSLLD $16, Y10, Y10
-	VPMOVZXWD (R11)(AX*1), Y11
-	VPSLLD $16, Y11, Y11
-	VPMOVZXWD (R12)(AX*1), Y12
-	VPSLLD $16, Y12, Y12
-	VPMOVZXWD (R13)(AX*1), Y13
-	VPSLLD $16, Y13, Y13
-	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y8, Y11, Y1
-	VFMADD231PS Y8, Y12, Y2
-	VFMADD231PS Y8, Y13, Y3
-	VPMOVZXWD 16(SI)(AX*1), Y10
-	VPSLLD $16, Y10, Y10
-	VPMOVZXWD 16(R11)(AX*1), Y11
-	VPSLLD $16, Y11, Y11
-	VPMOVZXWD 16(R12)(AX*1), Y12
-	VPSLLD $16, Y12, Y12
-	VPMOVZXWD 16(R13)(AX*1), Y13
-	VPSLLD $16, Y13, Y13
-	VFMADD231PS Y9, Y10, Y4
-	VFMADD231PS Y9, Y11, Y5
-	VFMADD231PS Y9, Y12, Y6
-	VFMADD231PS Y9, Y13, Y7
-	ADDQ $32, AX
-	JMP  bh41x16
-
-bh41x8:
-	CMPQ AX, CX
-	JAE  bh41sum
-	VMOVUPS (DI)(AX*2), Y8
-	VPMOVZXWD (SI)(AX*1), Y10
-	VPSLLD $16, Y10, Y10
-	VPMOVZXWD (R11)(AX*1), Y11
-	VPSLLD $16, Y11, Y11
-	VPMOVZXWD (R12)(AX*1), Y12
-	VPSLLD $16, Y12, Y12
-	VPMOVZXWD (R13)(AX*1), Y13
-	VPSLLD $16, Y13, Y13
-	VFMADD231PS Y8, Y10, Y0
-	VFMADD231PS Y8, Y11, Y1
-	VFMADD231PS Y8, Y12, Y2
-	VFMADD231PS Y8, Y13, Y3
-	ADDQ $16, AX
-	JMP  bh41x8
-
-bh41sum:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VMOVUPS X0, (DX)
-	VZEROUPPER
-	RET
-
-
-// func bf16Tile4x3(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
-// out[b*os+r] = sum_{c<n} bf16(w[r*ws+c])*x[b*xs+c] for r < 4, b < 3; n must
-// be a multiple of 8.
-TEXT ·bf16Tile4x3(SB), NOSPLIT, $0-104
-	MOVQ w_base+0(FP), SI
-	MOVQ ws+24(FP), R8
-	MOVQ x_base+32(FP), DI
-	MOVQ xs+56(FP), R9
-	MOVQ n+64(FP), CX
-	MOVQ out_base+72(FP), DX
-	MOVQ os+96(FP), R10
-	SHLQ $1, R8
-	SHLQ $2, R9
-	SHLQ $2, R10
 	SHLQ $1, CX
 	LEAQ (SI)(R8*1), R11
 	LEAQ (SI)(R8*2), R12
 	LEAQ (R11)(R8*2), R13
-	LEAQ (DI)(R9*1), AX
-	LEAQ (DI)(R9*2), BX
+	VPBROADCASTD bf16hi<>(SB), Y15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -125,133 +137,39 @@ TEXT ·bf16Tile4x3(SB), NOSPLIT, $0-104
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	VXORPS Y11, Y11, Y11
-	XORQ R8, R8                // weight byte offset; x offset is twice it
-
-bh43loop:
-	CMPQ R8, CX
-	JAE  bh43sum
-	VMOVUPS (DI)(R8*2), Y12
-	VMOVUPS (AX)(R8*2), Y13
-	VMOVUPS (BX)(R8*2), Y14
-	VPMOVZXWD (SI)(R8*1), Y15
-	VPSLLD $16, Y15, Y15
-	VFMADD231PS Y12, Y15, Y0
-	VFMADD231PS Y13, Y15, Y1
-	VFMADD231PS Y14, Y15, Y2
-	VPMOVZXWD (R11)(R8*1), Y15
-	VPSLLD $16, Y15, Y15
-	VFMADD231PS Y12, Y15, Y3
-	VFMADD231PS Y13, Y15, Y4
-	VFMADD231PS Y14, Y15, Y5
-	VPMOVZXWD (R12)(R8*1), Y15
-	VPSLLD $16, Y15, Y15
-	VFMADD231PS Y12, Y15, Y6
-	VFMADD231PS Y13, Y15, Y7
-	VFMADD231PS Y14, Y15, Y8
-	VPMOVZXWD (R13)(R8*1), Y15
-	VPSLLD $16, Y15, Y15
-	VFMADD231PS Y12, Y15, Y9
-	VFMADD231PS Y13, Y15, Y10
-	VFMADD231PS Y14, Y15, Y11
-	ADDQ $16, R8
-	JMP  bh43loop
-
-bh43sum:
-	VHADDPS Y3, Y0, Y0
-	VHADDPS Y9, Y6, Y6
-	VHADDPS Y6, Y0, Y0
-	VEXTRACTF128 $1, Y0, X12
-	VADDPS X12, X0, X0
-	VMOVUPS X0, (DX)
-	VHADDPS Y4, Y1, Y1
-	VHADDPS Y10, Y7, Y7
-	VHADDPS Y7, Y1, Y1
-	VEXTRACTF128 $1, Y1, X12
-	VADDPS X12, X1, X1
-	VMOVUPS X1, (DX)(R10*1)
-	VHADDPS Y5, Y2, Y2
-	VHADDPS Y11, Y8, Y8
-	VHADDPS Y8, Y2, Y2
-	VEXTRACTF128 $1, Y2, X12
-	VADDPS X12, X2, X2
-	VMOVUPS X2, (DX)(R10*2)
-	VZEROUPPER
-	RET
-
-
-// func dotBF16Rows(w []uint16, stride int, x []float32, n int, out []float32)
-// As dotF32Rows for bfloat16 rows.
-TEXT ·dotBF16Rows(SB), NOSPLIT, $0-88
-	MOVQ w_base+0(FP), R8
-	MOVQ stride+24(FP), R9
-	SHLQ $1, R9
-	MOVQ x_base+32(FP), R10
-	MOVQ n+56(FP), R11
-	SHLQ $1, R11
-	MOVQ out_base+64(FP), R13
-	MOVQ out_len+72(FP), BX
-
-bf16rows:
-	TESTQ BX, BX
-	JZ   bf16rowsdone
-	MOVQ R8, SI
-	MOVQ R10, DI
-	MOVQ R11, CX
 	XORQ AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ CX, DX
-	ANDQ $-64, DX
 
-brhd32:
-	CMPQ AX, DX
-	JAE  brhd8
-	VPMOVZXWD (SI)(AX*1), Y4
-	VPSLLD $16, Y4, Y4
-	VPMOVZXWD 16(SI)(AX*1), Y5
-	VPSLLD $16, Y5, Y5
-	VPMOVZXWD 32(SI)(AX*1), Y6
-	VPSLLD $16, Y6, Y6
-	VPMOVZXWD 48(SI)(AX*1), Y7
-	VPSLLD $16, Y7, Y7
-	VFMADD231PS (DI)(AX*2), Y4, Y0
-	VFMADD231PS 32(DI)(AX*2), Y5, Y1
-	VFMADD231PS 64(DI)(AX*2), Y6, Y2
-	VFMADD231PS 96(DI)(AX*2), Y7, Y3
-	ADDQ $64, AX
-	JMP  brhd32
-
-brhd8:
+bg41:
 	CMPQ AX, CX
-	JAE  brhdsum
-	VPMOVZXWD (SI)(AX*1), Y4
-	VPSLLD $16, Y4, Y4
-	VFMADD231PS (DI)(AX*2), Y4, Y0
-	ADDQ $16, AX
-	JMP  brhd8
+	JAE  bg41sum
+	LEAQ (DI)(AX*1), R9
+	// Activation halves once per step: Y8/Y9 even/odd of the first 16
+	// elements, Y10/Y11 of the second.
+	VMOVDQU (R9), Y9
+	VPSLLD $16, Y9, Y8
+	VPAND Y9, Y15, Y9
+	VMOVDQU 32(R9), Y11
+	VPSLLD $16, Y11, Y10
+	VPAND Y11, Y15, Y11
+	LEAQ (SI)(AX*1), R10
+	BF16W(R10, Y0, Y1)
+	LEAQ (R11)(AX*1), R10
+	BF16W(R10, Y2, Y3)
+	LEAQ (R12)(AX*1), R10
+	BF16W(R10, Y4, Y5)
+	LEAQ (R13)(AX*1), R10
+	BF16W(R10, Y6, Y7)
+	ADDQ $64, AX
+	JMP  bg41
 
-brhdsum:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-
-	VMOVSS X0, (R13)
-	ADDQ R9, R8
-	ADDQ $4, R13
-	DECQ BX
-	JMP  bf16rows
-
-bf16rowsdone:
+bg41sum:
+	BREDUCE16(Y0, Y1, X0, X1)
+	VMOVSS X0, (DX)
+	BREDUCE16(Y2, Y3, X2, X3)
+	VMOVSS X2, 4(DX)
+	BREDUCE16(Y4, Y5, X4, X5)
+	VMOVSS X4, 8(DX)
+	BREDUCE16(Y6, Y7, X6, X7)
+	VMOVSS X6, 12(DX)
 	VZEROUPPER
 	RET
-

@@ -25,20 +25,6 @@ func dotF32Go(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func dotBF16Go(w []uint16, x []float32) float32 {
-	x = x[:len(w)]
-	var s0, s1 float32
-	i := 0
-	for ; i+2 <= len(w); i += 2 {
-		s0 += math.Float32frombits(uint32(w[i])<<16) * x[i]
-		s1 += math.Float32frombits(uint32(w[i+1])<<16) * x[i+1]
-	}
-	if i < len(w) {
-		s0 += math.Float32frombits(uint32(w[i])<<16) * x[i]
-	}
-	return s0 + s1
-}
-
 // quantizeQ8Go quantizes x (a whole number of 32-element blocks) to int8 codes
 // qs and one scale per block in d the way ggml's x86 quantize_row_q8_0 does,
 // so that products match llama.cpp's: the step amax/127 is rounded to half
@@ -213,16 +199,6 @@ func matmulQ4_0Go(j *matmulJob, r0, r1 int) {
 		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
 		for b := 0; b < j.batch; b++ {
 			j.out[b*w.Rows+r] = dotQ4_0Go(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
-		}
-	}
-}
-
-func matmulBF16Go(j *matmulJob, r0, r1 int) {
-	w := j.w
-	for r := r0; r < r1; r++ {
-		row := bytesU16(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
-		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotBF16Go(row, j.x[b*w.Cols:(b+1)*w.Cols])
 		}
 	}
 }

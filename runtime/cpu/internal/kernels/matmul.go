@@ -23,8 +23,10 @@ type matmulJob struct {
 	// xs1 is the Q8_1 sum term of every 32-element block (Q5_1 only).
 	xs1 []float32
 	// xr is the activations rounded to half precision (F16 or BF16
-	// weights), widened back to float32 for the kernels.
+	// weights), widened back to float32 for the kernels; xh is the same
+	// values as bfloat16 bits (BF16 weights), which the assembly reads.
 	xr []float32
+	xh []uint16
 }
 
 // rowTile is the number of rows a chunk of work is counted in; it matches
@@ -75,7 +77,8 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 		j.x = j.xr
 	case gguf.TypeBF16:
 		j.xr = grow(j.xr, n)
-		roundToBF16(j.xr, x[:n])
+		j.xh = grow(j.xh, n)
+		roundToBF16(j.xr, j.xh, x[:n])
 		j.x = j.xr
 	}
 	p.run((w.Rows+rowTile-1)/rowTile, p.matmulFn)
@@ -139,10 +142,12 @@ func roundToF16Go(dst, src []float32) {
 }
 
 // roundToBF16 writes src rounded to the nearest bfloat16 value (ties to
-// even) to dst.
-func roundToBF16(dst, src []float32) {
-	dst = dst[:len(src)]
+// even) to dst, and its bits to bits.
+func roundToBF16(dst []float32, bits []uint16, src []float32) {
+	dst, bits = dst[:len(src)], bits[:len(src)]
 	for i, v := range src {
-		dst[i] = BF16ToF32(F32ToBF16(v))
+		h := F32ToBF16(v)
+		bits[i] = h
+		dst[i] = BF16ToF32(h)
 	}
 }

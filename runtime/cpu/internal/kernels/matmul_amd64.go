@@ -35,13 +35,10 @@ func f32Tile4x1(w []float32, ws int, x []float32, n int, out []float32)
 func dotF32Rows(w []float32, stride int, x []float32, n int, out []float32)
 
 //go:noescape
-func dotBF16Rows(w []uint16, stride int, x []float32, n int, out []float32)
+func bf16DotVecAVX(w []uint16, x []uint16) float32
 
 //go:noescape
-func bf16Tile4x1(w []uint16, ws int, x []float32, n int, out []float32)
-
-//go:noescape
-func bf16Tile4x3(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+func bf16Gemm4x1AVX(w []uint16, ws int, x []uint16, n int, out []float32)
 
 //go:noescape
 func q8Rows(w []byte, rb int, xq []int8, xd []float32, out []float32)
@@ -373,58 +370,35 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 	}
 }
 
+// matmulBF16 adds in ggml's order (bf16order.go) on the bfloat16 copy of
+// the activations: tinyBLAS's in 4x1 register tiles where ggml takes that
+// path, ggml_vec_dot_bf16's one row at a time otherwise.
 func matmulBF16(j *matmulJob, r0, r1 int) {
 	if !haveAsm {
 		matmulBF16Go(j, r0, r1)
 		return
 	}
-	matmulHalf(j, r0, r1, dotBF16Rows, bf16Tile4x1, bf16Tile4x3, dotBF16Go)
-}
-
-func matmulHalf(j *matmulJob, r0, r1 int,
-	rowsDot func(w []uint16, stride int, x []float32, n int, out []float32),
-	tile41 func(w []uint16, ws int, x []float32, n int, out []float32),
-	tile43 func(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int),
-	tailDot func(w []uint16, x []float32) float32) {
 	cols, rows, batch := j.w.Cols, j.w.Rows, j.batch
 	w := bytesU16(j.w.Data)[:rows*cols]
-	x, out := j.x[:batch*cols], j.out
-	n8 := cols &^ 7
+	x, out := j.xh[:batch*cols], j.out
 	r := r0
-	if n8 > 0 && batch > 1 { // one sequential stream for one activation row, as for F32
+	if bf16Gemm(rows, cols, batch) {
 		for ; r+4 <= r1; r += 4 {
-			wr := w[r*cols : (r+4)*cols]
-			b := 0
-			for ; b+3 <= batch; b += 3 {
-				tile43(wr, cols, x[b*cols:(b+3)*cols], cols, n8, out[b*rows+r:(b+2)*rows+r+4], rows)
-			}
-			for ; b < batch; b++ {
-				tile41(wr, cols, x[b*cols:(b+1)*cols], n8, out[b*rows+r:b*rows+r+4])
-			}
-			if n8 < cols {
-				for rr := r; rr < r+4; rr++ {
-					for b := 0; b < batch; b++ {
-						out[b*rows+rr] += tailDot(w[rr*cols+n8:(rr+1)*cols], x[b*cols+n8:(b+1)*cols])
-					}
-				}
+			for b := 0; b < batch; b++ {
+				bf16Gemm4x1AVX(w[r*cols:(r+4)*cols], cols, x[b*cols:(b+1)*cols], cols, out[b*rows+r:b*rows+r+4])
 			}
 		}
-	}
-	if r == r1 {
+		for ; r < r1; r++ { // rows%4 == 0 makes r1-r0 a multiple of 4; kept for safety
+			for b := 0; b < batch; b++ {
+				out[b*rows+r] = dotBF16GemmGo(w[r*cols:(r+1)*cols], j.x[b*cols:(b+1)*cols])
+			}
+		}
 		return
 	}
 	for b := 0; b < batch; b++ {
 		xb := x[b*cols : (b+1)*cols]
-		ob := out[b*rows+r : b*rows+r1]
-		if n8 > 0 {
-			rowsDot(w[r*cols:r1*cols], cols, xb, n8, ob)
-		} else {
-			clear(ob)
-		}
-		if n8 < cols {
-			for rr := r; rr < r1; rr++ {
-				ob[rr-r] += tailDot(w[rr*cols+n8:(rr+1)*cols], xb[n8:])
-			}
+		for r := r0; r < r1; r++ {
+			out[b*rows+r] = bf16DotVecAVX(w[r*cols:(r+1)*cols], xb)
 		}
 	}
 }
