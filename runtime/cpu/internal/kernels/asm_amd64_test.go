@@ -179,10 +179,15 @@ func TestAsmBF16(t *testing.T) {
 		roundToBF16(x, xh, src)
 		out := make([]float32, 4)
 		bf16Gemm4x1AVX(w, stride, xh, n, out)
+		vec4 := make([]float32, 4)
+		bf16DotVec4AVX(w, stride, xh, n+7, vec4)
 		for r := 0; r < 4; r++ {
 			wr := w[r*stride : r*stride+n]
 			if want := dotBF16GemmGo(wr, x[:n]); math.Float32bits(out[r]) != math.Float32bits(want) {
 				t.Errorf("n=%d bf16Gemm4x1AVX row %d = %g, dotBF16GemmGo %g", n, r, out[r], want)
+			}
+			if want := dotBF16VecGo(w[r*stride:r*stride+n+7], x[:n+7]); math.Float32bits(vec4[r]) != math.Float32bits(want) {
+				t.Errorf("n=%d bf16DotVec4AVX row %d = %g, dotBF16VecGo %g", n+7, r, vec4[r], want)
 			}
 			for _, m := range []int{n, n - 3, n + 7} {
 				wm := w[r*stride : r*stride+m]

@@ -6,7 +6,8 @@
 // bfloat16 row holds the pair (2j, 2j+1); shifting it left by 16 gives the
 // even element as a float32, masking off the low half the odd one. Both
 // weights and activations are bfloat16 here, so every product is exact and
-// lane j adds the odd product, then the even one.
+// a fused multiply-add rounds like VDPBF16PS's multiply and add: lane j adds
+// the odd product, then the even one.
 
 DATA bf16hi<>+0(SB)/4, $0xffff0000
 GLOBL bf16hi<>(SB), RODATA|NOPTR, $4
@@ -21,10 +22,8 @@ GLOBL bf16hi<>(SB), RODATA|NOPTR, $4
 	VMOVDQU xoff(xp), t3; \
 	VPSLLD $16, t3, t2; \
 	VPAND t3, Y15, t3; \
-	VMULPS t3, t1, t1; \
-	VMULPS t2, t0, t0; \
-	VADDPS t1, acc, acc; \
-	VADDPS t0, acc, acc
+	VFMADD231PS t3, t1, acc; \
+	VFMADD231PS t2, t0, acc
 
 // BREDUCE16 sums 16 lanes, 0-7 in ylo and 8-15 in yhi, the way GCC's
 // _mm512_reduce_add_ps does; the sum ends in the low lane of xlo.
@@ -43,17 +42,13 @@ GLOBL bf16hi<>(SB), RODATA|NOPTR, $4
 	VMOVDQU (wp), Y13; \
 	VPSLLD $16, Y13, Y12; \
 	VPAND Y13, Y15, Y13; \
-	VMULPS Y9, Y13, Y13; \
-	VMULPS Y8, Y12, Y12; \
-	VADDPS Y13, acclo, acclo; \
-	VADDPS Y12, acclo, acclo; \
+	VFMADD231PS Y9, Y13, acclo; \
+	VFMADD231PS Y8, Y12, acclo; \
 	VMOVDQU 32(wp), Y13; \
 	VPSLLD $16, Y13, Y12; \
 	VPAND Y13, Y15, Y13; \
-	VMULPS Y11, Y13, Y13; \
-	VMULPS Y10, Y12, Y12; \
-	VADDPS Y13, acchi, acchi; \
-	VADDPS Y12, acchi, acchi
+	VFMADD231PS Y11, Y13, acchi; \
+	VFMADD231PS Y10, Y12, acchi
 
 // func bf16DotVecAVX(w []uint16, x []uint16) float32
 // ggml_vec_dot_bf16: two 16-lane VDPBF16PS accumulators over each 64
@@ -171,5 +166,108 @@ bg41sum:
 	VMOVSS X4, 8(DX)
 	BREDUCE16(Y6, Y7, X6, X7)
 	VMOVSS X6, 12(DX)
+	VZEROUPPER
+	RET
+
+// func bf16DotVec4AVX(w []uint16, ws int, x []uint16, n int, out []float32)
+// bf16DotVecAVX for the four rows w[r*ws:r*ws+n], r < 4, into out[r]: the
+// 64-element steps one row after the other, each row's float64 sum kept in
+// X4..X7 (rotated, so X7 ends with row 0), then the four float64 leftover
+// chains side by side, which hides the latency of their dependent adds.
+TEXT ·bf16DotVec4AVX(SB), NOSPLIT, $0-88
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R12
+	MOVQ x_base+32(FP), DI
+	MOVQ n+56(FP), CX
+	MOVQ out_base+64(FP), DX
+	SHLQ $1, R12               // row stride in bytes
+	SHLQ $1, CX                // bytes
+	MOVQ CX, BX
+	ANDQ $-128, BX             // bytes of whole 64-element steps
+	VPBROADCASTD bf16hi<>(SB), Y15
+	XORQ R10, R10              // row
+	MOVQ SI, R11               // row pointer
+
+bv4row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+
+bv4main:
+	CMPQ AX, BX
+	JAE  bv4red
+	LEAQ (R11)(AX*1), R8
+	LEAQ (DI)(AX*1), R9
+	BF16PAIRS(0, R8, 0, R9, Y0, Y8, Y9, Y10, Y11)
+	BF16PAIRS(32, R8, 32, R9, Y1, Y8, Y9, Y10, Y11)
+	BF16PAIRS(64, R8, 64, R9, Y2, Y8, Y9, Y10, Y11)
+	BF16PAIRS(96, R8, 96, R9, Y3, Y8, Y9, Y10, Y11)
+	ADDQ $128, AX
+	JMP  bv4main
+
+bv4red:
+	BREDUCE16(Y0, Y1, X0, X1)
+	BREDUCE16(Y2, Y3, X2, X3)
+	VCVTSS2SD X0, X0, X0
+	VCVTSS2SD X2, X2, X2
+	VADDSD X2, X0, X0
+	VMOVAPD X6, X7
+	VMOVAPD X5, X6
+	VMOVAPD X4, X5
+	VMOVAPD X0, X4
+	ADDQ R12, R11
+	INCQ R10
+	CMPQ R10, $4
+	JB   bv4row
+
+	LEAQ (SI)(R12*1), R11
+	LEAQ (SI)(R12*2), R13
+	LEAQ (R11)(R12*2), R14
+	MOVQ BX, AX
+
+bv4tail:
+	CMPQ AX, CX
+	JAE  bv4done
+	MOVWLZX (DI)(AX*1), R8
+	SHLL $16, R8
+	VMOVD R8, X8
+	MOVWLZX (SI)(AX*1), R8
+	SHLL $16, R8
+	VMOVD R8, X0
+	MOVWLZX (R11)(AX*1), R8
+	SHLL $16, R8
+	VMOVD R8, X1
+	MOVWLZX (R13)(AX*1), R8
+	SHLL $16, R8
+	VMOVD R8, X2
+	MOVWLZX (R14)(AX*1), R8
+	SHLL $16, R8
+	VMOVD R8, X3
+	VMULSS X8, X0, X0
+	VMULSS X8, X1, X1
+	VMULSS X8, X2, X2
+	VMULSS X8, X3, X3
+	VCVTSS2SD X0, X0, X0
+	VCVTSS2SD X1, X1, X1
+	VCVTSS2SD X2, X2, X2
+	VCVTSS2SD X3, X3, X3
+	VADDSD X0, X7, X7
+	VADDSD X1, X6, X6
+	VADDSD X2, X5, X5
+	VADDSD X3, X4, X4
+	ADDQ $2, AX
+	JMP  bv4tail
+
+bv4done:
+	VCVTSD2SS X7, X7, X7
+	VMOVSS X7, (DX)
+	VCVTSD2SS X6, X6, X6
+	VMOVSS X6, 4(DX)
+	VCVTSD2SS X5, X5, X5
+	VMOVSS X5, 8(DX)
+	VCVTSD2SS X4, X4, X4
+	VMOVSS X4, 12(DX)
 	VZEROUPPER
 	RET

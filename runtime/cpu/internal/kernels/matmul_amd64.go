@@ -38,6 +38,9 @@ func dotF32Rows(w []float32, stride int, x []float32, n int, out []float32)
 func bf16DotVecAVX(w []uint16, x []uint16) float32
 
 //go:noescape
+func bf16DotVec4AVX(w []uint16, ws int, x []uint16, n int, out []float32)
+
+//go:noescape
 func bf16Gemm4x1AVX(w []uint16, ws int, x []uint16, n int, out []float32)
 
 //go:noescape
@@ -372,7 +375,7 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 
 // matmulBF16 adds in ggml's order (bf16order.go) on the bfloat16 copy of
 // the activations: tinyBLAS's in 4x1 register tiles where ggml takes that
-// path, ggml_vec_dot_bf16's one row at a time otherwise.
+// path, ggml_vec_dot_bf16's four rows at a time otherwise.
 func matmulBF16(j *matmulJob, r0, r1 int) {
 	if !haveAsm {
 		matmulBF16Go(j, r0, r1)
@@ -397,7 +400,11 @@ func matmulBF16(j *matmulJob, r0, r1 int) {
 	}
 	for b := 0; b < batch; b++ {
 		xb := x[b*cols : (b+1)*cols]
-		for r := r0; r < r1; r++ {
+		r := r0
+		for ; r+4 <= r1; r += 4 {
+			bf16DotVec4AVX(w[r*cols:(r+4)*cols], cols, xb, cols, out[b*rows+r:b*rows+r+4])
+		}
+		for ; r < r1; r++ {
 			out[b*rows+r] = bf16DotVecAVX(w[r*cols:(r+1)*cols], xb)
 		}
 	}
