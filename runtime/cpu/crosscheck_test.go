@@ -28,7 +28,8 @@ import (
 // llama-tokenize); testdata/llamacpp/README.md says how. These tests hold our
 // engine to llama.cpp's behaviour on the same files: the GGUF reader, the
 // quantized block layouts (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K), the
-// forward pass and the SentencePiece tokenizer.
+// order of F16 and BF16 products, the forward pass and the SentencePiece
+// tokenizer.
 
 const llamaCppDir = "testdata/llamacpp"
 

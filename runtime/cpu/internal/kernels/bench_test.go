@@ -71,6 +71,14 @@ func BenchmarkMatMulSingleThread(b *testing.B) {
 	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_0}, []int{1, 8, 128})
 }
 
+// BenchmarkMatMulBF16SingleThread is the BF16 counterpart (kept apart so
+// the main benchmarks' run time does not grow):
+//
+//	go test -run '^$' -bench 'BF16SingleThread' -benchtime 100ms -count 3 ./runtime/cpu/internal/kernels/
+func BenchmarkMatMulBF16SingleThread(b *testing.B) {
+	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeBF16}, []int{1, 8, 128})
+}
+
 // BenchmarkPoolRun measures the dispatch cost of a tiny job: a decode step
 // issues about 7 products per layer, so this must stay in the microseconds.
 func BenchmarkPoolRun(b *testing.B) {

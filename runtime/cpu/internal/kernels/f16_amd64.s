@@ -155,17 +155,27 @@ hv4red:
 	REDUCE16(Y0, Y1, X0, X1)
 	VMOVSS X0, (DX)(R10*4)     // parked for the sequential leftovers
 
-	// Fast leftovers: every product is a multiple of 2^-48 (F16 times F16)
-	// and so is the parked float32 sum, so while |sum| + sum of |products|
-	// stays below 32 = 2^(53-48) every float64 partial sum is exact, in
-	// any order. Then eight products at a time, summed in four float64
-	// lanes, give the sequential sum bit for bit; otherwise (or on NaN)
-	// R14 flags the tile for the sequential loop below.
+	// Fast leftovers. The float64 sum of the parked float32 sum s and the
+	// leftover products (exact float32s) is exact in any order while every
+	// partial sum fits 53 bits of the terms' common unit, and so equals the
+	// sequential sum. Two sufficient tests on B = |s| + sum of |products|:
+	// F16 products and their float32 sums are multiples of 2^-48, so
+	// B < 32 = 2^(53-48) will do; and a float32 with biased exponent e is
+	// a multiple of 2^(e-150), so with e the smallest exponent of a nonzero
+	// term B < 2^(e-97) will do (no term is a float32 subnormal: F16
+	// products are at least 2^-48). If neither holds (or on NaN) R14 flags
+	// the tile for the sequential loop below.
+	VMOVD X0, R12
+	SHLL $1, R12
+	SHRL $24, R12
+	DECL R12                   // exponent of s minus 1; 0 wraps to the maximum
 	VCVTSS2SD X0, X0, X0
 	VXORPD Y2, Y2, Y2          // sum of products
 	VXORPD Y3, Y3, Y3          // sum of |products|
 	VPCMPEQQ Y5, Y5, Y5
 	VPSRLQ $1, Y5, Y5          // |x| mask for float64
+	VPCMPEQD Y4, Y4, Y4        // smallest exponent minus 1 of the products
+	VPCMPEQD Y7, Y7, Y7        // -1 in every dword
 	MOVQ BX, AX
 
 hv4fast8:
@@ -174,6 +184,10 @@ hv4fast8:
 	JA   hv4fast1
 	VCVTPH2PS (R11)(AX*1), Y8
 	VMULPS (DI)(AX*2), Y8, Y8
+	VPSLLD $1, Y8, Y11
+	VPSRLD $24, Y11, Y11
+	VPADDD Y7, Y11, Y11
+	VPMINUD Y11, Y4, Y4
 	VCVTPS2PD X8, Y9
 	VEXTRACTF128 $1, Y8, X8
 	VCVTPS2PD X8, Y10
@@ -195,6 +209,12 @@ hv4fast1:
 	VADDPD X8, X3, X3
 	VPERMILPD $1, X3, X8
 	VADDSD X8, X3, X3
+	VEXTRACTI128 $1, Y4, X11
+	VPMINUD X11, X4, X4
+	VPSHUFD $0x4E, X4, X11
+	VPMINUD X11, X4, X4
+	VPSHUFD $0xB1, X4, X11
+	VPMINUD X11, X4, X4
 
 hv4fast1loop:
 	CMPQ AX, CX
@@ -203,6 +223,10 @@ hv4fast1loop:
 	VMOVD R9, X8
 	VCVTPH2PS X8, X8
 	VMULSS (DI)(AX*2), X8, X8
+	VPSLLD $1, X8, X11
+	VPSRLD $24, X11, X11
+	VPADDD X7, X11, X11
+	VPMINUD X11, X4, X4
 	VCVTSS2SD X8, X8, X8
 	VADDSD X8, X2, X2
 	VANDPD X5, X8, X8
@@ -216,6 +240,16 @@ hv4fastend:
 	VADDSD X0, X3, X3          // its bound
 	VMOVQ X3, R9
 	MOVQ $0x4040000000000000, R13 // 32.0; non-negative float64s order as their bits, NaN above
+	CMPQ R9, R13
+	JB   hv4fastok
+	SHRQ $52, R9               // biased float64 exponent of B (2047 for NaN)
+	VMOVD X4, R13              // zero-extends
+	CMPL R12, R13
+	JAE  hv4minok
+	MOVL R12, R13
+
+hv4minok:
+	ADDQ $927, R13             // B < 2^(e-97) holds when B's exponent field < (e-1) + 927
 	CMPQ R9, R13
 	JB   hv4fastok
 	INCQ R14
