@@ -394,13 +394,14 @@ hg41sum:
 	VZEROUPPER
 	RET
 
-// func f16Gemm2x3AVX(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
-// tinyBLAS's 16 lanes for two weight rows and three activation rows:
-// out[b*os+r] = sum_{c<n} f32(w[r*ws+c])*x[b*xs+c] for r < 2, b < 3; n must
-// be a multiple of 16. The third activation row is read as a memory operand
-// so the twelve accumulators fit: (r, b) is in Y(6r+2b) (lanes 0-7) and
-// Y(6r+2b+1).
-TEXT ·f16Gemm2x3AVX(SB), NOSPLIT, $0-104
+// func f16Gemm4x3AVX(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+// tinyBLAS's 16 lanes for four weight rows and three activation rows:
+// out[b*os+r] = sum_{c<n} f32(w[r*ws+c])*x[b*xs+c] for r < 4, b < 3; n must
+// be a multiple of 16. Twelve pairs of accumulators do not fit in sixteen
+// registers, so the tile runs twice over the row: lanes 0-7 (the first
+// eight of every 16 elements), parked on the stack, then lanes 8-15; the
+// additions in each lane are the same as in one pass. (r, b) is in Y(3r+b).
+TEXT ·f16Gemm4x3AVX(SB), NOSPLIT, $384-104
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
 	MOVQ x_base+32(FP), DI
@@ -413,8 +414,13 @@ TEXT ·f16Gemm2x3AVX(SB), NOSPLIT, $0-104
 	SHLQ $2, R10
 	SHLQ $1, CX
 	LEAQ (SI)(R8*1), R11
+	LEAQ (SI)(R8*2), R12
+	LEAQ (R11)(R8*2), R13
 	LEAQ (DI)(R9*1), AX
 	LEAQ (DI)(R9*2), BX
+	XORQ R14, R14              // pass: 0 for lanes 0-7, 16 (weight bytes) for 8-15
+
+h43pass:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -427,47 +433,90 @@ TEXT ·f16Gemm2x3AVX(SB), NOSPLIT, $0-104
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
-	XORQ R8, R8                // weight byte offset; x offset is twice it
+	MOVQ R14, R8               // weight byte offset; x offset is twice it
 
-hg23:
+h43loop:
 	CMPQ R8, CX
-	JAE  hg23sum
-	VCVTPH2PS (SI)(R8*1), Y12
-	VCVTPH2PS (R11)(R8*1), Y13
-	VMOVUPS (DI)(R8*2), Y14
-	VMOVUPS (AX)(R8*2), Y15
-	VFMADD231PS Y14, Y12, Y0
-	VFMADD231PS Y15, Y12, Y2
-	VFMADD231PS (BX)(R8*2), Y12, Y4
-	VFMADD231PS Y14, Y13, Y6
-	VFMADD231PS Y15, Y13, Y8
-	VFMADD231PS (BX)(R8*2), Y13, Y10
-	VCVTPH2PS 16(SI)(R8*1), Y12
-	VCVTPH2PS 16(R11)(R8*1), Y13
-	VMOVUPS 32(DI)(R8*2), Y14
-	VMOVUPS 32(AX)(R8*2), Y15
-	VFMADD231PS Y14, Y12, Y1
-	VFMADD231PS Y15, Y12, Y3
-	VFMADD231PS 32(BX)(R8*2), Y12, Y5
-	VFMADD231PS Y14, Y13, Y7
-	VFMADD231PS Y15, Y13, Y9
-	VFMADD231PS 32(BX)(R8*2), Y13, Y11
+	JAE  h43end
+	VMOVUPS (DI)(R8*2), Y12
+	VMOVUPS (AX)(R8*2), Y13
+	VMOVUPS (BX)(R8*2), Y14
+	VCVTPH2PS (SI)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y0
+	VFMADD231PS Y13, Y15, Y1
+	VFMADD231PS Y14, Y15, Y2
+	VCVTPH2PS (R11)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y3
+	VFMADD231PS Y13, Y15, Y4
+	VFMADD231PS Y14, Y15, Y5
+	VCVTPH2PS (R12)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VFMADD231PS Y14, Y15, Y8
+	VCVTPH2PS (R13)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y9
+	VFMADD231PS Y13, Y15, Y10
+	VFMADD231PS Y14, Y15, Y11
 	ADDQ $32, R8
-	JMP  hg23
+	JMP  h43loop
 
-hg23sum:
-	REDUCE16(Y0, Y1, X0, X1)
-	VMOVSS X0, (DX)
-	REDUCE16(Y6, Y7, X6, X7)
-	VMOVSS X6, 4(DX)
-	REDUCE16(Y2, Y3, X2, X3)
-	VMOVSS X2, (DX)(R10*1)
-	REDUCE16(Y8, Y9, X8, X9)
-	VMOVSS X8, 4(DX)(R10*1)
-	REDUCE16(Y4, Y5, X4, X5)
-	VMOVSS X4, (DX)(R10*2)
-	REDUCE16(Y10, Y11, X10, X11)
-	VMOVSS X10, 4(DX)(R10*2)
+h43end:
+	TESTQ R14, R14
+	JNZ  h43sum
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y1, 32(SP)
+	VMOVUPS Y2, 64(SP)
+	VMOVUPS Y3, 96(SP)
+	VMOVUPS Y4, 128(SP)
+	VMOVUPS Y5, 160(SP)
+	VMOVUPS Y6, 192(SP)
+	VMOVUPS Y7, 224(SP)
+	VMOVUPS Y8, 256(SP)
+	VMOVUPS Y9, 288(SP)
+	VMOVUPS Y10, 320(SP)
+	VMOVUPS Y11, 352(SP)
+	MOVQ $16, R14
+	JMP  h43pass
+
+h43sum:
+	VMOVUPS 0(SP), Y12
+	REDUCE16(Y12, Y0, X12, X0)
+	VMOVSS X12, (DX)
+	VMOVUPS 96(SP), Y12
+	REDUCE16(Y12, Y3, X12, X3)
+	VMOVSS X12, 4(DX)
+	VMOVUPS 192(SP), Y12
+	REDUCE16(Y12, Y6, X12, X6)
+	VMOVSS X12, 8(DX)
+	VMOVUPS 288(SP), Y12
+	REDUCE16(Y12, Y9, X12, X9)
+	VMOVSS X12, 12(DX)
+	LEAQ (DX)(R10*1), DX
+	VMOVUPS 32(SP), Y12
+	REDUCE16(Y12, Y1, X12, X1)
+	VMOVSS X12, (DX)
+	VMOVUPS 128(SP), Y12
+	REDUCE16(Y12, Y4, X12, X4)
+	VMOVSS X12, 4(DX)
+	VMOVUPS 224(SP), Y12
+	REDUCE16(Y12, Y7, X12, X7)
+	VMOVSS X12, 8(DX)
+	VMOVUPS 320(SP), Y12
+	REDUCE16(Y12, Y10, X12, X10)
+	VMOVSS X12, 12(DX)
+	LEAQ (DX)(R10*1), DX
+	VMOVUPS 64(SP), Y12
+	REDUCE16(Y12, Y2, X12, X2)
+	VMOVSS X12, (DX)
+	VMOVUPS 160(SP), Y12
+	REDUCE16(Y12, Y5, X12, X5)
+	VMOVSS X12, 4(DX)
+	VMOVUPS 256(SP), Y12
+	REDUCE16(Y12, Y8, X12, X8)
+	VMOVSS X12, 8(DX)
+	VMOVUPS 352(SP), Y12
+	REDUCE16(Y12, Y11, X12, X11)
+	VMOVSS X12, 12(DX)
 	VZEROUPPER
 	RET
 

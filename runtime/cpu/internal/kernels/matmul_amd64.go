@@ -99,7 +99,7 @@ func f16DotVec4AVX(w []uint16, ws int, x []float32, n int, out []float32)
 func f16Gemm4x1AVX(w []uint16, ws int, x []float32, n int, out []float32)
 
 //go:noescape
-func f16Gemm2x3AVX(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+func f16Gemm4x3AVX(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
 
 //go:noescape
 func q4DotAVX(w []byte, xq []int8, xd []float32) float32
@@ -329,7 +329,7 @@ func matmulBlocks(j *matmulJob, r0, r1 int, rowsDot blockRows, dot blockDot, til
 	}
 }
 
-// matmulF16 adds in ggml's order (f16order.go): tinyBLAS's 16 lanes in 2x3
+// matmulF16 adds in ggml's order (f16order.go): tinyBLAS's 16 lanes in 4x3
 // and 4x1 register tiles where ggml takes that path, ggml_vec_dot_f16's 64
 // lanes four rows at a time otherwise.
 func matmulF16(j *matmulJob, r0, r1 int) {
@@ -346,9 +346,7 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 			wr := w[r*cols : (r+4)*cols]
 			b := 0
 			for ; b+3 <= batch; b += 3 {
-				xb := x[b*cols : (b+3)*cols]
-				f16Gemm2x3AVX(wr, cols, xb, cols, cols, out[b*rows+r:(b+2)*rows+r+2], rows)
-				f16Gemm2x3AVX(wr[2*cols:], cols, xb, cols, cols, out[b*rows+r+2:(b+2)*rows+r+4], rows)
+				f16Gemm4x3AVX(wr, cols, x[b*cols:(b+3)*cols], cols, cols, out[b*rows+r:(b+2)*rows+r+4], rows)
 			}
 			for ; b < batch; b++ {
 				f16Gemm4x1AVX(wr, cols, x[b*cols:(b+1)*cols], cols, out[b*rows+r:b*rows+r+4])
