@@ -47,18 +47,7 @@ func None() Chain { return Chain{Name: "none", Steps: []Step{TakeFirst{}}} }
 // Apply runs every step in order and returns the first remaining response
 // (lm-eval's take_first); an empty list yields the empty string.
 func (c Chain) Apply(resps []string) (string, error) {
-	cur := resps
-	for _, s := range c.Steps {
-		next, err := s.Apply(cur)
-		if err != nil {
-			return "", fmt.Errorf("filter %s step %s: %w", c.Name, s.Name(), err)
-		}
-		cur = next
-	}
-	if len(cur) == 0 {
-		return "", nil
-	}
-	return cur[0], nil
+	return c.ApplyChoices(resps, nil)
 }
 
 // Regex extracts an answer with a Python-syntax pattern, mirroring

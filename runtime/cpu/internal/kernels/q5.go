@@ -284,63 +284,14 @@ func quantBlockQ5_1(x []float32, blk []byte) {
 // covering its minimum and a step covering its range over 31 codes, both
 // rounded up to the 6-bit grids so no value falls outside.
 func quantBlockQ5K(x []float32, blk []byte) {
-	var mins, maxs [8]float32
-	var maxMin float32
-	for j := 0; j < 8; j++ {
-		lo, hi := float32(0), float32(0) // the offset is subtracted, so the minimum is clamped to <= 0
-		for _, v := range x[32*j : 32*j+32] {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		mins[j], maxs[j] = -lo, hi
-		maxMin = max(maxMin, -lo)
-	}
-	dminH := f16AtLeast(maxMin / 63)
-	dmin := F16ToF32(dminH)
-	var m [8]uint8
-	var steps [8]float32
-	var maxStep float32
-	for j := 0; j < 8; j++ {
-		if dmin > 0 {
-			m[j] = uint8(min(63, math.Ceil(float64(mins[j]/dmin))))
-		}
-		steps[j] = (maxs[j] + dmin*float32(m[j])) / 31
-		maxStep = max(maxStep, steps[j])
-	}
-	dH := f16AtLeast(maxStep / 63)
-	d := F16ToF32(dH)
-	var sc [8]uint8
-	for j := 0; j < 8; j++ {
-		if d > 0 {
-			sc[j] = uint8(min(63, math.Ceil(float64(steps[j]/d))))
-		}
-	}
-	binary.LittleEndian.PutUint16(blk[0:], dH)
-	binary.LittleEndian.PutUint16(blk[2:], dminH)
-	scales := blk[4:16]
-	for j := 0; j < 4; j++ {
-		scales[j] = sc[j] | (sc[j+4]>>4)<<6
-		scales[j+4] = m[j] | (m[j+4]>>4)<<6
-		scales[j+8] = sc[j+4]&0xf | (m[j+4]&0xf)<<4
-	}
+	var codes [256]uint8
+	kQuantCodes(x, blk, 31, &codes)
 	qh, qs := blk[16:48], blk[48:176]
 	clear(qh)
 	clear(qs)
-	for j := 0; j < 8; j++ {
-		step := d * float32(sc[j])
-		var inv float32
-		if step > 0 {
-			inv = 1 / step
-		}
-		off := dmin * float32(m[j])
-		for l := 0; l < 32; l++ {
-			q := uint8(max(0, min(31, roundHalfAway((x[32*j+l]+off)*inv))))
-			idx := 32*(j/2) + l
-			if j%2 == 0 {
-				qs[idx] |= q & 0xf
-			} else {
-				qs[idx] |= (q & 0xf) << 4
-			}
-			qh[l] |= (q >> 4) << j
-		}
+	for i, q := range codes {
+		j, l := i/32, i%32
+		qs[32*(j/2)+l] |= (q & 0xf) << (4 * (j % 2))
+		qh[l] |= (q >> 4) << j
 	}
 }

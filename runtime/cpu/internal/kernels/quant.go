@@ -195,6 +195,20 @@ func dequantQ4K(blk []byte, y []float32) {
 // each sub-block gets an offset covering its minimum and a step covering its
 // range, both rounded up to the 6-bit grids so no value falls outside.
 func quantBlockQ4K(x []float32, blk []byte) {
+	var codes [256]uint8
+	kQuantCodes(x, blk, 15, &codes)
+	qs := blk[16:144]
+	clear(qs)
+	for i, q := range codes {
+		j, l := i/32, i%32
+		qs[32*(j/2)+l] |= q << (4 * (j % 2))
+	}
+}
+
+// kQuantCodes is the scale search Q4_K and Q5_K share: it writes the
+// super-block's d and dmin (F16) and the eight 6-bit sub-block scales and
+// offsets into blk[0:16], and each element's code in 0..top into codes.
+func kQuantCodes(x []float32, blk []byte, top int, codes *[256]uint8) {
 	var mins, maxs [8]float32
 	var maxMin float32
 	for j := 0; j < 8; j++ {
@@ -214,7 +228,7 @@ func quantBlockQ4K(x []float32, blk []byte) {
 		if dmin > 0 {
 			m[j] = uint8(min(63, math.Ceil(float64(mins[j]/dmin))))
 		}
-		steps[j] = (maxs[j] + dmin*float32(m[j])) / 15
+		steps[j] = (maxs[j] + dmin*float32(m[j])) / float32(top)
 		maxStep = max(maxStep, steps[j])
 	}
 	dH := f16AtLeast(maxStep / 63)
@@ -233,10 +247,6 @@ func quantBlockQ4K(x []float32, blk []byte) {
 		scales[j+4] = m[j] | (m[j+4]>>4)<<6
 		scales[j+8] = sc[j+4]&0xf | (m[j+4]&0xf)<<4
 	}
-	qs := blk[16:144]
-	for i := range qs {
-		qs[i] = 0
-	}
 	for j := 0; j < 8; j++ {
 		step := d * float32(sc[j])
 		var inv float32
@@ -245,13 +255,7 @@ func quantBlockQ4K(x []float32, blk []byte) {
 		}
 		off := dmin * float32(m[j])
 		for l := 0; l < 32; l++ {
-			q := uint8(max(0, min(15, roundHalfAway((x[32*j+l]+off)*inv))))
-			idx := 32*(j/2) + l
-			if j%2 == 0 {
-				qs[idx] |= q
-			} else {
-				qs[idx] |= q << 4
-			}
+			codes[32*j+l] = uint8(max(0, min(top, roundHalfAway((x[32*j+l]+off)*inv))))
 		}
 	}
 }
