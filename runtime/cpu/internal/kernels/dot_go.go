@@ -172,33 +172,21 @@ func dotQ6KGo(w []byte, xq []int8, xd []float32) float32 {
 // Row-by-row products of rows [r0,r1) with the whole batch.
 
 func matmulF32Go(j *matmulJob, r0, r1 int) {
-	w := j.w
-	for r := r0; r < r1; r++ {
-		row := bytesF32(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
-		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotF32Go(row, j.x[b*w.Cols:(b+1)*w.Cols])
-		}
-	}
+	j.rowDots(r0, r1, func(row []byte, b int) float32 {
+		return dotF32Go(bytesF32(row), j.x[b*j.w.Cols:(b+1)*j.w.Cols])
+	})
 }
 
 func matmulQ8_0Go(j *matmulJob, r0, r1 int) {
-	w := j.w
-	nb := w.Cols / 32
-	for r := r0; r < r1; r++ {
-		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
-		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotQ8_0Go(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
-		}
-	}
+	j.rowDots(r0, r1, func(row []byte, b int) float32 {
+		xq, xd := j.quantAct(b, 32)
+		return dotQ8_0Go(row, xq, xd)
+	})
 }
 
 func matmulQ4_0Go(j *matmulJob, r0, r1 int) {
-	w := j.w
-	nb := w.Cols / 32
-	for r := r0; r < r1; r++ {
-		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
-		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotQ4_0Go(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
-		}
-	}
+	j.rowDots(r0, r1, func(row []byte, b int) float32 {
+		xq, xd := j.quantAct(b, 32)
+		return dotQ4_0Go(row, xq, xd)
+	})
 }

@@ -101,10 +101,7 @@ func matmulF16Go(j *matmulJob, r0, r1 int) {
 	if f16Gemm(w.Rows, w.Cols, j.batch) {
 		dot = dotF16GemmGo
 	}
-	for r := r0; r < r1; r++ {
-		row := bytesU16(w.Data[r*j.rowBytes : (r+1)*j.rowBytes])
-		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dot(row, j.x[b*w.Cols:(b+1)*w.Cols])
-		}
-	}
+	j.rowDots(r0, r1, func(row []byte, b int) float32 {
+		return dot(bytesU16(row), j.x[b*w.Cols:(b+1)*w.Cols])
+	})
 }

@@ -29,6 +29,31 @@ type matmulJob struct {
 	xh []uint16
 }
 
+// rowDots stores dot(row, b), the product of weight row r with batch item
+// b, for rows [r0,r1) and the whole batch: the loop every kernel without a
+// batch tile runs.
+func (j *matmulJob) rowDots(r0, r1 int, dot func(row []byte, b int) float32) {
+	for r := r0; r < r1; r++ {
+		row := j.w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
+		for b := 0; b < j.batch; b++ {
+			j.out[b*j.w.Rows+r] = dot(row, b)
+		}
+	}
+}
+
+// quantAct returns batch item b's quantized activations: its codes and
+// the scales of its blockLen-element blocks.
+func (j *matmulJob) quantAct(b, blockLen int) ([]int8, []float32) {
+	nb := j.w.Cols / blockLen
+	return j.xq[b*j.w.Cols : (b+1)*j.w.Cols], j.xd[b*nb : (b+1)*nb]
+}
+
+// sums16 returns batch item b's per-16 code sums (Q8_K activations).
+func (j *matmulJob) sums16(b int) []int16 {
+	n := j.w.Cols / 16
+	return j.xs[b*n : (b+1)*n]
+}
+
 // rowTile is the number of rows a chunk of work is counted in; it matches
 // the register tiles of the assembly kernels.
 const rowTile = 4
@@ -108,13 +133,10 @@ func (j *matmulJob) run(lo, hi int) {
 	case gguf.TypeQ4_0:
 		matmulQ4_0(j, r0, r1)
 	case gguf.TypeQ4_K:
-		nb := w.Cols / 256
-		for r := r0; r < r1; r++ {
-			row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
-			for b := 0; b < j.batch; b++ {
-				j.out[b*w.Rows+r] = dotQ4K(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
-			}
-		}
+		j.rowDots(r0, r1, func(row []byte, b int) float32 {
+			xq, xd := j.quantAct(b, 256)
+			return dotQ4K(row, xq, xd, j.sums16(b))
+		})
 	case gguf.TypeQ5_0:
 		matmulQ5_0(j, r0, r1)
 	case gguf.TypeQ5_1:
@@ -122,13 +144,10 @@ func (j *matmulJob) run(lo, hi int) {
 	case gguf.TypeQ5_K:
 		matmulQ5K(j, r0, r1)
 	case gguf.TypeQ6_K:
-		nb := w.Cols / 256
-		for r := r0; r < r1; r++ {
-			row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
-			for b := 0; b < j.batch; b++ {
-				j.out[b*w.Rows+r] = dotQ6K(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
-			}
-		}
+		j.rowDots(r0, r1, func(row []byte, b int) float32 {
+			xq, xd := j.quantAct(b, 256)
+			return dotQ6K(row, xq, xd, j.sums16(b))
+		})
 	}
 }
 

@@ -199,36 +199,25 @@ func dotQ5KGo(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 // assembly dot products where they run.
 
 func matmulQ5_0Rows(j *matmulJob, r0, r1 int) {
-	w := j.w
-	nb := w.Cols / 32
-	for r := r0; r < r1; r++ {
-		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
-		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotQ5_0(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb])
-		}
-	}
+	j.rowDots(r0, r1, func(row []byte, b int) float32 {
+		xq, xd := j.quantAct(b, 32)
+		return dotQ5_0(row, xq, xd)
+	})
 }
 
 func matmulQ5_1(j *matmulJob, r0, r1 int) {
-	w := j.w
-	nb := w.Cols / 32
-	for r := r0; r < r1; r++ {
-		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
-		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotQ5_1(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs1[b*nb:(b+1)*nb])
-		}
-	}
+	nb := j.w.Cols / 32
+	j.rowDots(r0, r1, func(row []byte, b int) float32 {
+		xq, xd := j.quantAct(b, 32)
+		return dotQ5_1(row, xq, xd, j.xs1[b*nb:(b+1)*nb])
+	})
 }
 
 func matmulQ5K(j *matmulJob, r0, r1 int) {
-	w := j.w
-	nb := w.Cols / 256
-	for r := r0; r < r1; r++ {
-		row := w.Data[r*j.rowBytes : (r+1)*j.rowBytes]
-		for b := 0; b < j.batch; b++ {
-			j.out[b*w.Rows+r] = dotQ5K(row, j.xq[b*w.Cols:(b+1)*w.Cols], j.xd[b*nb:(b+1)*nb], j.xs[b*nb*16:(b+1)*nb*16])
-		}
-	}
+	j.rowDots(r0, r1, func(row []byte, b int) float32 {
+		xq, xd := j.quantAct(b, 256)
+		return dotQ5K(row, xq, xd, j.sums16(b))
+	})
 }
 
 // quantBlockQ5_0 stores 32 values like ggml's reference quantizer (which
