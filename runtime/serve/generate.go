@@ -139,9 +139,10 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 		// as an open connection, so ShutdownWithContext waits for it. A
 		// stream that ends cleanly keeps its connection (see keepConn).
 		conn := ctx.Conn()
-		keep := ctx.Request.Header.IsHTTP11() && !ctx.Request.Header.ConnectionClose() && !s.draining.Load()
+		http11 := ctx.Request.Header.IsHTTP11()
+		keep := http11 && !ctx.Request.Header.ConnectionClose() && !s.draining.Load()
 		ctx.HijackSetNoResponse(true)
-		keep = j.stream(conn, keep, ctx.Request.Header.IsHTTP11())
+		keep = j.stream(conn, keep, http11)
 		ctx.Hijack(func(hc net.Conn) { s.keepConn(conn, hc, keep) })
 		return
 	}
@@ -543,14 +544,13 @@ func (j *job) finishSeq(q *seqState) {
 }
 
 // stream writes the whole SSE response, headers included, to conn. With
-// keep it offers the client to keep the connection (HTTP/1.1 keep-alive);
+// keep (which needs chunked) it offers the client to keep the connection;
 // it reports whether the response ended cleanly with that offer, so the
-// connection may serve the client's next request. An HTTP/1.0 client gets
-// the body unchunked, ended by closing the connection.
+// connection may serve the client's next request. Without chunked (an
+// HTTP/1.0 client) the body is bare, ended by closing the connection.
 func (j *job) stream(conn net.Conn, keep, chunked bool) (kept bool) {
 	k := j.s.sinks.Get().(*sseSink)
 	k.conn, k.timeout, k.deadline, k.chunked = conn, j.s.cfg.WriteTimeout, time.Time{}, chunked
-	keep = keep && chunked
 	status := "ok"
 	defer func() {
 		k.conn = nil
@@ -567,6 +567,13 @@ func (j *job) stream(conn net.Conn, keep, chunked bool) (kept bool) {
 			j.s.log.Debug("request", "request_id", j.id, "stream", true, "sequences", len(j.seqs), "result", status, "duration", time.Since(j.arrival))
 		}
 	}()
+	// fail ends the response with an error event; the connection stays
+	// usable if that is written.
+	fail := func(e *apiError, why string) bool {
+		k.error(e)
+		status = why
+		return k.end() == nil && keep
+	}
 	if err := k.header(j.id, keep); err != nil {
 		status = "client gone"
 		return false
@@ -577,15 +584,11 @@ func (j *job) stream(conn net.Conn, keep, chunked bool) (kept bool) {
 				status = "client gone"
 				return false
 			}
-			k.error(j.ctxError(err))
-			status = err.Error()
-			return k.end() == nil && keep
+			return fail(j.ctxError(err), err.Error())
 		}
 	}
 	if e := j.start(); e != nil {
-		k.error(e)
-		status = e.Message
-		return k.end() == nil && keep
+		return fail(e, e.Message)
 	}
 	err := j.pump(k)
 	switch {
@@ -593,9 +596,7 @@ func (j *job) stream(conn net.Conn, keep, chunked bool) (kept bool) {
 		status = "client gone"
 		return false
 	case errors.Is(err, context.DeadlineExceeded):
-		k.error(j.ctxError(err))
-		status = "timeout"
-		return k.end() == nil && keep
+		return fail(j.ctxError(err), "timeout")
 	case err != nil:
 		status = err.Error()
 	}
