@@ -179,18 +179,29 @@ func TestStreamClosesWhenAsked(t *testing.T) {
 	}
 }
 
-// Shutdown does not wait for a kept connection that sits idle.
-func TestShutdownClosesKeptConnections(t *testing.T) {
-	s, addr := startKeepAlive(t)
+// streamKept streams one completion on a new connection, requires the
+// response to offer keep-alive, and returns the connection's reader.
+func streamKept(t *testing.T, addr string) *bufio.Reader {
+	t.Helper()
 	br := bufio.NewReader(send(t, addr, streamRequest("HTTP/1.1", "")))
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	if resp.Close {
+		t.Fatal("the stream did not offer keep-alive")
+	}
+	return br
+}
+
+// Shutdown does not wait for a kept connection that sits idle.
+func TestShutdownClosesKeptConnections(t *testing.T) {
+	s, addr := startKeepAlive(t)
+	br := streamKept(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
@@ -205,18 +216,7 @@ func TestShutdownClosesKeptConnections(t *testing.T) {
 // unit's idle timeout.
 func TestKeptConnectionIdleTimeout(t *testing.T) {
 	_, addr := startKeepAliveConfig(t, Config{Model: "m", MaxConcurrency: 4, IdleTimeout: 50 * time.Millisecond})
-	br := bufio.NewReader(send(t, addr, streamRequest("HTTP/1.1", "")))
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadAll(resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.Close {
-		t.Fatal("the stream did not offer keep-alive")
-	}
+	br := streamKept(t, addr)
 	// send's 30 s deadline bounds this read.
 	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("idle kept connection: read %d bytes, err %v; want EOF", n, err)
