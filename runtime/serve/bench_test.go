@@ -312,16 +312,23 @@ func report(b *testing.B, t benchTimes, run clientRun, cpu time.Duration) {
 	if len(e2e) == 0 {
 		b.Fatal("no tokens timed")
 	}
-	b.ReportMetric(float64(run.tokens)/run.elapsed.Seconds(), "tok/s")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(run.tokens), "cpu-µs/tok")
-	for _, m := range []struct {
-		name string
-		v    []int64
-	}{{"frontdoor", frontDoor}, {"e2e", e2e}} {
-		slices.Sort(m.v)
-		b.ReportMetric(float64(m.v[len(m.v)/2])/1e3, "p50-"+m.name+"-µs")
-		b.ReportMetric(float64(m.v[len(m.v)*99/100])/1e3, "p99-"+m.name+"-µs")
-	}
+	reportRate(b, run.tokens, run.elapsed, cpu)
+	reportLatency(b, "frontdoor", frontDoor)
+	reportLatency(b, "e2e", e2e)
+}
+
+// reportRate reports tokens per second and CPU time per token.
+func reportRate(b *testing.B, tokens int, elapsed, cpu time.Duration) {
+	b.ReportMetric(float64(tokens)/elapsed.Seconds(), "tok/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(tokens), "cpu-µs/tok")
+}
+
+// reportLatency reports the median and 99th percentile of ns latencies in
+// µs (it sorts v).
+func reportLatency(b *testing.B, name string, v []int64) {
+	slices.Sort(v)
+	b.ReportMetric(float64(v[len(v)/2])/1e3, "p50-"+name+"-µs")
+	b.ReportMetric(float64(v[len(v)*99/100])/1e3, "p99-"+name+"-µs")
 }
 
 // stampListener times the front door's writes of token events, by the
@@ -455,11 +462,8 @@ func BenchmarkLoopback64(b *testing.B) {
 	for _, l := range lat {
 		all = append(all, l...)
 	}
-	slices.Sort(all)
-	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "tok/s")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(len(all)), "cpu-µs/tok")
-	b.ReportMetric(float64(all[len(all)/2])/1e3, "p50-e2e-µs")
-	b.ReportMetric(float64(all[len(all)*99/100])/1e3, "p99-e2e-µs")
+	reportRate(b, len(all), elapsed, cpu)
+	reportLatency(b, "e2e", all)
 }
 
 // cpuTime is this process's user plus system CPU time.
