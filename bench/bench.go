@@ -17,6 +17,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/loadgen"
 	"github.com/ttis-dev/ttis/bench/metrics"
 	"github.com/ttis-dev/ttis/bench/result"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // DatasetConfig selects and shapes the prompts.
@@ -93,49 +94,49 @@ func RunPoint(ctx context.Context, pc PointConfig) (*PointResult, error) {
 	if now == nil {
 		now = time.Now
 	}
-	var tok *client.Tokenizer
+	conns := max(pc.Load.MaxConcurrency, 1)
+	if pc.Load.MaxConcurrency == 0 {
+		conns = pc.NumPrompts
+	}
+	srv, err := pc.Client.Server(conns)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	var tok *openai.Tokenizer
 	var dsTok dataset.Tokenizer
 	var counter client.TextCounter
 	if pc.ServerTokenizer {
-		t, err := client.NewTokenizer(pc.Client.BaseURL, pc.Client.Model, pc.Client.Header)
-		if err != nil {
-			return nil, err
-		}
-		tok, dsTok, counter = t, t, t
-	}
-	set, err := BuildDataset(ctx, dsTok, pc.Dataset, pc.NumPrompts, pc.Load.Seed, pc.Client.API == client.Chat)
-	if err != nil {
-		return nil, err
+		tok = srv.Tokenizer(pc.Client.Model)
+		dsTok, counter = tok, tok
 	}
 	cc := pc.Client
-	cc.MaxConns = max(pc.Load.MaxConcurrency, 1)
-	if pc.Load.MaxConcurrency == 0 {
-		cc.MaxConns = pc.NumPrompts
-	}
-	cl, err := client.New(cc, counter)
+	set, err := BuildDataset(ctx, dsTok, pc.Dataset, pc.NumPrompts, pc.Load.Seed, cc.API == openai.Chat)
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Close()
+	cl, err := client.New(srv, cc, counter)
+	if err != nil {
+		return nil, err
+	}
 	date := now()
 	out, err := loadgen.Run(ctx, cl, set.Prompts, pc.Load)
 	if err != nil {
 		return nil, err
 	}
 	sum := metrics.Compute(out.Requests, out.DurationS, pc.Percentiles, pc.SLO)
-	backend := "openai"
-	if cc.API == client.Chat {
-		backend = "openai-chat"
-	}
 	warnings := set.Warnings
-	if cc.API == client.Chat && set.Name != "random" {
+	if cc.API == openai.Chat && set.Name != "random" {
 		warnings = append(warnings, "chat endpoint: the server's chat template adds tokens around each prompt, so prompt tokens exceed the file's prompt lengths")
 	}
 	if out.WarmupFailures > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d of %d warm-up requests failed", out.WarmupFailures, pc.Load.NumWarmups))
 	}
-	if tok == nil && !pc.ServerTokenizer {
+	if tok == nil {
 		warnings = append(warnings, "server tokenizer not used")
+	}
+	if n := srv.StaleRetries(); n > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d request(s) sent again on a new connection: the server had closed their kept-alive connection before answering (counted per request as retried)", n))
 	}
 	rate := pc.Load.RequestRate
 	if rate == 0 {
@@ -146,7 +147,7 @@ func RunPoint(ctx context.Context, pc PointConfig) (*PointResult, error) {
 		burst = 1
 	}
 	run := &result.Run{
-		Date: date, Backend: backend, Endpoint: cc.API.Path(), Label: pc.Label,
+		Date: date, Backend: cc.API.Backend(), Endpoint: cc.API.Path(), Label: pc.Label,
 		ModelID: cc.Model, Tokenizer: set.Tokenizer, Dataset: set.Name, BaseURL: cl.BaseURL(),
 		NumPrompts: pc.NumPrompts, ISL: pc.Dataset.InputLen, OSL: pc.Dataset.OutputLen,
 		RequestRate: rate, Burstiness: burst, MaxConcurrency: pc.Load.MaxConcurrency,

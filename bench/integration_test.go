@@ -20,7 +20,9 @@ import (
 	"github.com/ttis-dev/ttis/bench"
 	"github.com/ttis-dev/ttis/bench/client"
 	"github.com/ttis-dev/ttis/bench/loadgen"
+	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // The sim's timing for Llama-3.1-8B-Instruct on n150 (catalog targets
@@ -164,7 +166,7 @@ func simUnit(timeScale float64) string {
 // simPoint runs one point against a sim server.
 func simPoint(ctx context.Context, base string, isl, osl, conc, n int) (*bench.PointResult, error) {
 	return bench.RunPoint(ctx, bench.PointConfig{
-		Client:          client.Config{BaseURL: base, API: client.Completions, Model: simModel, IgnoreEOS: true, ContinuousUsage: true, RequestTimeout: time.Minute},
+		Client:          client.Config{BaseURL: base, API: openai.Completions, Model: simModel, IgnoreEOS: true, ContinuousUsage: true, RequestTimeout: time.Minute},
 		Dataset:         bench.DatasetConfig{Name: "random", InputLen: isl, OutputLen: osl},
 		NumPrompts:      n,
 		Load:            loadgen.Options{MaxConcurrency: conc, NumWarmups: 1, Seed: 1},
@@ -230,7 +232,7 @@ func TestSimChatExactISL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pr, err := bench.RunPoint(ctx, bench.PointConfig{
-		Client:          client.Config{BaseURL: base, API: client.Chat, Model: simModel, IgnoreEOS: true},
+		Client:          client.Config{BaseURL: base, API: openai.Chat, Model: simModel, IgnoreEOS: true},
 		Dataset:         bench.DatasetConfig{Name: "random", InputLen: 64, OutputLen: 8},
 		NumPrompts:      3,
 		Load:            loadgen.Options{MaxConcurrency: 2},
@@ -289,13 +291,21 @@ func runCtl(t *testing.T, args ...string) (string, int) {
 	return string(out), code
 }
 
-func checkSweepFiles(t *testing.T, resultsDir string, wantInMarkdown ...string) {
+// sweepDir is the benchmarks folder of the one run in the state folder's
+// store.
+func sweepDir(t *testing.T, state string) string {
 	t.Helper()
-	runs, err := os.ReadDir(resultsDir)
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("results dir: %v %v", runs, err)
+	store := &runs.Store{Root: filepath.Join(state, "runs")}
+	list, errs := store.List("")
+	if len(errs) > 0 || len(list) != 1 {
+		t.Fatalf("runs in %s: %v %v", state, list, errs)
 	}
-	dir := filepath.Join(resultsDir, runs[0].Name())
+	return filepath.Join(store.Dir(list[0]), "benchmarks")
+}
+
+func checkSweepFiles(t *testing.T, state string, wantInMarkdown ...string) {
+	t.Helper()
+	dir := sweepDir(t, state)
 	md, err := os.ReadFile(filepath.Join(dir, bench.SummaryMarkdown))
 	if err != nil {
 		t.Fatal(err)
@@ -329,15 +339,15 @@ func TestSmokeSweepSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := t.TempDir()
-	out, code := runCtl(t, "bench", "--url", base, "--device", simDevice, "--limit", "smoke", "--results-dir", res, "--no-progress")
+	state := t.TempDir()
+	out, code := runCtl(t, "bench", "--url", base, "--device", simDevice, "--limit", "smoke", "--state-dir", state, "--no-progress")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	if !strings.Contains(out, "128  128  1") {
-		t.Errorf("plan table missing:\n%s", out)
+	if !strings.Contains(out, "Verdict: PASS") || !strings.Contains(out, "point 1/1 isl 128 osl 128 concurrency 1") {
+		t.Errorf("output:\n%s", out)
 	}
-	checkSweepFiles(t, res, "Simulated", "Targets — ISL 128 / OSL 128, concurrency 1", "PASS ✅", "| 128 | 128 | 1 | 8 |")
+	checkSweepFiles(t, state, "Simulated", "Targets — ISL 128 / OSL 128, concurrency 1", "PASS: ", "| 128 | 128 | 1 | 8 |")
 }
 
 func TestSmokeSweepCPU(t *testing.T) {
@@ -354,35 +364,31 @@ func TestSmokeSweepCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := t.TempDir()
-	out, code := runCtl(t, "bench", "--url", base, "--limit", "smoke", "--results-dir", res, "--no-progress")
-	if code != 0 {
+	state := t.TempDir()
+	out, code := runCtl(t, "bench", "--url", base, "--limit", "smoke", "--state-dir", state, "--no-progress")
+	if code != 0 || !strings.Contains(out, "Verdict: UNGRADED") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	// No catalog entry for a GGUF file: one ISL 16 / OSL 4 point, ungraded.
-	checkSweepFiles(t, res, "| 16 | 4 | 1 | 8 |", "| NA | na |")
+	checkSweepFiles(t, state, "| 16 | 4 | 1 | 8 |", "NA: no target")
 }
 
 // TestSweepServerDown: every point fails, the files still appear and the
 // exit status says the run is incomplete.
 func TestSweepServerDown(t *testing.T) {
-	res := t.TempDir()
+	state := t.TempDir()
 	url := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	out, code := runCtl(t, "bench", "--url", url, "--model", simModel, "--device", simDevice, "--limit", "smoke", "--results-dir", res, "--no-progress")
-	if code != 2 {
-		t.Fatalf("exit %d, want 2 (incomplete):\n%s", code, out)
+	out, code := runCtl(t, "bench", "--url", url, "--model", simModel, "--device", simDevice, "--limit", "smoke", "--state-dir", state, "--no-progress")
+	if code != 5 || !strings.Contains(out, "Verdict: INCOMPLETE") {
+		t.Fatalf("exit %d, want 5 (incomplete):\n%s", code, out)
 	}
-	checkSweepFilesNoRaw(t, res)
+	checkSweepFilesNoRaw(t, state)
 }
 
-func checkSweepFilesNoRaw(t *testing.T, resultsDir string) {
+func checkSweepFilesNoRaw(t *testing.T, state string) {
 	t.Helper()
-	runs, _ := os.ReadDir(resultsDir)
-	if len(runs) != 1 {
-		t.Fatalf("runs %v", runs)
-	}
-	md, err := os.ReadFile(filepath.Join(resultsDir, runs[0].Name(), bench.SummaryMarkdown))
-	if err != nil || !strings.Contains(string(md), "did not run") || !strings.Contains(string(md), "❌ `FAIL`") {
+	md, err := os.ReadFile(filepath.Join(sweepDir(t, state), bench.SummaryMarkdown))
+	if err != nil || !strings.Contains(string(md), "did not run") || !strings.Contains(string(md), "NOT MEASURED") {
 		t.Errorf("markdown %s %v", md, err)
 	}
 }

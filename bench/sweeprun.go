@@ -31,6 +31,10 @@ type SweepConfig struct {
 	OutDir string
 	// OnPoint is called before each point runs (progress display).
 	OnPoint func(i int, p sweep.Point)
+	// Done are points an earlier, interrupted run of the same plan
+	// measured (ParseJSON of its SummaryJSON): they are kept, not run
+	// again. A point that failed runs again.
+	Done []report.Point
 }
 
 // Summary file names inside a sweep's folder.
@@ -42,8 +46,7 @@ const (
 
 // SweepResult is a finished sweep.
 type SweepResult struct {
-	Points     []report.Point
-	Acceptance report.Acceptance
+	Points []report.Point
 	// Files are the paths written.
 	Files []string
 	// Incomplete is true when a point did not run or a request failed.
@@ -53,8 +56,9 @@ type SweepResult struct {
 // RunSweep runs every point in order, grades it and writes the files. A
 // point that fails (server down, bad answers) is recorded and the sweep goes
 // on. A cancelled context stops it: the summaries of the points finished so
-// far are still written, and the result comes back with ctx's error. An
-// unwritable folder is an error with no result.
+// far are still written, and the result comes back with ctx's error. A
+// file that cannot be written stops the sweep with the error and the
+// result so far.
 func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 	if len(sc.Points) == 0 {
 		return nil, fmt.Errorf("sweep: no points planned")
@@ -62,9 +66,22 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 	if err := os.MkdirAll(sc.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
+	done := map[[4]int]report.Point{}
+	for _, p := range sc.Done {
+		if p.Error == "" && p.Grade.Status != grade.StatusError {
+			done[[4]int{p.ISL, p.OSL, p.Concurrency, p.NumPrompts}] = p
+		}
+	}
 	res := &SweepResult{}
 	var cancelled error
 	for i, pt := range sc.Points {
+		if p, ok := done[pt.Key()]; ok {
+			res.Points = append(res.Points, p)
+			if p.ResultFile != "" {
+				res.Files = append(res.Files, filepath.Join(sc.OutDir, p.ResultFile))
+			}
+			continue
+		}
 		if err := ctx.Err(); err != nil {
 			cancelled = err
 			break
@@ -77,7 +94,6 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 		pc.NumPrompts = pt.NumPrompts
 		pc.Load.MaxConcurrency = pt.Concurrency
 		pc.Load.RequestIDPrefix = fmt.Sprintf("%sisl%d-osl%d-c%d-", sc.Base.Load.RequestIDPrefix, pt.ISL, pt.OSL, pt.Concurrency)
-		rp := report.Point{ISL: pt.ISL, OSL: pt.OSL, Concurrency: pt.Concurrency, NumPrompts: pt.NumPrompts, Source: pt.Source}
 		pr, err := RunPoint(ctx, pc)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -85,12 +101,7 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 				break
 			}
 			res.Incomplete = true
-			fillMissing(&rp)
-			rp.Error = err.Error()
-			rp.Failed = pt.NumPrompts
-			rp.Grade = grade.Grade(grade.Input{Target: pt.Target, Factors: sc.Factors, Required: sc.Required,
-				Measured: grade.Measured{TTFTms: grade.Missing, TputUser: grade.Missing, Tput: grade.Missing}, Failed: pt.NumPrompts})
-			res.Points = append(res.Points, rp)
+			res.Points = append(res.Points, NotRunPoint(pt, err.Error(), sc.Factors, sc.Required))
 			continue
 		}
 		if pr.Summary.Failed > 0 {
@@ -101,14 +112,17 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 		}
 		path := filepath.Join(sc.OutDir, pr.FileName)
 		if err := result.WriteFileAtomic(path, pr.JSON); err != nil {
-			return nil, err
+			return res, err
 		}
 		res.Files = append(res.Files, path)
-		fillPoint(&rp, &pr.Summary)
+		rp := GradePoint(pt, pr, sc.Factors, sc.Required)
 		rp.ResultFile = pr.FileName
-		rp.Grade = grade.Grade(grade.Input{Target: pt.Target, Factors: sc.Factors, Required: sc.Required,
-			Measured: measured(&rp), Completed: pr.Summary.Completed, Failed: pr.Summary.Failed})
 		res.Points = append(res.Points, rp)
+		// The summaries follow every point, so a run that stops (a signal,
+		// a full disk) keeps what it measured.
+		if _, err := writeSummaries(sc, res.Points); err != nil {
+			return res, err
+		}
 	}
 	if cancelled != nil {
 		res.Incomplete = true
@@ -116,30 +130,62 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 			return nil, cancelled
 		}
 	}
-	res.Acceptance = report.Accept(res.Points)
+	files, err := writeSummaries(sc, res.Points)
+	if err != nil {
+		return res, err
+	}
+	res.Files = append(res.Files, files...)
+	return res, cancelled
+}
+
+// writeSummaries writes the sweep's markdown, CSV and JSON summaries of
+// pts.
+func writeSummaries(sc SweepConfig, pts []report.Point) ([]string, error) {
 	md := sc.Metadata
 	if md.GeneratedAt == "" {
 		md.GeneratedAt = time.Now().UTC().Format(time.RFC3339)
 	}
-	js, err := report.JSON(md, res.Points)
+	js, err := report.JSON(md, pts)
 	if err != nil {
 		return nil, err
 	}
-	csv, err := report.CSV(res.Points)
+	csv, err := report.CSV(pts)
 	if err != nil {
 		return nil, fmt.Errorf("render CSV: %w", err)
 	}
+	var files []string
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{SummaryMarkdown, report.Markdown(md, res.Points)}, {SummaryCSV, csv}, {SummaryJSON, js}} {
+	}{{SummaryMarkdown, report.Markdown(md, pts)}, {SummaryCSV, csv}, {SummaryJSON, js}} {
 		path := filepath.Join(sc.OutDir, f.name)
 		if err := result.WriteFileAtomic(path, f.data); err != nil {
 			return nil, err
 		}
-		res.Files = append(res.Files, path)
+		files = append(files, path)
 	}
-	return res, cancelled
+	return files, nil
+}
+
+// GradePoint turns a measured point into a report row graded against its
+// target (NA when it has none) in the given tiers.
+func GradePoint(pt sweep.Point, pr *PointResult, factors []grade.TierFactor, required []string) report.Point {
+	rp := report.Point{ISL: pt.ISL, OSL: pt.OSL, Concurrency: pt.Concurrency, NumPrompts: pt.NumPrompts, Source: pt.Source}
+	fillPoint(&rp, &pr.Summary)
+	rp.Grade = grade.Grade(grade.Input{Target: pt.Target, Factors: factors, Required: required,
+		Measured: measured(&rp), Completed: pr.Summary.Completed, Failed: pr.Summary.Failed})
+	return rp
+}
+
+// NotRunPoint is the report row of a point that could not run: nothing
+// measured, every request counted as failed, graded as an error.
+func NotRunPoint(pt sweep.Point, why string, factors []grade.TierFactor, required []string) report.Point {
+	rp := report.Point{ISL: pt.ISL, OSL: pt.OSL, Concurrency: pt.Concurrency, NumPrompts: pt.NumPrompts, Source: pt.Source,
+		Error: why, Failed: pt.NumPrompts}
+	fillMissing(&rp)
+	rp.Grade = grade.Grade(grade.Input{Target: pt.Target, Factors: factors, Required: required,
+		Measured: grade.Measured{TTFTms: grade.Missing, TputUser: grade.Missing, Tput: grade.Missing}, Failed: pt.NumPrompts})
+	return rp
 }
 
 // measured picks the graded figures; tput_user is 1000 / mean TPOT, NA when

@@ -1,23 +1,33 @@
-// Package ctl implements ttisctl, the operator's command-line client: it talks
-// to ttisd over the control socket and runs the client-side workflows (bench,
-// eval, token minting, model creation) without a daemon.
+// Package ctl implements ttisctl, the operator's command-line client. It is
+// flags and output only: the control API client (daemon/api/client) talks
+// to ttisd, and the workflows (bench, eval, release) run in bench/release
+// against the server bench/target resolves, the same code ttisd's schedules
+// run.
 package ctl
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ttis-dev/ttis/daemon/api/client"
 )
 
-// App builds the ttisctl command tree.
+// App builds the ttisctl command tree. Every command also takes the global
+// flags (--socket, -o/--output), so they work before or after it.
 func App(version string) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "ttisctl",
 		Usage:                "control the ttis daemon and run benchmarks and evals",
 		Version:              version,
 		EnableBashCompletion: true,
 		Suggest:              true,
 		ExitErrHandler:       func(*cli.Context, error) {},
+		OnUsageError:         onUsageError,
 		Flags:                globalFlags(),
 		// An unknown command is a usage error (exit 2); urfave/cli's own
 		// "No help topic" exits 3, which means "not active" here.
@@ -40,11 +50,86 @@ func App(version string) *cli.App {
 			catalogCommand(),
 			benchCommand(),
 			evalCommand(),
-			modelCommand(),
-			tokenCommand(),
 			releaseCommand(),
 			runsCommand(),
 			reportCommand(),
+			modelCommand(),
+			tokenCommand(),
 		},
 	}
+	for _, c := range app.Commands {
+		inherit(c)
+	}
+	return app
+}
+
+// globalFlags are the flags every command reads.
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "socket", Value: client.DefaultSocket, EnvVars: []string{"TTIS_SOCKET"}, Usage: "control socket of ttisd"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output format: table or json"},
+	}
+}
+
+// global reads a global flag: its value where it was set on the command
+// line (after the command, or before it), else its default or environment
+// value. urfave/cli would read the command's own copy first, hiding a
+// value set before the command name.
+func global(c *cli.Context, name string) string {
+	for _, ctx := range c.Lineage() {
+		if ctx.IsSet(name) {
+			return ctx.String(name)
+		}
+	}
+	return c.String(name)
+}
+
+// inherit gives c and its subcommands the global flags they do not define,
+// and the usage-error handler: urfave/cli v2 reads an app's flags only
+// before the command name.
+func inherit(c *cli.Command) {
+	have := map[string]bool{}
+	for _, f := range c.Flags {
+		for _, n := range f.Names() {
+			have[n] = true
+		}
+	}
+	for _, f := range globalFlags() {
+		if !have[f.Names()[0]] {
+			c.Flags = append(c.Flags, f)
+		}
+	}
+	c.OnUsageError = onUsageError
+	for _, s := range c.Subcommands {
+		inherit(s)
+	}
+}
+
+// Main runs ttisctl with args (args[0] is the program name) and returns
+// its exit status. Flags may come before or after the arguments; every
+// error is printed once, as "ttisctl COMMAND: message", with control
+// characters escaped.
+func Main(ctx context.Context, version string, args []string, stdout, stderr io.Writer) int {
+	app := App(version)
+	app.Writer, app.ErrWriter = stdout, stderr
+	args, path := reorder(app, args)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	code := exitError
+	var ec cli.ExitCoder
+	switch {
+	case errors.As(err, &ec):
+		code = ec.ExitCode()
+	case strings.HasPrefix(err.Error(), "Required flag"):
+		// urfave/cli reports a missing required flag past the usage hook,
+		// in an unexported type.
+		code = exitUsage
+	}
+	if msg := err.Error(); msg != "" {
+		prefix := strings.Join(append([]string{"ttisctl"}, path...), " ")
+		fmt.Fprintf(stderr, "%s: %s\n", prefix, escapeControls(msg, true))
+	}
+	return code
 }

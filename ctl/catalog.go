@@ -1,7 +1,6 @@
 package ctl
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -26,15 +25,15 @@ func catalogCommand() *cli.Command {
 			&cli.BoolFlag{Name: "all", Usage: "include non-default implementations in the table"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 1 {
-				return cli.Exit("catalog: at most one MODEL (flags go before it)", 2)
+			if _, err := positional(c, 0, 1); err != nil {
+				return err
 			}
 			var specs []catalog.Spec
 			model := c.Args().First()
 			if model != "" {
 				var err error
 				if specs, err = catalog.ModelSpecs(model); err != nil {
-					return cli.Exit(fmt.Sprintf("catalog: %v", err), 4)
+					return failure(exitNoUnit, "%v", err)
 				}
 			} else {
 				specs = catalog.Specs()
@@ -42,14 +41,14 @@ func catalogCommand() *cli.Command {
 			if dev := c.String("device"); dev != "" {
 				d, err := catalog.Device(dev)
 				if err != nil {
-					return cli.Exit(fmt.Sprintf("catalog: %v", err), 2)
+					return usageError(c, "--device: %v", err)
 				}
 				specs = filterSpecs(specs, func(s catalog.Spec) bool { return s.Device == d.Name })
 			}
-			if c.String("output") == "json" {
-				enc := json.NewEncoder(c.App.Writer)
-				enc.SetIndent("", "  ")
-				return enc.Encode(specs)
+			if asJSON, err := jsonOutput(c); err != nil {
+				return err
+			} else if asJSON {
+				return writeJSON(c.App.Writer, specs)
 			}
 			if model != "" {
 				return printCatalogDetail(c.App.Writer, specs)

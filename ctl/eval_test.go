@@ -35,36 +35,47 @@ func zeroServer(t *testing.T) *httptest.Server {
 
 func TestEvalURL(t *testing.T) {
 	srv := zeroServer(t)
-	dir := filepath.Join(t.TempDir(), "out")
-	out, code := runCtl(t, "eval", "--url", srv.URL, "--task", "ttis_arith", "--limit", "4", "--results-dir", dir, "--no-progress")
+	state := t.TempDir()
+	out, code := runCtl(t, "eval", "--url", srv.URL, "--task", "ttis_arith", "--limit", "4", "--state-dir", state, "--no-progress")
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	if !strings.Contains(out, "| ttis_arith | exact_match | strict-match | 0.0000 |") || !strings.Contains(out, "Accuracy evaluation: served-model") {
 		t.Errorf("summary:\n%s", out)
 	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "results_*.json"))
+	// A model the catalog does not know is graded against nothing.
+	if !strings.Contains(out, "Verdict: UNGRADED") {
+		t.Errorf("verdict:\n%s", out)
+	}
+	matches, _ := filepath.Glob(filepath.Join(state, "runs", "url-served-model", "*-evals-*", "evals", "results_*.json"))
 	if len(matches) != 1 {
 		t.Errorf("results files %v", matches)
 	}
-	if _, code := runCtl(t, "eval", "--task", "ttis_arith"); code != 1 {
-		t.Errorf("no target: exit %d, want 1", code)
+	if out, code := runCtl(t, "eval", "--task", "ttis_arith"); code != exitUsage || !strings.Contains(out, "give a UNIT or --url") {
+		t.Errorf("no target: exit %d, want 2: %s", code, out)
 	}
-	if out, code := runCtl(t, "eval", "--url", srv.URL, "--task", "gsm8k", "--no-progress", "--results-dir", dir); code != 1 || !strings.Contains(out, "local dataset") {
+	// A task that cannot run is reported as not measured, and the run is
+	// incomplete.
+	if out, code := runCtl(t, "eval", "--url", srv.URL, "--task", "gsm8k", "--no-progress", "--state-dir", state); code != exitIncomplete || !strings.Contains(out, "not measured") || !strings.Contains(out, "dataset") {
 		t.Errorf("gsm8k without a dataset: exit %d %s", code, out)
 	}
 	if out, code := runCtl(t, "eval", "--list-tasks"); code != 0 || !strings.Contains(out, "ttis_arith_mc_generative") {
 		t.Errorf("list: %d %s", code, out)
 	}
+	out, _, code = runCtlStdout(t, "eval", "--list-tasks", "-o", "json")
+	var list []taskListing
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) == 0 {
+		t.Errorf("list -o json: %d %s", code, out)
+	}
 }
 
-func TestEvalErroredSamplesExit2(t *testing.T) {
+func TestEvalErroredSamplesAreIncomplete(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"choices":[{"text":""}]}`) // empty answers are reported, not scored silently
 	}))
 	defer srv.Close()
-	out, code := runCtl(t, "eval", "--url", srv.URL, "--model", "m", "--task", "ttis_arith", "--limit", "2", "--no-progress", "--results-dir", t.TempDir())
-	if code != evalExitErrored || !strings.Contains(out, "empty_response: 2") {
+	out, code := runCtl(t, "eval", "--url", srv.URL, "--model", "m", "--task", "ttis_arith", "--limit", "2", "--no-progress", "--state-dir", t.TempDir())
+	if code != exitIncomplete || !strings.Contains(out, "empty_response: 2") || !strings.Contains(out, "Verdict: INCOMPLETE") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
@@ -151,11 +162,13 @@ func TestEvalUnitThroughDaemon(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	out, code := runCtl(t, "--socket", sock, "eval", "--task", "ttis_arith_mc", "--limit", "3", "--no-progress", "evsim")
-	if code != 0 {
+	// The unit's model has catalog references that this run does not
+	// select, so it cannot certify the model: INCOMPLETE, exit 5.
+	out, code := runCtl(t, "--socket", sock, "eval", "evsim", "--task", "ttis_arith_mc", "--limit", "3", "--no-progress")
+	if code != exitIncomplete || !strings.Contains(out, "not selected (--task)") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	matches, _ := filepath.Glob(filepath.Join(state, "runs", "evsim", "*-eval", "results_*.json"))
+	matches, _ := filepath.Glob(filepath.Join(state, "runs", "evsim", "*-evals-*", "evals", "results_*.json"))
 	if len(matches) != 1 {
 		t.Fatalf("results in the store: %v\n%s", matches, out)
 	}
@@ -168,27 +181,29 @@ func TestEvalUnitThroughDaemon(t *testing.T) {
 
 func TestEvalJSONOutput(t *testing.T) {
 	srv := zeroServer(t)
-	out, code := runCtl(t, "--output", "json", "eval", "--url", srv.URL, "--task", "ttis_arith_mc_generative", "--api", "completions",
-		"--limit", "0.01", "--size", "100", "--no-progress", "--results-dir", t.TempDir())
+	out, _, code := runCtlStdout(t, "--output", "json", "eval", "--url", srv.URL, "--task", "ttis_arith_mc_generative", "--api", "completions",
+		"--limit", "0.01", "--size", "100", "--no-progress", "--state-dir", t.TempDir())
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	var doc struct {
-		Files struct {
-			Results string
-		}
-		Results struct {
-			Results  map[string]map[string]any `json:"results"`
-			NSamples map[string]map[string]int `json:"n-samples"`
-		}
+		Verdict  string `json:"verdict"`
+		Sections []struct {
+			Kind string `json:"kind"`
+			Data []struct {
+				Task    string `json:"task_name"`
+				Role    string `json:"role"`
+				Samples int    `json:"n_samples"`
+			} `json:"data"`
+		} `json:"sections"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
-	if doc.Files.Results == "" || doc.Results.NSamples["ttis_arith_mc_generative"]["effective"] != 1 {
-		t.Errorf("json output %+v", doc)
+	if doc.Verdict != "UNGRADED" || len(doc.Sections) != 1 || len(doc.Sections[0].Data) != 1 {
+		t.Fatalf("report %+v", doc)
 	}
-	if _, ok := doc.Results.Results["ttis_arith_mc_generative"]["exact_match,letter-extract"]; !ok {
-		t.Errorf("results %v", doc.Results.Results)
+	if row := doc.Sections[0].Data[0]; row.Task != "ttis_arith_mc_generative" || row.Role != "smoke" || row.Samples != 1 {
+		t.Errorf("row %+v", row)
 	}
 }

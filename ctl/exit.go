@@ -3,36 +3,65 @@ package ctl
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
-	"github.com/ttis-dev/ttis/daemon/api/client"
 	"github.com/urfave/cli/v2"
+
+	"github.com/ttis-dev/ttis/bench/release"
+	"github.com/ttis-dev/ttis/daemon/api/client"
 )
 
-// Exit codes of the daemon commands, as systemctl's (LSB) where they
-// overlap; success is 0.
+// Exit codes, as systemctl's (LSB) where they overlap; success is 0. The
+// workflow commands (bench, eval, release) add their verdicts.
 const (
 	// exitError: the command failed.
 	exitError = 1
-	// exitUsage: bad arguments or flags.
+	// exitUsage: bad arguments or flags, on every command.
 	exitUsage = 2
 	// exitNotActive: status of a unit that is not active.
 	exitNotActive = 3
 	// exitNoUnit: the named unit does not exist.
 	exitNoUnit = 4
+	// exitFail: a workflow's verdict is FAIL (an enforced check failed).
+	exitFail = 3
+	// exitIncomplete: a workflow's verdict is INCOMPLETE (something
+	// required was not measured).
+	exitIncomplete = 5
 	// exitUnavailable: the daemon cannot be reached (EX_UNAVAILABLE).
 	exitUnavailable = 69
+	// exitInterrupted: stopped by SIGINT or SIGTERM (128+2, as shells
+	// report Ctrl-C); what finished is kept and --resume finishes it.
+	exitInterrupted = 130
 )
 
 // exitCodesHelp documents the codes in --help.
 const exitCodesHelp = "Exit codes: 0 ok, 1 error, 2 usage, 3 unit not active (status), 4 no such unit, 69 ttisd unreachable."
 
-// usageError is a usage problem: exit 2 with the command's usage hint.
+// workflowExitHelp documents the workflow commands' codes.
+const workflowExitHelp = "Exit codes: 0 PASS or UNGRADED, 1 could not run, 2 usage, 3 FAIL, 4 no such unit, 5 INCOMPLETE,\n" +
+	"69 ttisd unreachable, 130 interrupted (finished parts kept; --resume RUN finishes it)."
+
+// failure is an error with the exit status it stands for. Messages never
+// name the command: Main prefixes every message once ("ttisctl eval: ").
+func failure(code int, format string, a ...any) error {
+	return cli.Exit(fmt.Sprintf(format, a...), code)
+}
+
+// usageError is a usage problem: exit 2 with the command's help hint.
 func usageError(c *cli.Context, format string, a ...any) error {
-	return cli.Exit(fmt.Sprintf("%s: %s (see \"ttisctl %s --help\")", c.Command.Name, fmt.Sprintf(format, a...), c.Command.Name), exitUsage)
+	return cli.Exit(fmt.Sprintf("%s (see \"%s --help\")", fmt.Sprintf(format, a...), c.Command.HelpName), exitUsage)
+}
+
+// onUsageError turns urfave/cli's flag errors into exit 2.
+func onUsageError(c *cli.Context, err error, _ bool) error {
+	name := "ttisctl"
+	if c.Command != nil && c.Command.HelpName != "" {
+		name = c.Command.HelpName
+	}
+	return cli.Exit(fmt.Sprintf("%v (see \"%s --help\")", err, name), exitUsage)
 }
 
 // daemonError turns an error of the control API client into an exit code:
@@ -49,16 +78,21 @@ func daemonError(err error) error {
 	return cli.Exit(err.Error(), exitError)
 }
 
-// positional checks the positional arguments: between min and max (-1: no
-// limit), and none that looks like a flag, since urfave/cli v2 does not
-// parse flags after the first positional argument.
+// verdictExit is the exit status of a workflow's verdict.
+func verdictExit(verdict string) error {
+	switch verdict {
+	case release.VerdictFail:
+		return cli.Exit("", exitFail)
+	case release.VerdictIncomplete:
+		return cli.Exit("", exitIncomplete)
+	}
+	return nil
+}
+
+// positional checks the number of positional arguments: between min and
+// max (-1: no limit).
 func positional(c *cli.Context, min, max int) ([]string, error) {
 	args := c.Args().Slice()
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") && a != "-" {
-			return nil, usageError(c, "flag %q after an argument; put flags before %s", a, strings.ToUpper(c.Command.ArgsUsage))
-		}
-	}
 	switch {
 	case len(args) < min && min == max:
 		return nil, usageError(c, "want %s", c.Command.ArgsUsage)
@@ -70,13 +104,13 @@ func positional(c *cli.Context, min, max int) ([]string, error) {
 	return args, nil
 }
 
-// jsonOutput reports whether --output asks for JSON, rejecting unknown
+// jsonOutput reports whether -o/--output asks for JSON, rejecting unknown
 // formats.
 func jsonOutput(c *cli.Context) (bool, error) {
-	switch o := c.String("output"); o {
+	switch o := global(c, "output"); o {
 	case "json":
 		return true, nil
-	case "table", "":
+	case "table", "text", "":
 		return false, nil
 	default:
 		return false, cli.Exit(fmt.Sprintf("--output %q: want table or json", o), exitUsage)
@@ -90,7 +124,10 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // newClient returns a control API client for --socket (or TTIS_SOCKET).
-func newClient(c *cli.Context) *client.Client { return client.New(c.String("socket")) }
+func newClient(c *cli.Context) *client.Client { return client.New(global(c, "socket")) }
+
+// interrupted reports whether err is a workflow stopped by a signal.
+func interrupted(err error) bool { return errors.Is(err, release.ErrInterrupted) }
 
 // completeUnits prints the daemon's unit names for shell completion; it
 // prints nothing when the daemon does not answer quickly.

@@ -68,7 +68,7 @@ func modelCreateCommand() *cli.Command {
 				return usageError(c, "--type: %v", err)
 			}
 			if _, err := os.Stat(path); err == nil && !c.Bool("force") {
-				return cli.Exit(fmt.Sprintf("model create: %s exists (use --force to overwrite)", path), exitError)
+				return failure(exitError, "%s exists (use --force to overwrite)", path)
 			}
 			start := time.Now()
 			opts := synth.Options{Preset: preset.Name, Type: typ, Seed: c.Uint64("seed"), Name: c.String("name")}
@@ -77,7 +77,7 @@ func modelCreateCommand() *cli.Command {
 			}
 			st, err := os.Stat(path)
 			if err != nil {
-				return cli.Exit(fmt.Sprintf("model create: %v", err), exitError)
+				return failure(exitError, "%v", err)
 			}
 			fmt.Fprintf(c.App.Writer, "wrote %s: preset %s, %s weights, %.1fM parameters, %s, seed %d, in %s\n",
 				path, preset.Name, strings.ToLower(typ.String()), float64(preset.Params())/1e6,

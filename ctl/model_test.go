@@ -41,7 +41,7 @@ func TestModelCreate(t *testing.T) {
 		{[]string{"model", "create"}, "want PATH"},
 		{[]string{"model", "create", "--preset", "huge", filepath.Join(dir, "x")}, `unknown preset "huge"`},
 		{[]string{"model", "create", "--type", "q4_1", filepath.Join(dir, "x")}, `unsupported weight type "q4_1"`},
-		{[]string{"model", "create", filepath.Join(dir, "x"), "--seed", "3"}, "flag \"--seed\" after an argument"},
+		{[]string{"model", "create", filepath.Join(dir, "x"), "--seeds", "3"}, "flag provided but not defined: -seeds"},
 	}
 	for _, c := range cases {
 		out, code := runCtl(t, c.args...)
@@ -64,7 +64,7 @@ func TestModelInfo(t *testing.T) {
 			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
 		}
 	}
-	out, code = runCtl(t, "-o", "json", "model", "info", path)
+	out, _, code = runCtlStdout(t, "-o", "json", "model", "info", path)
 	var info modelInfo
 	if err := json.Unmarshal([]byte(out), &info); err != nil || code != 0 {
 		t.Fatalf("json output (exit %d): %v\n%s", code, err, out)

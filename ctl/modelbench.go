@@ -58,7 +58,7 @@ func modelBenchCommand() *cli.Command {
 			}
 			rows, err := runModelBench(args[0], cfg)
 			if err != nil {
-				return cli.Exit(fmt.Sprintf("model bench: %v", err), exitError)
+				return failure(exitError, "%v", err)
 			}
 			if asJSON {
 				return writeJSON(c.App.Writer, rows)
@@ -72,7 +72,7 @@ func modelBenchCommand() *cli.Command {
 // the shared usageError names only the last command word, which here would
 // point at the unrelated "ttisctl bench".
 func benchUsage(format string, a ...any) error {
-	return cli.Exit(fmt.Sprintf("model bench: %s (see \"ttisctl model bench --help\")", fmt.Sprintf(format, a...)), exitUsage)
+	return cli.Exit(fmt.Sprintf("%s (see \"ttisctl model bench --help\")", fmt.Sprintf(format, a...)), exitUsage)
 }
 
 type benchConfig struct {

@@ -2,24 +2,25 @@ package ctl
 
 import (
 	"errors"
-	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ttis-dev/ttis/daemon/release"
-	"github.com/ttis-dev/ttis/daemon/runs"
+	"github.com/ttis-dev/ttis/bench/release"
+	"github.com/ttis-dev/ttis/bench/runs"
 )
 
 func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
-		Usage:     "print or locate a run's report",
-		ArgsUsage: "[flags] RUN",
-		Description: `RUN is a run id, a unique prefix of one, or the path of a run folder.
---format md (default) prints report.md, json report.json, html report.html;
-path prints the run folder's path.`,
+		Usage:     "print or locate a run's report (any run: bench, eval or release)",
+		ArgsUsage: "RUN",
+		Description: `RUN is a run id (as bench, eval, release and runs print it), a unique prefix
+of one, or the path of a run folder. --format md (default) prints report.md,
+json report.json (also -o json), html report.html; path prints the run
+folder's path.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "md", Usage: "md, json, html or path"},
 			&cli.StringFlag{Name: "state-dir", Usage: "state folder holding runs/ (default: the daemon's, else ./ttis-state)"},
@@ -33,8 +34,14 @@ func runReport(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	format := c.String("format")
+	if asJSON, err := jsonOutput(c); err != nil {
+		return err
+	} else if asJSON {
+		format = "json"
+	}
 	var name string
-	switch f := c.String("format"); f {
+	switch format {
 	case "md":
 		name = release.ReportMarkdown
 	case "json":
@@ -43,27 +50,31 @@ func runReport(c *cli.Context) error {
 		name = release.ReportHTML
 	case "path":
 	default:
-		return usageError(c, "--format %q: want md, json, html or path", f)
+		return usageError(c, "--format %q: want md, json, html or path", format)
 	}
 	dir, err := storeDir(c)
 	if err != nil {
-		return cli.Exit("report: "+err.Error(), exitError)
+		return failure(exitError, "%v", err)
 	}
 	m, runDir, err := (&runs.Store{Root: dir}).Open(args[0])
 	if err != nil {
-		return cli.Exit("report: "+err.Error(), exitError)
+		return failure(exitError, "%v", err)
+	}
+	w := c.App.Writer
+	if name == release.ReportMarkdown || name == "" {
+		w = safeWriter{w}
 	}
 	if name == "" {
-		fmt.Fprintln(c.App.Writer, runDir)
-		return nil
+		_, err := io.WriteString(w, runDir+"\n")
+		return err
 	}
 	b, err := os.ReadFile(filepath.Join(runDir, name))
 	if errors.Is(err, os.ErrNotExist) {
-		return cli.Exit(fmt.Sprintf("report: run %s has no %s (status %s)", m.ID, name, m.Status), exitError)
+		return failure(exitError, "run %s has no %s (status %s)", m.ID, name, m.Status)
 	}
 	if err != nil {
-		return cli.Exit("report: "+err.Error(), exitError)
+		return failure(exitError, "%v", err)
 	}
-	_, err = c.App.Writer.Write(b)
+	_, err = w.Write(b)
 	return err
 }

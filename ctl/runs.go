@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ttis-dev/ttis/daemon/runs"
+	"github.com/ttis-dev/ttis/bench/runs"
 )
 
 func runsCommand() *cli.Command {
@@ -15,17 +15,17 @@ func runsCommand() *cli.Command {
 		Name:      "runs",
 		Usage:     "list benchmark, eval and release runs in the results store, newest first",
 		ArgsUsage: "[UNIT]",
-		Description: `Lists the runs of UNIT (every unit when none is given) from the daemon's
-results store, or from --state-dir. A run whose manifest says running but
-whose process is gone shows as interrupted.`,
+		Description: `Lists every run of UNIT (every unit when none is given), whoever started it
+(ttisctl bench, eval or release; a schedule), from the daemon's results
+store or from --state-dir. A run whose manifest says running but whose
+process is gone shows as interrupted. CONDITIONS names what shapes the
+numbers: sim (with its time scale) or the runtime, and the device.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "state-dir", Usage: "state folder holding runs/ (default: the daemon's, else ./ttis-state)"},
 			&cli.IntFlag{Name: "limit", Aliases: []string{"n"}, Usage: "show at most this many runs (0: all)"},
-			// Also accepted after the command name (ttisctl runs -o json),
-			// where the global flag is not parsed.
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "table or json (default: the global --output)"},
 		},
-		Action: runRuns,
+		Action:       runRuns,
+		BashComplete: completeUnits,
 	}
 }
 
@@ -34,13 +34,13 @@ func runRuns(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	asJSON, err := localOrGlobalJSON(c)
+	asJSON, err := jsonOutput(c)
 	if err != nil {
 		return err
 	}
 	dir, err := storeDir(c)
 	if err != nil {
-		return cli.Exit("runs: "+err.Error(), exitError)
+		return failure(exitError, "%v", err)
 	}
 	unit := ""
 	if len(args) == 1 {
@@ -49,7 +49,7 @@ func runRuns(c *cli.Context) error {
 	store := &runs.Store{Root: dir}
 	list, errs := store.List(unit)
 	for _, e := range errs {
-		fmt.Fprintf(c.App.ErrWriter, "runs: %v\n", e)
+		fmt.Fprintf(safeWriter{c.App.ErrWriter}, "%v\n", e)
 	}
 	if n := c.Int("limit"); n > 0 && len(list) > n {
 		list = list[:n]
@@ -61,41 +61,36 @@ func runRuns(c *cli.Context) error {
 		return writeJSON(c.App.Writer, list)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(c.App.Writer, "No runs in %s\n", dir)
+		fmt.Fprintf(c.App.Writer, "No runs in %s\n", safe(dir))
 		return nil
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN ID\tUNIT\tWORKFLOW\tLIMIT\tSTATUS\tVERDICT\tSTARTED\tDURATION")
+	fmt.Fprintln(tw, "RUN ID\tUNIT\tKIND\tLIMIT\tSTATUS\tVERDICT\tCONDITIONS\tSTARTED\tDURATION")
 	for _, m := range list {
-		verdict := m.Verdict
-		if m.Simulated && verdict != "" {
-			verdict += " (sim)"
-		}
 		dur := m.Duration(now).Round(time.Second).String()
-		if m.Status == runs.StatusInterrupted {
+		if m.Status == runs.StatusInterrupted && m.Finished == nil {
 			dur = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Unit, m.Workflow, dash(m.Limit), m.Status, dash(verdict),
-			m.Started.Local().Format("2006-01-02 15:04:05"), dur)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", safe(m.ID), safe(m.Unit), safe(m.Workflow), dash(safe(m.Limit)),
+			safe(m.Status), dash(safe(m.Verdict)), dash(safe(conditionsOf(m))), m.Started.Local().Format("2006-01-02 15:04:05"), dur)
 	}
 	return tw.Flush()
 }
 
-// localOrGlobalJSON reads a command's own --output, else the global one.
-func localOrGlobalJSON(c *cli.Context) (bool, error) {
-	o := c.String("output")
-	for _, p := range c.Lineage()[1:] {
-		if o != "" {
-			break
+// conditionsOf summarises a run's conditions for the table: "sim x0.05",
+// "cpu", "vllm n300".
+func conditionsOf(m runs.Manifest) string {
+	c := m.Conditions
+	s := m.Runtime
+	if m.Simulated {
+		s = "sim"
+		if ts := c["time_scale"]; ts != "" {
+			s += " x" + ts
 		}
-		o = p.String("output")
 	}
-	switch o {
-	case "json":
-		return true, nil
-	case "table", "":
-		return false, nil
+	if d := m.Device; d != "" && d != "cpu" {
+		s += " " + d
 	}
-	return false, cli.Exit(fmt.Sprintf("--output %q: want table or json", o), exitUsage)
+	return s
 }

@@ -74,7 +74,7 @@ func runStatus(c *cli.Context) error {
 		}
 	}
 	if len(missing) > 0 {
-		return cli.Exit(fmt.Sprintf("unit %s not found", strings.Join(missing, ", ")), exitNoUnit)
+		return failure(exitNoUnit, "unit %s not found", safe(strings.Join(missing, ", ")))
 	}
 	for _, d := range details {
 		if d.State != api.StateActive {
@@ -95,12 +95,12 @@ func printTable(w io.Writer, list api.UnitList, now time.Time) {
 			pid = fmt.Sprint(u.PID)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
-			u.Name, u.State, u.SubState, dash(u.Model), dash(deviceText(u)), dash(u.Runtime), dash(u.Listen),
-			pid, u.Restarts, age(u.Since, now), dash(truncate(u.LastError, 80)))
+			safe(u.Name), u.State, u.SubState, dash(safe(u.Model)), dash(safe(deviceText(u))), dash(safe(u.Runtime)), dash(safe(u.Listen)),
+			pid, u.Restarts, age(u.Since, now), dash(truncate(safe(u.LastError), 80)))
 	}
 	tw.Flush()
 	for _, e := range list.Errors {
-		fmt.Fprintln(w, "error:", e)
+		fmt.Fprintln(w, "error:", safe(e))
 	}
 	if len(list.Units) == 0 && len(list.Errors) == 0 {
 		fmt.Fprintln(w, "no units")
@@ -116,9 +116,11 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 	if title != "" {
 		title = " - " + title
 	}
-	fmt.Fprintf(w, "%s %s%s\n", glyph(d.State), d.Name, title)
+	fmt.Fprintf(w, "%s %s%s\n", glyph(d.State), safe(d.Name), safe(title))
+	// Every value may come from a unit file or a server: one escaped line
+	// each.
 	row := func(label, format string, a ...any) {
-		fmt.Fprintf(w, "%12s: %s\n", label, fmt.Sprintf(format, a...))
+		fmt.Fprintf(w, "%12s: %s\n", label, safe(fmt.Sprintf(format, a...)))
 	}
 	switch d.LoadState {
 	case api.LoadError:
@@ -127,7 +129,7 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 		row("Loaded", "%s (%s; hash %s)", d.LoadState, d.Path, shortHash(d.Hash))
 	}
 	if d.Detail != "" {
-		fmt.Fprintf(w, "%12s  %s\n", "", d.Detail)
+		fmt.Fprintf(w, "%12s  %s\n", "", safe(d.Detail))
 	}
 	active := fmt.Sprintf("%s (%s)", d.State, d.SubState)
 	if d.Result != "" && d.Result != api.ResultSuccess {
@@ -165,7 +167,7 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 		if i == 0 {
 			row("Schedules", "%s", text)
 		} else {
-			fmt.Fprintf(w, "%12s  %s\n", "", text)
+			fmt.Fprintf(w, "%12s  %s\n", "", safe(text))
 		}
 	}
 	if len(d.Logs) > 0 {
@@ -244,7 +246,7 @@ func logLineText(l api.LogLine) string { return logLineTextIn(l, time.Local) }
 
 // logLineTextIn formats a log line journalctl-style in loc.
 func logLineTextIn(l api.LogLine, loc *time.Location) string {
-	return fmt.Sprintf("%s [%s] %s", l.Time.In(loc).Format("Jan 02 15:04:05"), l.Stream, l.Text)
+	return fmt.Sprintf("%s [%s] %s", l.Time.In(loc).Format("Jan 02 15:04:05"), safe(l.Stream), safe(l.Text))
 }
 
 // memoryText formats a size like systemctl: 512K, 17.2M, 1.5G.

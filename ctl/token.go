@@ -24,11 +24,11 @@ func tokenCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			secret, err := auth.ReadSecret(c.String("secret-file"))
 			if err != nil {
-				return cli.Exit(fmt.Sprintf("ttisctl token: %v", err), 2)
+				return failure(exitError, "%v", err)
 			}
 			tok, err := auth.Mint(secret, c.String("team"), c.String("token-id"), c.Duration("ttl"), time.Now())
 			if err != nil {
-				return cli.Exit(fmt.Sprintf("ttisctl token: %v", err), 2)
+				return failure(exitError, "%v", err)
 			}
 			_, err = fmt.Fprintln(c.App.Writer, tok)
 			return err

@@ -63,7 +63,7 @@ func waitActive(c *cli.Context, cl *client.Client, d api.UnitDetail, wait time.D
 		case d.State == api.StateActive:
 			return nil
 		case d.State == api.StateFailed, d.State == api.StateInactive:
-			return cli.Exit(fmt.Sprintf("unit %s is %s (%s): %s", d.Name, d.State, d.SubState, dash(d.LastError)), exitError)
+			return failure(exitError, "unit %s is %s (%s): %s", d.Name, d.State, d.SubState, dash(safe(d.LastError)))
 		}
 		select {
 		case <-ctx.Done():
@@ -112,7 +112,12 @@ func reloadCommand() *cli.Command {
 			}
 			fmt.Fprintln(w)
 			for _, e := range res.Errors {
-				fmt.Fprintln(c.App.ErrWriter, "error:", e)
+				fmt.Fprintln(c.App.ErrWriter, "error:", safe(e))
+			}
+			if len(res.Errors) > 0 {
+				// A reload that applied some units and refused others is not a
+				// success: scripts must see it.
+				return failure(exitError, "%d unit file(s) have errors (the units keep their last good version)", len(res.Errors))
 			}
 			return nil
 		},

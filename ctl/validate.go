@@ -1,9 +1,7 @@
 package ctl
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -25,16 +23,12 @@ func validateCommand() *cli.Command {
 		Usage:     "check unit files offline (the same checks ttisd runs, plus conflicts among the files)",
 		ArgsUsage: "FILE...",
 		Description: "Prints \"OK path\" for each good file and every problem of each bad one as\n" +
-			"path:line:col: field: message. Exits 1 if any file failed, 2 on usage errors.",
+			"path:line:col: field: message. Exits 1 if any file failed, 2 on usage errors.\n" +
+			"-o json prints one object per file with its errors.",
 		Action: func(c *cli.Context) error {
-			paths := c.Args().Slice()
-			if len(paths) == 0 {
-				return cli.Exit("validate: name at least one unit file", 2)
-			}
-			for _, p := range paths {
-				if strings.HasPrefix(p, "-") {
-					return cli.Exit(fmt.Sprintf("validate: flags go before the files (got %q after a file)", p), 2)
-				}
+			paths, err := positional(c, 1, -1)
+			if err != nil {
+				return err
 			}
 			results := validateFiles(paths)
 			failed := false
@@ -45,7 +39,7 @@ func validateCommand() *cli.Command {
 				return err
 			}
 			if failed {
-				return cli.Exit("", 1)
+				return cli.Exit("", exitError)
 			}
 			return nil
 		},
@@ -83,12 +77,14 @@ func validateFiles(paths []string) []validateResult {
 }
 
 func printValidate(c *cli.Context, results []validateResult) error {
-	w := c.App.Writer
-	if c.String("output") == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(results)
+	asJSON, err := jsonOutput(c)
+	if err != nil {
+		return err
 	}
+	if asJSON {
+		return writeJSON(c.App.Writer, results)
+	}
+	w := safeWriter{c.App.Writer}
 	for _, r := range results {
 		if r.OK {
 			if _, err := fmt.Fprintf(w, "OK %s\n", r.Path); err != nil {

@@ -4,36 +4,32 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/urfave/cli/v2"
+	"time"
 )
 
-// runCtl runs ttisctl with args and returns stdout and the exit code main
-// would use.
+// runCtl runs ttisctl's Main with args and returns what it printed (stdout
+// and stderr together) and its exit status.
 func runCtl(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	app := App("test")
 	var out bytes.Buffer
-	app.Writer = &out
-	app.ErrWriter = &out
-	err := app.RunContext(context.Background(), append([]string{"ttisctl"}, args...))
-	code := 0
-	if err != nil {
-		code = 1
-		var ec cli.ExitCoder
-		if errors.As(err, &ec) {
-			code = ec.ExitCode()
-		}
-		if msg := err.Error(); msg != "" {
-			out.WriteString("ttisctl: " + msg + "\n")
-		}
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := Main(ctx, "test", append([]string{"ttisctl"}, args...), &out, &out)
 	return out.String(), code
+}
+
+// runCtlStdout is runCtl with stdout alone, for machine-read output.
+func runCtlStdout(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code = Main(ctx, "test", append([]string{"ttisctl"}, args...), &out, &errs)
+	return out.String(), errs.String(), code
 }
 
 func TestValidateCommand(t *testing.T) {
@@ -70,12 +66,13 @@ func TestValidateCommand(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	out, code = runCtl(t, "--output", "json", "validate", a, bad)
+	// -o json before the command or after the files.
+	out, _, code = runCtlStdout(t, "validate", a, bad, "-o", "json")
 	if code != 1 {
 		t.Errorf("json: code %d", code)
 	}
 	var results []validateResult
-	if err := json.Unmarshal([]byte(strings.SplitN(out, "ttisctl:", 2)[0]), &results); err != nil {
+	if err := json.Unmarshal([]byte(out), &results); err != nil {
 		t.Fatalf("json output %q: %v", out, err)
 	}
 	if len(results) != 2 || !results[0].OK || results[1].OK || results[1].Errors[0].Line != 4 || results[1].Errors[0].Field != "listen" {
@@ -84,8 +81,11 @@ func TestValidateCommand(t *testing.T) {
 	if _, code := runCtl(t, "validate"); code != 2 {
 		t.Errorf("no files: code %d, want 2", code)
 	}
-	if _, code := runCtl(t, "validate", a, "-o", "json"); code != 2 {
-		t.Errorf("flag after file: code %d, want 2", code)
+	if out, code := runCtl(t, "--output", "json", "validate", a); code != 0 || !strings.Contains(out, `"ok": true`) {
+		t.Errorf("global -o json: code %d %s", code, out)
+	}
+	if out, code := runCtl(t, "validate", a, "--bogus"); code != 2 || !strings.HasPrefix(out, "ttisctl validate: ") {
+		t.Errorf("unknown flag after a file: code %d %q, want a usage error", code, out)
 	}
 }
 

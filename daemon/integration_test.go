@@ -511,7 +511,10 @@ func TestCtlUsageAndJSON(t *testing.T) {
 	}{
 		{[]string{"status"}, 0, "LAST ERROR"},
 		{[]string{"status", "a"}, 0, "active (running)"},
-		{[]string{"status", "a", "-o", "json"}, 2, "after an argument"},
+		{[]string{"status", "a", "-o", "json"}, 0, `"state": "active"`},
+		{[]string{"status", "a", "--lines=2", "--output", "json"}, 0, `"state": "active"`},
+		{[]string{"status", "--", "-o"}, 4, "not found"},
+		{[]string{"status", "a", "--bogus"}, 2, "ttisctl status: flag provided but not defined: -bogus"},
 		{[]string{"-o", "json", "status", "a"}, 0, `"state": "active"`},
 		{[]string{"status", "nope"}, 4, "not found"},
 		{[]string{"start"}, 2, "want UNIT"},

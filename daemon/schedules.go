@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/daemon/api"
-	"github.com/ttis-dev/ttis/daemon/runs"
 	"github.com/ttis-dev/ttis/daemon/schedule"
 )
 

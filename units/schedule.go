@@ -1,6 +1,8 @@
 package units
 
 import (
+	"github.com/ttis-dev/ttis/units/limit"
+
 	"fmt"
 	"strings"
 	"time"
@@ -11,12 +13,9 @@ import (
 // Workflows a schedule can run.
 var scheduleWorkflows = []string{"benchmarks", "evals", "release"}
 
-// Limits (sweep sizes) a schedule can ask for.
-var scheduleLimits = []string{"smoke", "ci-commit", "ci-nightly", "full"}
-
 // defaultScheduleLimit is used when a schedule names no limit: scheduled
 // runs are typically nightly.
-const defaultScheduleLimit = "ci-nightly"
+const defaultScheduleLimit = limit.CINightly
 
 // Cron parses the schedule's calendar (a standard 5-field cron spec or a
 // descriptor such as "@daily") in its time zone (UTC when none is set). It

@@ -4,6 +4,8 @@
 package units
 
 import (
+	"github.com/ttis-dev/ttis/units/limit"
+
 	"fmt"
 	"time"
 
@@ -94,8 +96,9 @@ type Schedule struct {
 	Workflow string `toml:"workflow" json:"workflow"`
 	// Calendar is a 5-field cron spec.
 	Calendar string `toml:"calendar" json:"calendar"`
-	// Limit is "smoke", "ci-commit", "ci-nightly" or "full".
-	Limit string `toml:"limit" json:"limit"`
+	// Limit is the run size: smoke, ci-commit, ci-nightly (default),
+	// ci-long or full.
+	Limit limit.Mode `toml:"limit" json:"limit"`
 	// Timezone is the IANA zone the calendar is read in ("UTC" when empty).
 	Timezone string `toml:"timezone" json:"timezone,omitempty"`
 }

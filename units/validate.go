@@ -1,6 +1,8 @@
 package units
 
 import (
+	"github.com/ttis-dev/ttis/units/limit"
+
 	"fmt"
 	"math"
 	"net"
@@ -356,8 +358,10 @@ func validateSchedules(c *errorsOf, u *Unit) {
 		}
 		if s.Limit == "" {
 			s.Limit = defaultScheduleLimit
-		} else if !slices.Contains(scheduleLimits, s.Limit) {
-			c.add(base+"limit", "unknown limit %q (want %s)", s.Limit, strings.Join(scheduleLimits, ", "))
+		} else if m, err := limit.Parse(string(s.Limit)); err != nil {
+			c.add(base+"limit", "unknown limit %q (want %s)", s.Limit, limit.Names())
+		} else {
+			s.Limit = m
 		}
 		if s.Timezone != "" {
 			if _, err := time.LoadLocation(s.Timezone); err != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/bench/metrics"
-	"github.com/ttis-dev/ttis/bench/stream"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // sseBody builds a vLLM-shaped completions stream of n tokens with final
@@ -35,7 +35,7 @@ func BenchmarkReadStream(b *testing.B) {
 	start := time.Now()
 	for range b.N {
 		var rec metrics.Request
-		c.readStream(context.Background(), stream.NewReader(bytes.NewReader(body), 32<<10), time.Now(), &rec)
+		c.readStream(context.Background(), openai.NewReader(bytes.NewReader(body), 32<<10), time.Now(), &rec)
 		if !rec.Success || rec.OutputTokens != n || len(rec.ChunkTimesS) != n {
 			b.Fatalf("record %+v", rec.Error)
 		}
@@ -45,7 +45,7 @@ func BenchmarkReadStream(b *testing.B) {
 
 func TestReadStreamBody(t *testing.T) {
 	var rec metrics.Request
-	(&Client{}).readStream(context.Background(), stream.NewReader(bytes.NewReader(sseBody(5)), 64), time.Now(), &rec)
+	(&Client{}).readStream(context.Background(), openai.NewReader(bytes.NewReader(sseBody(5)), 64), time.Now(), &rec)
 	if !rec.Success || rec.OutputTokens != 5 || rec.PromptTokens != 128 || rec.GeneratedText != " word0 word1 word2 word3 word4" {
 		t.Errorf("record %+v", rec)
 	}

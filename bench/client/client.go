@@ -1,62 +1,31 @@
-// Package client talks to one OpenAI-compatible server for the benchmark: it
-// sends a streamed completion or chat request and times every token-bearing
-// chunk, and it wraps the server's vLLM-style /tokenize, /detokenize and
-// /v1/models endpoints.
+// Package client is the benchmark's load client: it sends one streamed
+// completion or chat request through runtime/openai's client and times every
+// token-bearing chunk, keeping the raw per-request record vLLM's benchmark
+// keeps.
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/ttis-dev/ttis/bench/metrics"
-	"github.com/ttis-dev/ttis/bench/stream"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
-// API selects the endpoint a benchmark drives.
-type API string
-
-// The supported endpoints.
-const (
-	Completions API = "completions"
-	Chat        API = "chat"
-)
-
-// ParseAPI accepts "completions" or "chat" (and the endpoint paths).
-func ParseAPI(s string) (API, error) {
-	switch strings.TrimSpace(s) {
-	case "completions", "/v1/completions", "openai":
-		return Completions, nil
-	case "chat", "/v1/chat/completions", "openai-chat":
-		return Chat, nil
-	}
-	return "", fmt.Errorf("endpoint %q: want completions or chat", s)
-}
-
-// Path returns the endpoint's URL path.
-func (a API) Path() string {
-	if a == Chat {
-		return "/v1/chat/completions"
-	}
-	return "/v1/completions"
-}
-
-// Config says where and how to send requests.
+// Config says how to send requests.
 type Config struct {
 	// BaseURL is the server's root ("http://127.0.0.1:8000"); a trailing
 	// "/v1" is accepted and dropped.
 	BaseURL string
-	API     API
+	API     openai.API
 	// Model is sent in the "model" field.
 	Model string
 	// Header is added to every request (Authorization, ...).
@@ -72,12 +41,16 @@ type Config struct {
 	ExtraBody map[string]any
 	// RequestTimeout bounds one request (0: no bound beyond the context).
 	RequestTimeout time.Duration
-	// MaxConns bounds the connections kept to the server.
-	MaxConns int
+}
+
+// Server opens the protocol client for cfg's server, keeping up to conns
+// connections.
+func (cfg Config) Server(conns int) (*openai.Client, error) {
+	return openai.New(openai.Config{BaseURL: cfg.BaseURL, Header: cfg.Header, MaxConns: conns})
 }
 
 // TextCounter counts the tokens of generated text when the server sent no
-// usage; it is satisfied by *Tokenizer.
+// usage; it is satisfied by *openai.Tokenizer.
 type TextCounter interface {
 	CountTokens(ctx context.Context, text string) (int, error)
 }
@@ -85,64 +58,27 @@ type TextCounter interface {
 // Client sends benchmark requests. It is safe for concurrent use.
 type Client struct {
 	cfg     Config
-	base    string
-	http    *http.Client
+	srv     *openai.Client
 	counter TextCounter
 	// noContinuousUsage is set once the server has rejected
 	// continuous_usage_stats; later requests leave it out.
 	noContinuousUsage atomic.Bool
 }
 
-// New checks cfg and builds a Client. counter may be nil.
-func New(cfg Config, counter TextCounter) (*Client, error) {
-	base, err := NormalizeBaseURL(cfg.BaseURL)
-	if err != nil {
-		return nil, err
-	}
+// New builds a Client that sends through srv (see Config.Server). counter
+// may be nil.
+func New(srv *openai.Client, cfg Config, counter TextCounter) (*Client, error) {
 	if cfg.API == "" {
-		cfg.API = Completions
+		cfg.API = openai.Completions
 	}
 	if cfg.Model == "" {
 		return nil, errors.New("client: model is empty")
 	}
-	conns := max(cfg.MaxConns, 1)
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        conns,
-		MaxIdleConnsPerHost: conns,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-		// A larger read buffer means fewer syscalls per streamed token.
-		ReadBufferSize:  64 << 10,
-		WriteBufferSize: 16 << 10,
-	}
-	return &Client{cfg: cfg, base: base, http: &http.Client{Transport: tr}, counter: counter}, nil
+	return &Client{cfg: cfg, srv: srv, counter: counter}, nil
 }
-
-// Close drops idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
 
 // BaseURL returns the normalized server root.
-func (c *Client) BaseURL() string { return c.base }
-
-// NormalizeBaseURL checks a server URL and strips a trailing "/" or "/v1".
-func NormalizeBaseURL(raw string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return "", fmt.Errorf("server url %q: %w", raw, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("server url %q: scheme must be http or https", raw)
-	}
-	if u.Host == "" {
-		return "", fmt.Errorf("server url %q: no host", raw)
-	}
-	p := strings.TrimRight(u.Path, "/")
-	p = strings.TrimSuffix(p, "/v1")
-	u.Path = p
-	return strings.TrimRight(u.String(), "/"), nil
-}
+func (c *Client) BaseURL() string { return c.srv.BaseURL() }
 
 // Prompt is one request's input.
 type Prompt struct {
@@ -171,7 +107,7 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 	if c.cfg.IgnoreEOS {
 		m["ignore_eos"] = true
 	}
-	if c.cfg.API == Chat {
+	if c.cfg.API == openai.Chat {
 		m["messages"] = []map[string]string{{"role": "user", "content": p.Text}}
 		m["max_completion_tokens"] = p.OutputTokens
 	} else {
@@ -209,29 +145,20 @@ func (c *Client) do(ctx context.Context, p Prompt, requestID string) metrics.Req
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.RequestTimeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+c.cfg.API.Path(), bytes.NewReader(body))
-	if err != nil {
-		rec.Error = "build request: " + err.Error()
-		return rec
-	}
-	for k, vs := range c.cfg.Header {
-		req.Header[k] = vs
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Accept-Encoding", "identity")
+	var extra http.Header
 	if requestID != "" {
-		req.Header.Set("X-Request-Id", requestID)
+		extra = http.Header{"X-Request-Id": {requestID}}
 	}
 	start := time.Now()
-	resp, err := c.http.Do(req)
+	resp, retried, err := c.srv.Stream(ctx, c.cfg.API.Path(), body, extra)
+	rec.Retried = retried
 	if err != nil {
 		rec.Error = "request failed: " + err.Error()
 		return rec
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		rec.Error = httpError(resp)
+		rec.Error = openai.HTTPError(resp)
 		return rec
 	}
 	sr := readerPool(resp.Body)
@@ -246,30 +173,12 @@ func (c *Client) do(ctx context.Context, p Prompt, requestID string) metrics.Req
 // readerPool builds a stream reader; a fresh one per request keeps the
 // client free of shared mutable state (the allocation is per request, not
 // per chunk).
-func readerPool(r io.Reader) *stream.Reader { return stream.NewReader(r, 32<<10) }
-
-// httpError describes a non-200 answer with the server's own message when
-// it sent an OpenAI-shaped error.
-func httpError(resp *http.Response) string {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
-	msg := strings.TrimSpace(string(b))
-	var ch stream.Chunk
-	if stream.ParseChunk(b, &ch) == nil && ch.Error != "" {
-		msg = ch.Error
-	}
-	if len(msg) > 300 {
-		msg = msg[:300] + "..."
-	}
-	if msg == "" {
-		return fmt.Sprintf("HTTP %d", resp.StatusCode)
-	}
-	return fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)
-}
+func readerPool(r io.Reader) *openai.Reader { return openai.NewReader(r, 32<<10) }
 
 // readStream consumes the SSE body and fills rec.
-func (c *Client) readStream(ctx context.Context, sr *stream.Reader, start time.Time, rec *metrics.Request) {
+func (c *Client) readStream(ctx context.Context, sr *openai.Reader, start time.Time, rec *metrics.Request) {
 	var (
-		ch            stream.Chunk
+		ch            openai.Chunk
 		text          []byte
 		usageSeen     bool
 		usagePrompt   int
@@ -300,13 +209,17 @@ func (c *Client) readStream(ctx context.Context, sr *stream.Reader, start time.T
 			done = true
 			break
 		}
-		if err := stream.ParseChunk(data, &ch); err != nil {
+		if err := openai.ParseChunk(data, &ch); err != nil {
 			rec.Error = fmt.Sprintf("malformed SSE chunk %q: %v", truncate(data, 120), err)
 			return
 		}
 		if ch.Error != "" {
 			rec.Error = "server error in stream: " + ch.Error
 			return
+		}
+		if ch.HasTimings {
+			t := ch.Timings
+			rec.ServerTimings = &t
 		}
 		if ch.HasUsage {
 			usageSeen = true

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/bench/metrics"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // script is a fake server's answer: SSE events with a delay before each.
@@ -70,13 +71,22 @@ func serve(t *testing.T, sc script, check func(map[string]any)) *httptest.Server
 
 func data(s string) string { return "data: " + s + "\n\n" }
 
-func newClient(t *testing.T, url string, api API, counter TextCounter) *Client {
+func newServer(t *testing.T, url string) *openai.Client {
 	t.Helper()
-	c, err := New(Config{BaseURL: url + "/v1/", API: api, Model: "m", ContinuousUsage: true, IgnoreEOS: true, RequestTimeout: 10 * time.Second}, counter)
+	srv, err := Config{BaseURL: url + "/v1/"}.Server(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.Close)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newClient(t *testing.T, url string, api openai.API, counter TextCounter) *Client {
+	t.Helper()
+	c, err := New(newServer(t, url), Config{API: api, Model: "m", ContinuousUsage: true, IgnoreEOS: true, RequestTimeout: 10 * time.Second}, counter)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -97,7 +107,7 @@ func TestDoContinuousUsageMultiTokenChunks(t *testing.T) {
 			t.Errorf("stream_options %v", so)
 		}
 	})
-	rec := newClient(t, srv.URL, Completions, nil).Do(context.Background(), Prompt{Text: "hi there", PromptTokens: 2, OutputTokens: 4}, "r1")
+	rec := newClient(t, srv.URL, openai.Completions, nil).Do(context.Background(), Prompt{Text: "hi there", PromptTokens: 2, OutputTokens: 4}, "r1")
 	if !rec.Success {
 		t.Fatalf("failed: %s", rec.Error)
 	}
@@ -124,11 +134,8 @@ func TestDoChatRoleChunkAndTokenizeFallback(t *testing.T) {
 			t.Errorf("chat body %v", b)
 		}
 	})
-	tok, err := NewTokenizer(srv.URL, "m", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := newClient(t, srv.URL, Chat, tok).Do(context.Background(), Prompt{Text: "q", PromptTokens: 1, OutputTokens: 8}, "")
+	tok := newServer(t, srv.URL).Tokenizer("m")
+	rec := newClient(t, srv.URL, openai.Chat, tok).Do(context.Background(), Prompt{Text: "q", PromptTokens: 1, OutputTokens: 8}, "")
 	if !rec.Success {
 		t.Fatalf("failed: %s", rec.Error)
 	}
@@ -156,7 +163,7 @@ func TestDoFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := serve(t, tc.sc, nil)
-			rec := newClient(t, srv.URL, Completions, nil).Do(context.Background(), Prompt{Text: "x", OutputTokens: 2}, "")
+			rec := newClient(t, srv.URL, openai.Completions, nil).Do(context.Background(), Prompt{Text: "x", OutputTokens: 2}, "")
 			if rec.Success || !strings.HasPrefix(rec.Error, tc.want) {
 				t.Errorf("success %v error %q, want error starting %q", rec.Success, rec.Error, tc.want)
 			}
@@ -168,28 +175,9 @@ func TestDoServerDown(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	rec := newClient(t, url, Completions, nil).Do(context.Background(), Prompt{Text: "x", OutputTokens: 2}, "")
+	rec := newClient(t, url, openai.Completions, nil).Do(context.Background(), Prompt{Text: "x", OutputTokens: 2}, "")
 	if rec.Success || !strings.HasPrefix(rec.Error, "request failed:") {
 		t.Errorf("record %+v", rec)
-	}
-}
-
-func TestNormalizeBaseURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://h:1":              "http://h:1",
-		"http://h:1/":             "http://h:1",
-		"http://h:1/v1":           "http://h:1",
-		"https://h/p/v1/":         "https://h/p",
-		" http://127.0.0.1:8000 ": "http://127.0.0.1:8000",
-	} {
-		if got, err := NormalizeBaseURL(in); err != nil || got != want {
-			t.Errorf("NormalizeBaseURL(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "h:1", "ftp://h", "http://"} {
-		if _, err := NormalizeBaseURL(bad); err == nil {
-			t.Errorf("NormalizeBaseURL(%q) accepted", bad)
-		}
 	}
 }
 
@@ -210,7 +198,7 @@ func TestDoContinuousUsageFallback(t *testing.T) {
 		_, _ = io.WriteString(w, data(`{"choices":[{"text":"a"}]}`)+data(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)+"data: [DONE]\n\n")
 	}))
 	defer srv.Close()
-	c := newClient(t, srv.URL, Completions, nil)
+	c := newClient(t, srv.URL, openai.Completions, nil)
 	for range 3 {
 		if rec := c.Do(context.Background(), Prompt{Text: "x", OutputTokens: 1}, ""); !rec.Success || rec.ChunkTokensSource != "one-per-chunk" {
 			t.Fatalf("record %+v", rec)
@@ -230,11 +218,10 @@ func TestDoSpreadsUsageOverChunks(t *testing.T) {
 		data(`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":6}}`),
 	}}
 	srv := serve(t, sc, nil)
-	c, err := New(Config{BaseURL: srv.URL, Model: "m"}, nil)
+	c, err := New(newServer(t, srv.URL), Config{Model: "m"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
 	rec := c.Do(context.Background(), Prompt{Text: "x", OutputTokens: 6}, "")
 	if !rec.Success || fmt.Sprint(rec.ChunkTokens) != "[1 5]" || rec.ChunkTokensSource != "estimated-from-text" || rec.OutputTokens != 6 {
 		t.Errorf("record %+v", rec)

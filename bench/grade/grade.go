@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/ttis-dev/ttis/units/catalog"
 )
@@ -241,4 +242,41 @@ func tierVerdict(checks []Check) Verdict {
 		}
 	}
 	return v
+}
+
+// Words is the point's grade in words, naming the tier that decided it, so
+// that a report row has one verdict and no two cells disagree. notRun is
+// set for a point that could not run at all.
+func (p *Point) Words(notRun bool) string {
+	switch p.Status {
+	case StatusError:
+		if notRun {
+			return "NOT MEASURED"
+		}
+		if len(p.Blockers) > 0 {
+			return "INCOMPLETE: " + p.Blockers[0]
+		}
+		return "INCOMPLETE: requests failed"
+	case StatusNA:
+		return "NA: no target"
+	case StatusPass:
+		best := ""
+		for _, t := range p.Tiers {
+			if t.Verdict == Pass {
+				best = t.Name
+			}
+		}
+		return "PASS: " + best + " tier met"
+	case StatusFail:
+		var enforced []string
+		for _, t := range p.Tiers {
+			if t.Enforced && t.Verdict == Fail {
+				enforced = append(enforced, t.Name)
+			}
+		}
+		return "FAIL: enforced " + strings.Join(enforced, ", ") + " tier missed"
+	case StatusWaived:
+		return "waived: only unenforced tiers missed"
+	}
+	return p.Status
 }

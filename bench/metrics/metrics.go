@@ -28,6 +28,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // Output token count sources recorded in Request.OutputTokensSource.
@@ -68,6 +70,13 @@ type Request struct {
 	Success           bool   `json:"success"`
 	Error             string `json:"error,omitempty"`
 	GeneratedText     string `json:"generated_text,omitempty"`
+	// Retried is set when the request was sent a second time because the
+	// server had closed its kept-alive connection before answering (the
+	// first send never reached a live server; see runtime/openai).
+	Retried bool `json:"retried,omitempty"`
+	// ServerTimings is the server's own account of the request, when it
+	// sends one (llama.cpp's "timings").
+	ServerTimings *openai.Timings `json:"server_timings,omitempty"`
 }
 
 // TTFT returns the time to first token, or false when no token arrived.

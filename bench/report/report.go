@@ -63,51 +63,64 @@ type Point struct {
 	Grade grade.Point `json:"grade"`
 }
 
-// Acceptance summarises the sweep's grading.
-type Acceptance struct {
-	Passed   bool     `json:"acceptance_criteria"`
-	Total    int      `json:"total"`
-	Pass     int      `json:"passed"`
-	Failed   int      `json:"failed"`
-	Errors   int      `json:"errors"`
-	Waived   int      `json:"waived"`
-	NA       int      `json:"na"`
-	Blockers []string `json:"blockers"`
-}
-
-// Accept derives the acceptance of a set of points: it passes when no point
-// failed or errored and at least one graded point passed.
-func Accept(pts []Point) Acceptance {
-	a := Acceptance{Total: len(pts), Blockers: []string{}}
-	for _, p := range pts {
-		switch p.Grade.Status {
-		case grade.StatusPass:
-			a.Pass++
-		case grade.StatusFail:
-			a.Failed++
-		case grade.StatusError:
-			a.Errors++
-		case grade.StatusWaived:
-			a.Waived++
-		default:
-			a.NA++
-		}
-		for _, b := range p.Grade.Blockers {
-			a.Blockers = append(a.Blockers, fmt.Sprintf("isl-%d_osl-%d_c-%d: %s", p.ISL, p.OSL, p.Concurrency, b))
-		}
-		if p.Error != "" {
-			a.Blockers = append(a.Blockers, fmt.Sprintf("isl-%d_osl-%d_c-%d: %s", p.ISL, p.OSL, p.Concurrency, p.Error))
-		}
-	}
-	a.Passed = a.Failed == 0 && a.Errors == 0 && a.Pass > 0
-	return a
-}
-
-// Data is the JSON data file.
+// Data is the JSON data file: the sweep's metadata and graded points.
 type Data struct {
-	Metadata   Metadata   `json:"metadata"`
-	Acceptance Acceptance `json:"acceptance"`
-	Points     []Point    `json:"points"`
+	Metadata Metadata `json:"metadata"`
+	Points   []Point  `json:"points"`
+}
+
+// ParseJSON reads a data file written by JSON (null metrics become NaN),
+// so that a resumed run keeps the points it had finished.
+func ParseJSON(b []byte) (*Data, error) {
+	var raw struct {
+		Metadata Metadata          `json:"metadata"`
+		Points   []json.RawMessage `json:"points"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("read sweep data: %w", err)
+	}
+	d := &Data{Metadata: raw.Metadata}
+	for i, rp := range raw.Points {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(rp, &m); err != nil {
+			return nil, fmt.Errorf("read sweep data: point %d: %w", i, err)
+		}
+		var nulls []string
+		for k, v := range m {
+			if string(v) == "null" {
+				nulls = append(nulls, k)
+				delete(m, k)
+			}
+		}
+		clean, _ := json.Marshal(m)
+		var p Point
+		if err := json.Unmarshal(clean, &p); err != nil {
+			return nil, fmt.Errorf("read sweep data: point %d: %w", i, err)
+		}
+		for _, k := range nulls {
+			if f := p.metric(k); f != nil {
+				*f = math.NaN()
+			}
+		}
+		d.Points = append(d.Points, p)
+	}
+	return d, nil
+}
+
+// metricKeys are the JSON keys of Point's NaN-able metrics.
+var metricKeys = []string{"input_sequence_length", "output_sequence_length", "mean_ttft_ms", "p50_ttft_ms", "p99_ttft_ms",
+	"mean_tpot_ms", "mean_itl_ms", "mean_e2el_ms", "tput_user", "tps_input_throughput", "tps_output_throughput",
+	"tps_total_throughput", "request_throughput"}
+
+// metric is the NaN-able field of p stored under JSON key k.
+func (p *Point) metric(k string) *float64 {
+	return map[string]*float64{
+		"input_sequence_length": &p.MeanInputLen, "output_sequence_length": &p.MeanOutputLen,
+		"mean_ttft_ms": &p.TTFTms, "p50_ttft_ms": &p.P50TTFTms, "p99_ttft_ms": &p.P99TTFTms,
+		"mean_tpot_ms": &p.TPOTms, "mean_itl_ms": &p.ITLms, "mean_e2el_ms": &p.E2ELms, "tput_user": &p.TputUser,
+		"tps_input_throughput": &p.TputInput, "tps_output_throughput": &p.TputOutput,
+		"tps_total_throughput": &p.TputTotal, "request_throughput": &p.ReqTput,
+	}[k]
 }
 
 // JSON renders the data file; NaN metrics become null.
@@ -117,10 +130,9 @@ func JSON(md Metadata, pts []Point) ([]byte, error) {
 		clean[i] = jsonPoint(pts[i])
 	}
 	b, err := json.MarshalIndent(struct {
-		Metadata   Metadata    `json:"metadata"`
-		Acceptance Acceptance  `json:"acceptance"`
-		Points     []jsonPoint `json:"points"`
-	}{md, Accept(pts), clean}, "", "  ")
+		Metadata Metadata    `json:"metadata"`
+		Points   []jsonPoint `json:"points"`
+	}{md, clean}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("render report JSON: %w", err)
 	}
@@ -133,22 +145,15 @@ type jsonPoint Point
 // MarshalJSON implements json.Marshaler.
 func (p jsonPoint) MarshalJSON() ([]byte, error) {
 	type plain Point
-	q := plain(p)
-	fields := map[string]*float64{
-		"input_sequence_length": &q.MeanInputLen, "output_sequence_length": &q.MeanOutputLen,
-		"mean_ttft_ms": &q.TTFTms, "p50_ttft_ms": &q.P50TTFTms, "p99_ttft_ms": &q.P99TTFTms,
-		"mean_tpot_ms": &q.TPOTms, "mean_itl_ms": &q.ITLms, "mean_e2el_ms": &q.E2ELms, "tput_user": &q.TputUser,
-		"tps_input_throughput": &q.TputInput, "tps_output_throughput": &q.TputOutput,
-		"tps_total_throughput": &q.TputTotal, "request_throughput": &q.ReqTput,
-	}
+	q := Point(p)
 	var nulls []string
-	for k, v := range fields {
-		if math.IsNaN(*v) || math.IsInf(*v, 0) {
+	for _, k := range metricKeys {
+		if v := q.metric(k); math.IsNaN(*v) || math.IsInf(*v, 0) {
 			*v = 0
 			nulls = append(nulls, k)
 		}
 	}
-	b, err := json.Marshal(q)
+	b, err := json.Marshal(plain(q))
 	if err != nil || len(nulls) == 0 {
 		return b, err
 	}
@@ -194,8 +199,7 @@ var columns = []column{
 	{"Tput Total (TPS)", "tps_total_throughput", func(p *Point) string { return fixed(p.TputTotal, 1) }},
 	{"Req Tput (RPS)", "request_throughput", func(p *Point) string { return fixed(p.ReqTput, 3) }},
 	{"Errors", "errors", func(p *Point) string { return strconv.Itoa(p.Failed) }},
-	{"Target Check", "target_check", func(p *Point) string { return string(p.Grade.TargetCheck) }},
-	{"Status", "status", func(p *Point) string { return p.Grade.Status }},
+	{"Verdict", "verdict", func(p *Point) string { return p.Grade.Words(p.Error != "") }},
 }
 
 // CSV renders one row per point with machine-friendly headers.
@@ -224,21 +228,14 @@ func CSV(pts []Point) ([]byte, error) {
 	return buf.Bytes(), w.Error()
 }
 
-func badge(passed bool) string {
-	if passed {
-		return "✅ `PASS`"
-	}
-	return "❌ `FAIL`"
-}
-
 func checkCell(v grade.Verdict) string {
 	switch v {
 	case grade.Pass:
-		return "PASS ✅"
+		return "PASS"
 	case grade.Fail:
-		return "FAIL ⛔"
+		return "FAIL"
 	default:
-		return "N/A"
+		return "NA"
 	}
 }
 
@@ -278,22 +275,11 @@ func Markdown(md Metadata, pts []Point) []byte {
 	if md.Simulated {
 		b.WriteString("> **Simulated**: these figures come from the `sim` runtime, not from hardware.\n\n")
 	}
-	acc := Accept(pts)
-	b.WriteString("### Acceptance Criteria\n\n")
-	fmt.Fprintf(&b, "- Overall: %s\n", badge(acc.Passed))
+	b.WriteString("Each point is graded below; the run's verdict, which weighs every point and eval together, is in its report.md.\n\n")
 	if md.ModelStatus != "" {
-		fmt.Fprintf(&b, "- Model status: %s\n", md.ModelStatus)
+		fmt.Fprintf(&b, "Model status: %s\n\n", md.ModelStatus)
 	}
-	fmt.Fprintf(&b, "- Benchmarks: %d points: %d passed, %d failed, %d errors, %d waived, %d NA\n", acc.Total, acc.Pass, acc.Failed, acc.Errors, acc.Waived, acc.NA)
-	if len(acc.Blockers) > 0 {
-		b.WriteString("\n#### Blockers\n\n")
-		for _, bl := range acc.Blockers {
-			fmt.Fprintf(&b, "- `%s`\n", bl)
-		}
-	} else if acc.Passed {
-		b.WriteString("\nAll acceptance criteria passed.\n")
-	}
-	b.WriteString("\n### Metadata\n\n")
+	b.WriteString("### Metadata\n\n")
 	fmt.Fprintf(&b, "| Key | Value |\n|---|---|\n")
 	for _, kv := range [][2]string{
 		{"Report ID", md.ReportID}, {"Unit", md.Unit}, {"Server", md.BaseURL + md.Endpoint},
@@ -337,8 +323,7 @@ func Markdown(md Metadata, pts []Point) []byte {
 	}
 	b.WriteString("\n**Notes**\n\n")
 	b.WriteString("- Columns without a percentile label are means. TPOT excludes the first token; ITL is per output token (a chunk's gap shared among the tokens it carried); Tput User = 1000 / mean TPOT.\n")
-	b.WriteString("- Target Check is the strictest tier's verdict; a point passes when any single tier meets all its checks. Failures in tiers the model status does not enforce are waived; a missing target or measurement is N/A, never a pass.\n")
-	b.WriteString("- Points with Status `na` have no target and are ungraded; `error` means some requests failed, so the measurement is incomplete.\n")
+	b.WriteString("- Verdict: a point passes when any single tier (functional, complete, target) meets all its checks, and names the strictest tier met; failures in tiers the model status does not enforce are waived; a missing target or measurement is NA, never a pass. `NOT MEASURED` and `INCOMPLETE` points did not run or had failed requests.\n")
 	return []byte(b.String())
 }
 

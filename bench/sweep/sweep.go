@@ -3,6 +3,13 @@
 // reference target points first, then ISL/OSL pairs that fit the context,
 // each at concurrency 1 and at the largest concurrency the token budget
 // allows, with a prompt count that shrinks as sequences grow.
+//
+// What each run size (units/limit) plans: smoke only the device's
+// reference target points (or one tiny ISL 16 / OSL 4 point when there are
+// none), like upstream's smoke-test mode; ci-commit the target points plus
+// the short pairs (ISL and OSL at most 1024), minutes, fit for every
+// commit; ci-nightly, ci-long and full the target points plus the whole
+// sweep, as upstream's CI mode does.
 package sweep
 
 import (
@@ -12,34 +19,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/limit"
 )
-
-// Limit selects how much of the sweep runs.
-type Limit string
-
-// The limit modes.
-const (
-	// Smoke runs only the device's reference target points (or one tiny
-	// ISL 16 / OSL 4 point when there are none), like upstream's
-	// smoke-test mode.
-	Smoke Limit = "smoke"
-	// CICommit runs the target points plus the short pairs (ISL and OSL at
-	// most 1024): minutes, fit for every commit.
-	CICommit Limit = "ci-commit"
-	// CINightly and Full run the target points plus the whole sweep, as
-	// upstream's CI mode does.
-	CINightly Limit = "ci-nightly"
-	Full      Limit = "full"
-)
-
-// ParseLimit checks a limit name.
-func ParseLimit(s string) (Limit, error) {
-	switch l := Limit(strings.TrimSpace(s)); l {
-	case Smoke, CICommit, CINightly, Full:
-		return l, nil
-	}
-	return "", fmt.Errorf("limit %q: want smoke, ci-commit, ci-nightly or full", s)
-}
 
 // Pair is an input/output sequence length pair.
 type Pair struct{ ISL, OSL int }
@@ -119,7 +100,8 @@ func MaxConcurrencyFor(isl, osl int, l Limits) int {
 
 // Options shape a plan.
 type Options struct {
-	Limit Limit
+	// Limit is the run size (default full).
+	Limit limit.Mode
 	// TargetsOnly skips the sweep and keeps the reference points (upstream's
 	// ONLY_BENCHMARK_TARGETS).
 	TargetsOnly bool
@@ -133,9 +115,9 @@ type Options struct {
 // (ISL, OSL, concurrency) when the reference has one.
 func Plan(l Limits, targets []catalog.PerfTarget, o Options) ([]Point, error) {
 	if o.Limit == "" {
-		o.Limit = Full
+		o.Limit = limit.Full
 	}
-	if _, err := ParseLimit(string(o.Limit)); err != nil {
+	if _, err := limit.Parse(string(o.Limit)); err != nil {
 		return nil, err
 	}
 	if l.MaxContext < 1 {
@@ -152,7 +134,7 @@ func Plan(l Limits, targets []catalog.PerfTarget, o Options) ([]Point, error) {
 		}
 		seen[p.Key()] = true
 		if p.Target == nil {
-			p.Target = findTarget(targets, p.ISL, p.OSL, p.Concurrency)
+			p.Target = FindTarget(targets, p.ISL, p.OSL, p.Concurrency)
 		}
 		pts = append(pts, p)
 	}
@@ -168,7 +150,7 @@ func Plan(l Limits, targets []catalog.PerfTarget, o Options) ([]Point, error) {
 		tc := t
 		add(Point{ISL: t.ISL, OSL: t.OSL, Concurrency: c, NumPrompts: NumPrompts(t.ISL, t.OSL, c, l), Target: &tc, Source: "target"})
 	}
-	if o.Limit == Smoke {
+	if o.Limit == limit.Smoke {
 		if len(pts) == 0 {
 			add(Point{ISL: 16, OSL: 4, Concurrency: 1, NumPrompts: 8, Source: "smoke"})
 		}
@@ -188,7 +170,7 @@ func Plan(l Limits, targets []catalog.PerfTarget, o Options) ([]Point, error) {
 		if pr.ISL+pr.OSL > l.MaxContext {
 			continue
 		}
-		if o.Limit == CICommit && (pr.ISL > 1024 || pr.OSL > 1024) {
+		if o.Limit == limit.CICommit && (pr.ISL > 1024 || pr.OSL > 1024) {
 			continue
 		}
 		for _, c := range concurrencies(pr, l) {
@@ -211,7 +193,8 @@ func isTextTarget(t catalog.PerfTarget) bool {
 	return (t.Task == "" || t.Task == "text" || t.Task == "vlm") && t.Image == "" && t.ISL > 0 && t.OSL > 0
 }
 
-func findTarget(targets []catalog.PerfTarget, isl, osl, c int) *catalog.PerfTarget {
+// FindTarget returns the text target of (isl, osl, c), nil when there is none.
+func FindTarget(targets []catalog.PerfTarget, isl, osl, c int) *catalog.PerfTarget {
 	for i := range targets {
 		t := targets[i]
 		if isTextTarget(t) && t.ISL == isl && t.OSL == osl && max(t.Concurrency, 1) == c {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 func pointsString(pts []Point) string {
@@ -19,7 +20,7 @@ func pointsString(pts []Point) string {
 // The worked examples of the reference (tt-inference-server.md §3.1).
 func TestPlanReferenceExamples(t *testing.T) {
 	n150 := Limits{MaxConcurrency: 32, MaxContext: 65536, MaxTokensAllUsers: 65536}
-	pts, err := Plan(n150, nil, Options{Limit: Full})
+	pts, err := Plan(n150, nil, Options{Limit: limit.Full})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestPlanTargetsFirstCappedAndAttached(t *testing.T) {
 		{ISL: 128, OSL: 128, Concurrency: 1, TTFTms: 10, Task: "vlm", Image: "512x512"}, // image point: skipped
 		{ISL: 8192, OSL: 128, Concurrency: 1, TTFTms: 10, Task: "text"},                 // over context
 	}
-	pts, err := Plan(l, targets, Options{Limit: CICommit})
+	pts, err := Plan(l, targets, Options{Limit: limit.CICommit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +95,11 @@ func TestPlanTargetsFirstCappedAndAttached(t *testing.T) {
 		t.Errorf("sweep point %+v", pts[2])
 	}
 
-	smoke, _ := Plan(l, targets, Options{Limit: Smoke})
+	smoke, _ := Plan(l, targets, Options{Limit: limit.Smoke})
 	if got := pointsString(smoke); got != "(128,128,1,8) (128,128,8,64)" {
 		t.Errorf("smoke plan %s", got)
 	}
-	none, _ := Plan(l, nil, Options{Limit: Smoke})
+	none, _ := Plan(l, nil, Options{Limit: limit.Smoke})
 	if got := pointsString(none); got != "(16,4,1,8)" || none[0].Target != nil {
 		t.Errorf("smoke plan without targets %s", got)
 	}
@@ -116,7 +117,7 @@ func TestPlanFromCatalog(t *testing.T) {
 	if err != nil {
 		t.Skipf("catalog lookup: %v", err)
 	}
-	pts, err := Plan(LimitsOf(spec), spec.Targets, Options{Limit: Smoke})
+	pts, err := Plan(LimitsOf(spec), spec.Targets, Options{Limit: limit.Smoke})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +150,18 @@ func TestParseTargets(t *testing.T) {
 	}
 }
 
-func TestParseLimit(t *testing.T) {
-	for _, s := range []string{"smoke", "ci-commit", "ci-nightly", "full"} {
-		if _, err := ParseLimit(s); err != nil {
-			t.Error(err)
-		}
+// ci-long plans what ci-nightly plans; only eval sizes tell them apart.
+func TestCILongSweepsLikeNightly(t *testing.T) {
+	n150 := Limits{MaxConcurrency: 32, MaxContext: 65536, MaxTokensAllUsers: 65536}
+	nightly, err := Plan(n150, nil, Options{Limit: limit.CINightly})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := ParseLimit("nightly"); err == nil {
-		t.Error("accepted nightly")
+	long, err := Plan(n150, nil, Options{Limit: limit.CILong})
+	if err != nil || len(long) != len(nightly) || len(long) == 0 {
+		t.Errorf("ci-long %d points (%v), ci-nightly %d", len(long), err, len(nightly))
+	}
+	if _, err := Plan(n150, nil, Options{Limit: "weekly"}); err == nil {
+		t.Error("an unknown limit was planned")
 	}
 }

@@ -54,7 +54,7 @@ type entry struct {
 // units keeps their next activation.
 func (e *entry) key() string {
 	s := e.sched
-	return strings.Join([]string{e.unit.Name, s.Workflow, s.Calendar, s.Timezone, s.Limit}, "\x00")
+	return strings.Join([]string{e.unit.Name, s.Workflow, s.Calendar, s.Timezone, string(s.Limit)}, "\x00")
 }
 
 // Scheduler fires schedule entries. Create it with New, feed it units
@@ -138,7 +138,7 @@ func (s *Scheduler) Next() []Fire {
 	out := make([]Fire, 0, len(s.entries))
 	for _, e := range s.entries {
 		out = append(out, Fire{Unit: e.unit.Name, Workflow: e.sched.Workflow, Calendar: e.sched.Calendar, Timezone: e.sched.Timezone,
-			Limit: e.sched.Limit, Next: e.next, Running: s.running[e.unit.Name], LastFire: e.last, LastResult: e.res})
+			Limit: string(e.sched.Limit), Next: e.next, Running: s.running[e.unit.Name], LastFire: e.last, LastResult: e.res})
 	}
 	slices.SortStableFunc(out, func(a, b Fire) int {
 		if c := a.Next.Compare(b.Next); c != 0 {

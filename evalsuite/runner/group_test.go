@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
 	"github.com/ttis-dev/ttis/evalsuite/metric"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // letterBackend scores continuation " X" highest when X is the letter
@@ -22,7 +22,7 @@ import (
 type letterBackend struct{}
 
 func (letterBackend) Model() string   { return "fake" }
-func (letterBackend) API() client.API { return client.Completions }
+func (letterBackend) API() openai.API { return openai.Completions }
 func (letterBackend) Do(_ context.Context, inst evalsuite.Instance) (evalsuite.Response, json.RawMessage, error) {
 	i := strings.LastIndex(inst.Context, "Favour:")
 	fav := strings.TrimSpace(inst.Context[i+len("Favour:") : i+len("Favour:")+2])
@@ -98,7 +98,7 @@ func TestBadRowsAreReportedNotDropped(t *testing.T) {
 type fixedBackend struct{ text string }
 
 func (fixedBackend) Model() string   { return "fake" }
-func (fixedBackend) API() client.API { return client.Completions }
+func (fixedBackend) API() openai.API { return openai.Completions }
 func (b fixedBackend) Do(context.Context, evalsuite.Instance) (evalsuite.Response, json.RawMessage, error) {
 	return evalsuite.Response{Text: b.text}, nil, nil
 }

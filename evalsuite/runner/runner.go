@@ -14,24 +14,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
 	"strings"
 	"sync"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
 	"github.com/ttis-dev/ttis/evalsuite/metric"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
-// Backend answers requests; *client.Client is one.
+// Backend answers requests; *backend.Backend is one.
 type Backend interface {
 	Do(ctx context.Context, inst evalsuite.Instance) (evalsuite.Response, json.RawMessage, error)
 	Model() string
-	API() client.API
+	API() openai.API
 }
 
 // ErrorPolicy says how errored samples are scored.
@@ -55,8 +52,9 @@ type Options struct {
 	Cache *Cache
 	// ErrorPolicy defaults to ErrorsAsWrong.
 	ErrorPolicy ErrorPolicy
-	// Progress, when set, receives a progress bar (pass a terminal).
-	Progress io.Writer
+	// Progress, when set, is told the task's document count and each
+	// finished document (a progress display).
+	Progress Progress
 	// ThinkEndToken, when set, removes a reasoning model's thinking from
 	// generated text before scoring: everything up to and including the
 	// last occurrence of the token (lm-eval's think_end_token). The raw
@@ -64,9 +62,16 @@ type Options struct {
 	ThinkEndToken string
 }
 
+// Progress follows a run: Step announces a task and its documents, Done
+// counts finished ones.
+type Progress interface {
+	Step(name string, total int)
+	Done(n int)
+}
+
 // SampleError is why a sample could not be scored.
 type SampleError struct {
-	// Kind is "bad_doc", "scoring", or a client.ErrorKind.
+	// Kind is "bad_doc", "scoring", or a openai.ErrorKind.
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
 }
@@ -136,21 +141,13 @@ func Run(ctx context.Context, task *evalsuite.Task, be Backend, opts Options) (*
 	if opts.ErrorPolicy != ErrorsAsWrong && opts.ErrorPolicy != ErrorsExcluded {
 		return nil, fmt.Errorf("error policy %q: want wrong or exclude", opts.ErrorPolicy)
 	}
-	if task.Output == evalsuite.MultipleChoice && be.API() == client.Chat {
+	if task.Output == evalsuite.MultipleChoice && be.API() == openai.Chat {
 		return nil, fmt.Errorf("task %s scores choices by log-likelihood, which chat endpoints cannot give; use the completions API or the task's _generative variant", task.Name)
 	}
 	n := opts.Limit.Apply(len(task.Docs))
 	res := &Result{Task: task, NOriginal: len(task.Docs), NEffective: n, Samples: make([]Sample, n)}
-	var bar *progressbar.ProgressBar
 	if opts.Progress != nil {
-		bar = progressbar.NewOptions(n,
-			progressbar.OptionSetWriter(opts.Progress),
-			progressbar.OptionSetDescription(task.Name),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionClearOnFinish(),
-		)
+		opts.Progress.Step(task.Name, n)
 	}
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -160,8 +157,8 @@ func Run(ctx context.Context, task *evalsuite.Task, be Backend, opts Options) (*
 			defer wg.Done()
 			for i := range jobs {
 				res.Samples[i] = runDoc(ctx, task, be, opts, task.Docs[i])
-				if bar != nil {
-					_ = bar.Add(1)
+				if opts.Progress != nil {
+					opts.Progress.Done(1)
 				}
 			}
 		}()
@@ -176,9 +173,6 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	if bar != nil {
-		_ = bar.Finish()
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("task %s interrupted (completed requests are cached; run again to resume): %w", task.Name, err)
 	}
@@ -230,7 +224,7 @@ func runDoc(ctx context.Context, task *evalsuite.Task, be Backend, opts Options,
 		s.Raw[i] = raw
 		if err != nil {
 			kind := "request"
-			var ce *client.Error
+			var ce *openai.Error
 			if errors.As(err, &ce) {
 				kind = string(ce.Kind)
 			}

@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
+	"github.com/ttis-dev/ttis/evalsuite/backend"
 	"github.com/ttis-dev/ttis/evalsuite/metric"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // solve computes a generated word problem's answer from its text alone,
@@ -202,9 +203,14 @@ func serveLogprobs(w http.ResponseWriter, prompt string) {
 	}}})
 }
 
-func newClient(t *testing.T, url string, api client.API) *client.Client {
-	c, err := client.New(client.Config{BaseURL: url, Model: "test-model", API: api, MaxRetries: 2, Timeout: 10 * time.Second,
+func newClient(t *testing.T, url string, api openai.API) *backend.Backend {
+	srv, err := openai.New(openai.Config{BaseURL: url, MaxAttempts: 2, Timeout: 10 * time.Second,
 		Backoff: func(int) time.Duration { return time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	c, err := backend.New(srv, "test-model", api, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +248,7 @@ func TestArithEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, client.Completions), runner.Options{Concurrency: 4, Cache: cache})
+	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Completions), runner.Options{Concurrency: 4, Cache: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +273,7 @@ func TestArithEndToEnd(t *testing.T) {
 
 	// A second run is served from the cache, except the failed requests.
 	before := srv.requests.Load()
-	res2, err := runner.Run(context.Background(), task, newClient(t, srv.URL, client.Completions), runner.Options{Concurrency: 4, Cache: cache})
+	res2, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Completions), runner.Options{Concurrency: 4, Cache: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +286,7 @@ func TestArithEndToEnd(t *testing.T) {
 	}
 
 	// Excluding errors shrinks the denominator and says so.
-	res3, err := runner.Run(context.Background(), task, newClient(t, srv.URL, client.Completions), runner.Options{Concurrency: 2, Cache: cache, ErrorPolicy: runner.ErrorsExcluded})
+	res3, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Completions), runner.Options{Concurrency: 2, Cache: cache, ErrorPolicy: runner.ErrorsExcluded})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +322,7 @@ func TestMultipleChoiceEndToEnd(t *testing.T) {
 		q, _ := d.Str("question")
 		want = append(want, b2f(bucket(q) < 7))
 	}
-	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, client.Completions), runner.Options{Concurrency: 3, Limit: runner.Limit{Fraction: 0.5}})
+	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Completions), runner.Options{Concurrency: 3, Limit: runner.Limit{Fraction: 0.5}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +340,7 @@ func TestMultipleChoiceEndToEnd(t *testing.T) {
 		t.Errorf("unexpected errors %+v", res.Errors)
 	}
 	// Chat endpoints cannot score log-likelihoods.
-	if _, err := runner.Run(context.Background(), task, newClient(t, srv.URL, client.Chat), runner.Options{}); err == nil {
+	if _, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Chat), runner.Options{}); err == nil {
 		t.Error("multiple_choice over chat must be refused")
 	}
 }
@@ -350,7 +356,7 @@ func TestGenerativeLetterOverChat(t *testing.T) {
 		q, _ := d.Str("question")
 		want = append(want, b2f(bucket(q) < 7))
 	}
-	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, client.Chat), runner.Options{Concurrency: 2})
+	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Chat), runner.Options{Concurrency: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,10 +383,10 @@ func TestInterruptedRunResumes(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := runner.Run(ctx, task, newClient(t, srv.URL, client.Completions), runner.Options{Cache: cache}); err == nil {
+	if _, err := runner.Run(ctx, task, newClient(t, srv.URL, openai.Completions), runner.Options{Cache: cache}); err == nil {
 		t.Fatal("a cancelled run must report the interruption")
 	}
-	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, client.Completions), runner.Options{Cache: cache})
+	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Completions), runner.Options{Cache: cache})
 	if err != nil || res.NEffective != 20 {
 		t.Fatal(res, err)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // scriptedBackend answers a generate request with the reply whose key
@@ -29,7 +29,7 @@ func (b scriptedBackend) Do(_ context.Context, inst evalsuite.Instance) (evalsui
 }
 
 func (scriptedBackend) Model() string   { return "scripted" }
-func (scriptedBackend) API() client.API { return client.Completions }
+func (scriptedBackend) API() openai.API { return openai.Completions }
 
 func aggregateKeys(aggs []evalsuite.Aggregate) map[string]float64 {
 	out := map[string]float64{}

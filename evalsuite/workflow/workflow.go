@@ -5,18 +5,22 @@
 package workflow
 
 import (
+	"net/http"
+
+	"github.com/ttis-dev/ttis/units/limit"
+
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/ttis-dev/ttis/evalsuite/client"
+	"github.com/ttis-dev/ttis/evalsuite/backend"
 	"github.com/ttis-dev/ttis/evalsuite/dataset"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
+	"github.com/ttis-dev/ttis/runtime/openai"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
 
@@ -26,8 +30,11 @@ type Config struct {
 	// or chat; APIKey an optional bearer token.
 	BaseURL string
 	Model   string
-	API     client.API
-	APIKey  string
+	API     openai.API
+	// APIKey (a bearer token) and Header are sent with every request;
+	// neither is ever written to a file.
+	APIKey string      `json:"-"`
+	Header http.Header `json:"-"`
 	// CatalogModel selects the reference scores (default Model).
 	CatalogModel string
 	Tasks        []string
@@ -42,9 +49,9 @@ type Config struct {
 	Columns    []string
 	// BuiltinSize is the number of documents of built-in tasks (0 = default).
 	BuiltinSize int
-	// LimitMode is smoke, ci-commit, ci-nightly, ci-long or full; Limit a
-	// count or fraction that overrides it.
-	LimitMode string
+	// LimitMode is the run size (default full); Limit a count or fraction
+	// that overrides it.
+	LimitMode limit.Mode
 	Limit     string
 	// MaxGenToks overrides the tasks' generation budget (0 = task default).
 	MaxGenToks  int
@@ -59,25 +66,21 @@ type Config struct {
 	// (default OutputDir/cache; "-" disables it).
 	OutputDir string
 	CacheDir  string
-	Progress  io.Writer
+	Progress  runner.Progress `json:"-"`
 	Version   string
 	// Now is the clock (time.Now when nil).
-	Now func() time.Time
+	Now func() time.Time `json:"-"`
 }
 
-// Outcome is what a finished evaluation produced.
+// Outcome is what a finished evaluation produced. Tasks that could not
+// run (unknown, no dataset, a request shape the server cannot answer) are
+// in NotRun with the reason; the others are in Run. Files is empty when
+// no task ran.
 type Outcome struct {
-	Run   results.Run
-	Files results.Files
+	Run    results.Run
+	Files  results.Files
+	NotRun map[string]string
 }
-
-// modeKey maps a limit mode to the reference's limit_samples key.
-var modeKey = map[string]string{"smoke": "smoke_test", "ci-commit": "ci_commit", "ci-nightly": "ci_nightly", "ci-long": "ci_long", "full": ""}
-
-// defaultModeLimit applies when the catalog gives no per-task limit for
-// the mode: smoke runs 3 documents (as tt-inference-server's smoke-test
-// --limit 3), ci-commit 10, the others everything.
-var defaultModeLimit = map[string]string{"smoke": "3", "ci-commit": "10", "ci-nightly": "", "ci-long": "", "full": ""}
 
 // resolveLimit picks a task's limit from the explicit flag, the catalog
 // reference's limit_samples for the mode, or the mode's default.
@@ -88,12 +91,13 @@ func resolveLimit(cfg Config, ref *catalog.EvalRef) (runner.Limit, string, error
 	}
 	mode := cfg.LimitMode
 	if mode == "" {
-		mode = "full"
+		mode = limit.Full
 	}
-	key, ok := modeKey[mode]
-	if !ok {
-		return runner.Limit{}, "", fmt.Errorf("limit mode %q: want smoke, ci-commit, ci-nightly, ci-long or full", mode)
+	mode, err := limit.Parse(string(mode))
+	if err != nil {
+		return runner.Limit{}, "", err
 	}
+	key := mode.EvalKey()
 	if ref != nil && key != "" {
 		if v, ok := ref.LimitSamples[key]; ok {
 			if v == nil {
@@ -103,7 +107,7 @@ func resolveLimit(cfg Config, ref *catalog.EvalRef) (runner.Limit, string, error
 			return l, l.String(), err
 		}
 	}
-	l, err := runner.ParseLimit(defaultModeLimit[mode])
+	l, err := runner.ParseLimit(mode.DefaultEvalLimit())
 	return l, l.String(), err
 }
 
@@ -137,8 +141,18 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if _, ok := cfg.Datasets[""]; ok && len(cfg.Tasks) > 1 {
 		return nil, fmt.Errorf("with several tasks, name each dataset's task (TASK=PATH)")
 	}
-	cl, err := client.New(client.Config{BaseURL: cfg.BaseURL, Model: cfg.Model, API: cfg.API, APIKey: cfg.APIKey,
-		MaxRetries: cfg.MaxRetries, Timeout: cfg.Timeout, Seed: cfg.Seed})
+	switch cfg.ErrorPolicy {
+	case "", runner.ErrorsAsWrong, runner.ErrorsExcluded:
+	default:
+		return nil, fmt.Errorf("error policy %q: want %s or %s", cfg.ErrorPolicy, runner.ErrorsAsWrong, runner.ErrorsExcluded)
+	}
+	srv, err := openai.New(openai.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Header: cfg.Header, MaxConns: max(cfg.Concurrency, 1),
+		Timeout: cfg.Timeout, MaxAttempts: cfg.MaxRetries})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	cl, err := backend.New(srv, cfg.Model, cfg.API, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -157,16 +171,18 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		refModel = cfg.Model
 	}
 	run := results.Run{Model: cfg.Model, BaseURL: cl.BaseURL(), API: string(cl.API()), Concurrency: max(cfg.Concurrency, 1),
-		LimitMode: cfg.LimitMode, Seed: cfg.Seed, MaxRetries: cfg.MaxRetries, Start: now(), Version: cfg.Version}
+		LimitMode: string(cfg.LimitMode), Seed: cfg.Seed, MaxRetries: cfg.MaxRetries, Start: now(), Version: cfg.Version}
 	var limits []string
 	only := len(cfg.Tasks) == 1
+	oc := &Outcome{NotRun: map[string]string{}}
 	for _, name := range cfg.Tasks {
 		task, err := tasks.Build(name, tasks.Source{
 			Dataset: pick(cfg.Datasets, name, only), FewShotDataset: pick(cfg.FewShot, name, only), NumFewShot: cfg.NumFewShot,
 			Format: cfg.Format, Mapping: cfg.Mapping, Columns: cfg.Columns, Size: cfg.BuiltinSize,
 		})
 		if err != nil {
-			return nil, err
+			oc.NotRun[name] = err.Error()
+			continue
 		}
 		if cfg.MaxGenToks > 0 {
 			task.Gen.MaxGenToks = cfg.MaxGenToks
@@ -183,18 +199,25 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		res, err := runner.Run(ctx, task, cl, runner.Options{Concurrency: cfg.Concurrency, Limit: limit, Cache: cache,
 			ErrorPolicy: cfg.ErrorPolicy, Progress: cfg.Progress, ThinkEndToken: cfg.ThinkEndToken})
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			oc.NotRun[name] = err.Error()
+			continue
 		}
 		run.Tasks = append(run.Tasks, res)
-		run.Grades = append(run.Grades, results.GradeTask(name, res.Aggregates, refp, modeKey[cfg.LimitMode]))
+		run.Grades = append(run.Grades, results.GradeTask(name, res.Aggregates, refp, cfg.LimitMode.EvalKey()))
 	}
 	run.Limit = strings.Join(limits, ",")
 	run.End = now()
-	files, err := results.Write(cfg.OutputDir, run)
-	if err != nil {
+	oc.Run = run
+	if len(run.Tasks) == 0 {
+		return oc, nil
+	}
+	if oc.Files, err = results.Write(cfg.OutputDir, run); err != nil {
 		return nil, err
 	}
-	return &Outcome{Run: run, Files: files}, nil
+	return oc, nil
 }
 
 func contains(xs []string, s string) bool {

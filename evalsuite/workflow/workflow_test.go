@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ttis-dev/ttis/evalsuite/client"
 	"github.com/ttis-dev/ttis/evalsuite/results"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // perfectArith answers ttis_arith questions correctly by computing them.
@@ -57,7 +57,7 @@ func TestRunWritesGradedResults(t *testing.T) {
 	srv := perfectArith(t)
 	dir := t.TempDir()
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	oc, err := Run(context.Background(), Config{BaseURL: srv.URL, Model: "m", API: client.Completions, Tasks: []string{"ttis_arith"},
+	oc, err := Run(context.Background(), Config{BaseURL: srv.URL, Model: "m", API: openai.Completions, Tasks: []string{"ttis_arith"},
 		LimitMode: "smoke", Concurrency: 2, MaxRetries: 1, OutputDir: dir, NumFewShot: -1, Now: func() time.Time { return clock }})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,6 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"bad mode":          func(c *Config) { c.LimitMode = "weekly" },
 		"bad limit":         func(c *Config) { c.Limit = "-3" },
 		"dataset for other": func(c *Config) { c.Datasets = map[string]string{"gsm8k": "x.jsonl"} },
-		"unknown task":      func(c *Config) { c.Tasks = []string{"hellaswag"} },
 		"bad policy":        func(c *Config) { c.ErrorPolicy = "ignore" },
 	} {
 		c := base
@@ -99,6 +98,14 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		if _, err := Run(context.Background(), c); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
+	}
+	// A task that cannot be built is not run, with the reason, and the
+	// others still are not prevented.
+	c := base
+	c.Tasks = []string{"hellaswag"}
+	oc, err := Run(context.Background(), c)
+	if err != nil || oc.NotRun["hellaswag"] == "" || len(oc.Run.Tasks) != 0 || oc.Files.Results != "" {
+		t.Errorf("unknown task: %+v %v, want it listed as not run and no files", oc, err)
 	}
 }
 
@@ -193,7 +200,7 @@ func serveUnit(t *testing.T, unitText string) string {
 func smoke(t *testing.T, url string) {
 	t.Helper()
 	dir := t.TempDir()
-	oc, err := Run(context.Background(), Config{BaseURL: url, Model: "", API: client.Completions,
+	oc, err := Run(context.Background(), Config{BaseURL: url, Model: "", API: openai.Completions,
 		Tasks: []string{"ttis_arith", "ttis_arith_mc"}, LimitMode: "smoke", MaxGenToks: 24, NumFewShot: 1,
 		Concurrency: 2, MaxRetries: 2, Timeout: time.Minute, OutputDir: dir, CacheDir: "-"}.withModel(t, url))
 	if err != nil {
@@ -213,11 +220,16 @@ func smoke(t *testing.T, url string) {
 }
 
 func (c Config) withModel(t *testing.T, url string) Config {
-	m, err := client.FirstModel(context.Background(), nil, url, "")
+	srv, err := openai.New(openai.Config{BaseURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Model = m
+	defer srv.Close()
+	cards, err := srv.Models(context.Background())
+	if err != nil || len(cards) == 0 {
+		t.Fatalf("models: %v %v", cards, err)
+	}
+	c.Model = cards[0].ID
 	return c
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // handle routes a request. It never lets a panic escape: a panic becomes a
@@ -141,6 +142,9 @@ func writeJSON(ctx *fasthttp.RequestCtx, v any) {
 
 func (s *Server) version(ctx *fasthttp.RequestCtx) {
 	v := map[string]any{"version": s.cfg.Version, "server": "ttis"}
+	if c := s.cfg.Conditions.Map(); c != nil {
+		v["conditions"] = c
+	}
 	if up := s.upstream.Load(); up != nil {
 		v["upstream_model"] = up.u.Model()
 	}
@@ -157,31 +161,17 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(s.m.appendText(make([]byte, 0, 16<<10)))
 }
 
-// modelCard is one entry of GET /v1/models.
-type modelCard struct {
-	ID          string   `json:"id"`
-	Object      string   `json:"object"`
-	Created     int64    `json:"created"`
-	OwnedBy     string   `json:"owned_by"`
-	Root        string   `json:"root"`
-	Parent      *string  `json:"parent"`
-	MaxModelLen int      `json:"max_model_len"`
-	Permission  []string `json:"permission"`
-	Runtime     string   `json:"runtime"`
-	Simulated   bool     `json:"simulated"`
-}
-
-func (s *Server) card(st *engineState) modelCard {
+func (s *Server) card(st *engineState) openai.ModelCard {
 	owner := "ttis"
 	if st.info.Simulated {
 		owner = "ttis-sim"
 	}
-	return modelCard{ID: s.cfg.Model, Object: "model", Created: s.started.Unix(), OwnedBy: owner, Root: st.info.Model,
+	return openai.ModelCard{ID: s.cfg.Model, Object: "model", Created: s.started.Unix(), OwnedBy: owner, Root: st.info.Model,
 		MaxModelLen: st.maxContext, Permission: []string{}, Runtime: st.info.Runtime, Simulated: st.info.Simulated}
 }
 
 func (s *Server) models(ctx *fasthttp.RequestCtx, st *engineState, _ string) {
-	writeJSON(ctx, map[string]any{"object": "list", "data": []modelCard{s.card(st)}})
+	writeJSON(ctx, openai.ModelList{Object: "list", Data: []openai.ModelCard{s.card(st)}})
 }
 
 // model answers GET /v1/models/{id} (the OpenAI SDK's models.retrieve).

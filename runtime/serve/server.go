@@ -69,6 +69,8 @@ type Config struct {
 	Heartbeat time.Duration
 	// Version is ttis's version, shown by GET /version.
 	Version string
+	// Conditions are shown by GET /version (nil: none).
+	Conditions *Conditions
 	// Logger receives one debug line per request and errors; nil discards.
 	Logger *slog.Logger
 }

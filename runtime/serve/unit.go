@@ -46,6 +46,7 @@ func ConfigFor(u *units.Unit, o Options) (Config, error) {
 		MaxConcurrency: u.Limits.MaxConcurrency, MaxQueue: u.Limits.MaxQueue, MaxContext: u.Limits.MaxContext,
 		RequestTimeout: u.Limits.RequestTimeout.Duration, MaxBodyBytes: u.Limits.MaxBodyBytes,
 		ShutdownGrace: o.Grace, Heartbeat: o.Heartbeat, Version: o.Version, Logger: o.Logger,
+		Conditions: ConditionsOf(u),
 	}
 	if u.Name != "" && u.Name != u.Model {
 		cfg.Aliases = append(cfg.Aliases, u.Name)

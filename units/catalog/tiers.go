@@ -34,6 +34,22 @@ func RequiredTiers(status string) []string {
 	}
 }
 
+// StatusName is the status in words alone, for reports read where emoji
+// render as empty boxes.
+func StatusName(status string) string {
+	switch status {
+	case StatusExperimental:
+		return "Experimental"
+	case StatusFunctional:
+		return "Functional"
+	case StatusComplete:
+		return "Complete"
+	case StatusTopPerf:
+		return "Top Performance"
+	}
+	return status
+}
+
 // StatusDisplay is the status as the upstream reports show it.
 func StatusDisplay(status string) string {
 	switch status {

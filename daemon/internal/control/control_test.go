@@ -116,12 +116,14 @@ func TestEndpoints(t *testing.T) {
 	if devs, err := cl.Devices(ctx); err != nil || devs.Chips[0].Holder != "a" {
 		t.Fatalf("Devices = %+v, %v", devs, err)
 	}
-	ep, err := cl.Endpoint(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
+	// What a workflow needs to find a unit's server: its address, auth and
+	// the results store.
+	d, err := cl.Unit(ctx, "a", 0)
+	if err != nil || d.Listen != "0.0.0.0:8000" || d.AuthMode != "jwt" || d.AuthSecretFile != "/s" || d.Model != "m" {
+		t.Fatalf("Unit = %+v, %v", d, err)
 	}
-	if ep.BaseURL != "http://127.0.0.1:8000" || ep.AuthMode != "jwt" || ep.SecretFile != "/s" || ep.RunsDir != "/state/runs" || ep.Model != "m" {
-		t.Fatalf("Endpoint = %+v", ep)
+	if info, err := cl.Info(ctx); err != nil || info.RunsDir != "/state/runs" {
+		t.Fatalf("Info = %+v, %v", info, err)
 	}
 }
 

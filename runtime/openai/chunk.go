@@ -1,9 +1,10 @@
-// Package stream reads an OpenAI-compatible server-sent-event stream
-// (/v1/completions or /v1/chat/completions with "stream": true) the lean way:
-// a buffered reader over the raw body and a targeted scan of each chunk's JSON
-// for the handful of fields a benchmark needs, with no reflection and no
-// allocation per chunk once the buffers have grown.
-package stream
+package openai
+
+// A streamed response (/v1/completions or /v1/chat/completions with
+// "stream": true) is read the lean way: a buffered SSE reader over the raw
+// body (sse.go) and a targeted scan of each chunk's JSON for the handful of
+// fields a benchmark needs, with no reflection and no allocation per chunk
+// once the buffers have grown.
 
 import (
 	"errors"
@@ -36,6 +37,11 @@ type Chunk struct {
 	PromptTokens, CompletionTokens int
 	// Error is the message of an in-stream {"error": ...} payload.
 	Error string
+	// Timings is llama.cpp server's own account of the request, sent in
+	// its last chunk; HasTimings says whether it was there. A benchmark
+	// compares it with what the client measured.
+	Timings    Timings
+	HasTimings bool
 
 	hasRole bool
 }
@@ -68,6 +74,8 @@ func ParseChunk(b []byte, c *Chunk) error {
 			err = s.usage(c)
 		case "error":
 			err = s.errorValue(c)
+		case "timings":
+			err = s.timings(c)
 		default:
 			err = s.skipValue(0)
 		}
@@ -620,4 +628,66 @@ func (s *scanner) errorValue(c *Chunk) error {
 	}
 	c.Error = "error"
 	return s.skipValue(1)
+}
+
+// Timings is the "timings" object llama.cpp's server adds to a response:
+// prompt processing and generation as the server measured them.
+type Timings struct {
+	PromptN     int     `json:"prompt_n"`
+	PromptMS    float64 `json:"prompt_ms"`
+	PredictedN  int     `json:"predicted_n"`
+	PredictedMS float64 `json:"predicted_ms"`
+}
+
+func (s *scanner) timings(c *Chunk) error {
+	c.HasTimings, c.Timings = false, Timings{}
+	if s.isNull() {
+		return nil
+	}
+	if s.peek() != '{' {
+		return s.skipValue(1)
+	}
+	s.i++
+	c.HasTimings = true
+	for {
+		key, done, err := s.nextKey()
+		if err != nil || done {
+			return err
+		}
+		switch string(key) {
+		case "prompt_n":
+			c.Timings.PromptN, err = s.intValue()
+		case "predicted_n":
+			c.Timings.PredictedN, err = s.intValue()
+		case "prompt_ms":
+			c.Timings.PromptMS, err = s.floatValue()
+		case "predicted_ms":
+			c.Timings.PredictedMS, err = s.floatValue()
+		default:
+			err = s.skipValue(2)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// floatValue reads a number; null reads as 0.
+func (s *scanner) floatValue() (float64, error) {
+	if s.isNull() {
+		return 0, nil
+	}
+	c := s.peek()
+	if c != '-' && (c < '0' || c > '9') {
+		return 0, s.fail("expected a number")
+	}
+	num, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseFloat(string(num), 64)
+	if err != nil {
+		return 0, s.fail("number out of range")
+	}
+	return v, nil
 }

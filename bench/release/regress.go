@@ -3,7 +3,53 @@ package release
 import (
 	"fmt"
 	"math"
+	"strings"
+
+	"github.com/ttis-dev/ttis/bench/runs"
 )
+
+// comparableKeys are the conditions two runs must share for their numbers
+// to be compared: a different runtime, time scale (sim), device, chips or
+// model file measures something else. Versions may differ: finding what a
+// new version changed is the point of the comparison.
+var comparableKeys = []string{"runtime", "simulated", "time_scale", "device", "chips", "model_sha256", "threads"}
+
+// Baseline finds the run to compare the current one (id current, taken
+// under cond) with: the newest complete run of unit and workflow started
+// before it whose comparable conditions match. skipped says why newer
+// candidates were passed over.
+func Baseline(store *runs.Store, unit, workflow, current string, cond map[string]string) (prev runs.Manifest, skipped []string, ok bool) {
+	all, _ := store.List(unit)
+	passed := current == ""
+	for _, m := range all {
+		if m.ID == current {
+			passed = true
+			continue
+		}
+		if !passed || m.Workflow != workflow || m.Status != runs.StatusComplete {
+			continue
+		}
+		var diffs []string
+		for _, k := range comparableKeys {
+			if a, b := m.Conditions[k], cond[k]; a != b {
+				diffs = append(diffs, fmt.Sprintf("%s %s, now %s", k, orNone(a), orNone(b)))
+			}
+		}
+		if len(diffs) > 0 {
+			skipped = append(skipped, m.ID+": "+strings.Join(diffs, "; "))
+			continue
+		}
+		return m, skipped, true
+	}
+	return runs.Manifest{}, skipped, false
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "unrecorded"
+	}
+	return s
+}
 
 // Thresholds decide when a change is a regression.
 type Thresholds struct {
@@ -43,8 +89,11 @@ type Regression struct {
 
 // Regressions is the comparison with an earlier run.
 type Regressions struct {
-	// Against is the earlier run's id.
+	// Against is the earlier run's id: the newest complete run of the same
+	// unit and workflow taken under the same conditions. Skipped lists the
+	// newer runs that were not comparable, and why.
 	Against    string       `json:"against"`
+	Skipped    []string     `json:"skipped,omitempty"`
 	Thresholds Thresholds   `json:"thresholds"`
 	Compared   int          `json:"compared"`
 	Items      []Regression `json:"items"`

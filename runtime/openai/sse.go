@@ -1,4 +1,4 @@
-package stream
+package openai
 
 import (
 	"bufio"

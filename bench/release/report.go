@@ -1,17 +1,20 @@
-// Package release runs ttis's client-side workflows against one server —
-// evals, benchmarks, or a release (evals then benchmarks) — into one run
-// folder of the results store, and renders the release report: report.md,
+// Package release runs ttis's workflows against one server — evals,
+// benchmarks (a sweep or one point), or a release (evals then benchmarks) —
+// into one run folder of the results store (bench/runs), for ttisctl and
+// ttisd's schedules alike, and renders the run's report: report.md,
 // report.json (tt-inference-server's report_data shape: metadata, sections,
 // acceptance_criteria, acceptance_blockers, acceptance_criteria_metadata,
 // acceptance_summary_markdown) and a self-contained report.html with
-// charts. The acceptance verdict follows the model's catalog status, and
-// metrics are compared with the unit's previous complete run.
+// charts. The verdict follows the model's catalog status and claims only
+// what was measured; metrics are compared with the unit's previous
+// complete run taken under the same conditions.
 package release
 
 import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/ttis-dev/ttis/bench/grade"
@@ -63,6 +66,9 @@ type Metadata struct {
 	EvalTasks       string `json:"eval_tasks,omitempty"`
 	EvalSettings    string `json:"eval_settings,omitempty"`
 	TTISVersion     string `json:"ttis_version,omitempty"`
+	// Conditions is what shaped the numbers (bench/target): runtime,
+	// simulated, time scale, device, chips, model file hash, versions.
+	Conditions map[string]string `json:"conditions,omitempty"`
 }
 
 // BenchRow is one benchmark sweep point in the report (vLLM/upstream key
@@ -147,7 +153,12 @@ func BenchRowsOf(pts []report.Point) []BenchRow {
 // EvalRow is one eval task in the report: upstream's eval block fields
 // plus the score's standard error and sample counts.
 type EvalRow struct {
-	Task             string        `json:"task_name"`
+	Task string `json:"task_name"`
+	// Role is reference (the catalog grades the model with it), smoke (a
+	// built-in plumbing check) or extra (asked for, not referenced).
+	Role string `json:"role"`
+	// NotRun says why a task was not measured.
+	NotRun           string        `json:"not_run,omitempty"`
 	Tolerance        float64       `json:"tolerance"`
 	Published        *float64      `json:"published_score"`
 	GPUReference     *float64      `json:"gpu_reference_score"`
@@ -218,11 +229,17 @@ type Report struct {
 	Acceptance Acceptance
 	// Regressions compares with the previous complete run (nil: none).
 	Regressions *Regressions
+	// Interrupted is set when a signal stopped the run: the report is
+	// partial.
+	Interrupted bool
 }
 
 // BenchSection is the benchmark part of a run.
 type BenchSection struct {
-	Rows []BenchRow
+	// Point is set for a one-point run (ttisctl bench without --limit):
+	// no sweep was asked for, so no reference target point is required.
+	Point bool `json:"-"`
+	Rows  []BenchRow
 	// TierFactors are the tiers' fractions of the theoretical target.
 	TierFactors map[string]float64
 	// Error is set when the sweep could not run (a task failure).
@@ -242,10 +259,19 @@ func BlockID(model, device string) string {
 
 // document is report.json.
 type document struct {
-	Metadata                   Metadata          `json:"metadata"`
-	Sections                   []Section         `json:"sections"`
-	AcceptanceCriteria         bool              `json:"acceptance_criteria"`
+	Metadata Metadata  `json:"metadata"`
+	Sections []Section `json:"sections"`
+	// Verdict is PASS, FAIL, INCOMPLETE or UNGRADED; AcceptanceCriteria
+	// (upstream's key) is true for PASS alone.
+	Verdict            string `json:"verdict"`
+	VerdictSummary     string `json:"verdict_summary"`
+	Interrupted        bool   `json:"interrupted,omitempty"`
+	AcceptanceCriteria bool   `json:"acceptance_criteria"`
+	// AcceptanceBlockers holds everything that keeps the run from
+	// passing: failed enforced checks and required checks not measured.
 	AcceptanceBlockers         map[string]string `json:"acceptance_blockers"`
+	NotMeasured                []Blocker         `json:"not_measured"`
+	Waived                     []Blocker         `json:"waived"`
 	AcceptanceCriteriaMetadata acceptanceMeta    `json:"acceptance_criteria_metadata"`
 	AcceptanceSummaryMarkdown  string            `json:"acceptance_summary_markdown"`
 	Regressions                *Regressions      `json:"regressions,omitempty"`
@@ -260,8 +286,9 @@ type acceptanceMeta struct {
 // JSON renders report.json.
 func JSON(r *Report) ([]byte, error) {
 	doc := document{
-		Metadata: r.Metadata, Sections: []Section{},
+		Metadata: r.Metadata, Sections: []Section{}, Verdict: r.Acceptance.Verdict, VerdictSummary: r.Acceptance.Summary, Interrupted: r.Interrupted,
 		AcceptanceCriteria: r.Acceptance.Passed, AcceptanceBlockers: map[string]string{},
+		NotMeasured: append([]Blocker{}, r.Acceptance.Missing...), Waived: append([]Blocker{}, r.Acceptance.Waived...),
 		AcceptanceCriteriaMetadata: acceptanceMeta{
 			EnforcementResult: r.Acceptance.EnforcementResult, ModelStatus: r.Acceptance.ModelStatus,
 			Categories: r.Acceptance.Categories,
@@ -269,7 +296,7 @@ func JSON(r *Report) ([]byte, error) {
 		AcceptanceSummaryMarkdown: AcceptanceMarkdown(r),
 		Regressions:               r.Regressions,
 	}
-	for _, b := range r.Acceptance.Blockers {
+	for _, b := range append(slices.Clone(r.Acceptance.Blockers), r.Acceptance.Missing...) {
 		doc.AcceptanceBlockers[b.Key] = b.Message
 	}
 	id := BlockID(r.Metadata.Model, r.Metadata.Device)
@@ -309,20 +336,32 @@ func ParseJSON(b []byte) (*Report, error) {
 			Data    json.RawMessage `json:"data"`
 			Error   string          `json:"error"`
 		} `json:"sections"`
+		Verdict            string            `json:"verdict"`
+		VerdictSummary     string            `json:"verdict_summary"`
+		Interrupted        bool              `json:"interrupted"`
 		AcceptanceCriteria bool              `json:"acceptance_criteria"`
 		AcceptanceBlockers map[string]string `json:"acceptance_blockers"`
+		NotMeasured        []Blocker         `json:"not_measured"`
+		Waived             []Blocker         `json:"waived"`
 		Meta               acceptanceMeta    `json:"acceptance_criteria_metadata"`
 		Regressions        *Regressions      `json:"regressions"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("read %s: %w", ReportJSON, err)
 	}
-	r := &Report{Metadata: raw.Metadata, Regressions: raw.Regressions}
-	r.Acceptance = Acceptance{Passed: raw.AcceptanceCriteria, ModelStatus: raw.Meta.ModelStatus,
-		EnforcementResult: raw.Meta.EnforcementResult, Categories: raw.Meta.Categories}
+	r := &Report{Metadata: raw.Metadata, Regressions: raw.Regressions, Interrupted: raw.Interrupted}
+	r.Acceptance = Acceptance{Verdict: raw.Verdict, Summary: raw.VerdictSummary, Passed: raw.AcceptanceCriteria,
+		ModelStatus: raw.Meta.ModelStatus, EnforcementResult: raw.Meta.EnforcementResult, Categories: raw.Meta.Categories,
+		Missing: raw.NotMeasured, Waived: raw.Waived}
+	missing := map[string]bool{}
+	for _, b := range raw.NotMeasured {
+		missing[b.Key] = true
+	}
 	for _, c := range raw.Meta.Categories {
 		for _, k := range c.Blockers {
-			r.Acceptance.Blockers = append(r.Acceptance.Blockers, Blocker{Key: k, Message: raw.AcceptanceBlockers[k]})
+			if !missing[k] {
+				r.Acceptance.Blockers = append(r.Acceptance.Blockers, Blocker{Key: k, Message: raw.AcceptanceBlockers[k]})
+			}
 		}
 	}
 	for i, s := range raw.Sections {

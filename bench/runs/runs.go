@@ -2,8 +2,9 @@
 // <state_dir>/runs/<unit>/<run-id>/, described by a run.json manifest. Every
 // file is written through a temporary file in the same folder, fsync and
 // rename (bench/result.WriteFileAtomic), so a crash never leaves a half file
-// under its final name; a run whose manifest still says "running" after its
-// process has gone is reported as interrupted.
+// under its final name. A run stopped by a signal says interrupted; one whose
+// manifest still says "running" after its process has gone (killed, host
+// crash) is reported as interrupted too.
 package runs
 
 import (
@@ -34,15 +35,10 @@ const (
 	StatusComplete   = "complete"
 	StatusFailed     = "failed"
 	StatusIncomplete = "incomplete"
-	// StatusInterrupted is never written: List and Open report it for a
-	// run whose manifest says running but whose process is gone.
+	// StatusInterrupted is written for a run stopped by a signal (its
+	// finished parts are kept), and reported by List and Open for a run
+	// whose manifest says running but whose process is gone.
 	StatusInterrupted = "interrupted"
-)
-
-// Verdicts of a run's acceptance.
-const (
-	VerdictPass = "PASS"
-	VerdictFail = "FAIL"
 )
 
 // Manifest is run.json.
@@ -55,16 +51,19 @@ type Manifest struct {
 	Simulated bool   `json:"simulated"`
 	// Workflow is benchmarks, evals or release.
 	Workflow string `json:"workflow"`
-	// Limit is smoke, ci-commit, ci-nightly or full.
+	// Limit is the run size (units/limit).
 	Limit    string     `json:"limit,omitempty"`
 	BaseURL  string     `json:"base_url,omitempty"`
 	Started  time.Time  `json:"started"`
 	Finished *time.Time `json:"finished,omitempty"`
-	// Status is running, complete, failed or incomplete (interrupted is
-	// derived, never stored).
+	// Status is running, complete, failed, incomplete or interrupted.
 	Status string `json:"status"`
-	// Verdict is PASS or FAIL once the run's report is written.
+	// Verdict is the report's verdict once it is written (PASS, FAIL,
+	// INCOMPLETE, UNGRADED; see bench/release).
 	Verdict string `json:"verdict,omitempty"`
+	// Conditions is what shaped the numbers: runtime, simulated, time
+	// scale, device, chips, model file hash, versions (bench/target).
+	Conditions map[string]string `json:"conditions,omitempty"`
 	// Error says why a failed run stopped.
 	Error string `json:"error,omitempty"`
 	// Files are the run's files, relative to its folder.
@@ -189,6 +188,30 @@ func (s *Store) Create(m Manifest) (*Run, error) {
 	return r, nil
 }
 
+// Reopen continues an unfinished run (interrupted, failed, or incomplete)
+// found by Open's reference: its manifest goes back to running under this
+// process, and the files it has are kept.
+func (s *Store) Reopen(ref string) (*Run, error) {
+	m, dir, err := s.Open(ref)
+	if err != nil {
+		return nil, err
+	}
+	switch m.Status {
+	case StatusComplete:
+		return nil, fmt.Errorf("run %s is complete: nothing to resume", m.ID)
+	case StatusRunning:
+		return nil, fmt.Errorf("run %s is still running (pid %d on %s)", m.ID, m.PID, m.Host)
+	}
+	m.Status, m.Verdict, m.Error, m.Finished = StatusRunning, "", "", nil
+	m.PID = os.Getpid()
+	m.Host, _ = os.Hostname()
+	r := &Run{store: s, Dir: dir, m: m}
+	if err := r.save(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // Manifest returns a copy of the run's manifest.
 func (r *Run) Manifest() Manifest {
 	r.mu.Lock()
@@ -248,13 +271,14 @@ func (r *Run) AddFiles(paths ...string) error {
 	return r.save()
 }
 
-// Finish records the end of the run: status complete, failed or
-// incomplete, the verdict (PASS, FAIL or "") and an error for failed runs.
+// Finish records the end of the run: status complete, failed, incomplete
+// or interrupted, the verdict ("" when there is no report) and an error
+// for failed or interrupted runs.
 func (r *Run) Finish(status, verdict, errMsg string) error {
 	switch status {
-	case StatusComplete, StatusFailed, StatusIncomplete:
+	case StatusComplete, StatusFailed, StatusIncomplete, StatusInterrupted:
 	default:
-		return fmt.Errorf("finish run %s: status %q: want complete, failed or incomplete", r.m.ID, status)
+		return fmt.Errorf("finish run %s: status %q: want complete, failed, incomplete or interrupted", r.m.ID, status)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -278,9 +302,9 @@ func ParseManifest(name string, b []byte) (Manifest, error) {
 		return Manifest{}, fmt.Errorf("%s: field unit: %w", name, err)
 	}
 	switch m.Status {
-	case StatusRunning, StatusComplete, StatusFailed, StatusIncomplete:
+	case StatusRunning, StatusComplete, StatusFailed, StatusIncomplete, StatusInterrupted:
 	default:
-		return Manifest{}, fmt.Errorf("%s: field status: %q is not running, complete, failed or incomplete", name, m.Status)
+		return Manifest{}, fmt.Errorf("%s: field status: %q is not running, complete, failed, incomplete or interrupted", name, m.Status)
 	}
 	return m, nil
 }
@@ -403,24 +427,6 @@ func (s *Store) Open(ref string) (Manifest, string, error) {
 		ids = append(ids, m.ID)
 	}
 	return Manifest{}, "", fmt.Errorf("run %q is ambiguous: %s", ref, strings.Join(ids, ", "))
-}
-
-// Previous returns the newest complete run of unit and workflow listed
-// before (that is, started earlier than) the run id current, or the newest
-// of all when current is empty; ok is false when there is none.
-func (s *Store) Previous(unit, workflow, current string) (Manifest, bool) {
-	all, _ := s.List(unit)
-	passed := current == ""
-	for _, m := range all {
-		if m.ID == current {
-			passed = true
-			continue
-		}
-		if passed && m.Workflow == workflow && m.Status == StatusComplete {
-			return m, true
-		}
-	}
-	return Manifest{}, false
 }
 
 // ErrBusy is returned by Lock when another process runs a workflow on the

@@ -6,31 +6,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ttis-dev/ttis/bench/grade"
 	"github.com/ttis-dev/ttis/bench/report"
 )
 
 // simulatedBanner heads every report of a sim unit.
-const simulatedBanner = "> ⚠️ **SIMULATED** — these results come from the `sim` runtime, which imitates the catalog's targets without hardware. They certify nothing about a device."
+const simulatedBanner = "> **SIMULATED**: these results come from the `sim` runtime, which imitates the catalog's targets without hardware. They certify nothing about a device."
 
-func badge(ok bool) string {
-	if ok {
-		return "✅ `PASS`"
-	}
-	return "❌ `FAIL`"
-}
-
-func categoryBadge(status string) string {
-	switch status {
-	case CategoryPass:
-		return "✅ `PASS`"
-	case CategoryFail:
-		return "❌ `FAIL`"
-	case CategoryNA:
-		return "🟨 `NA`"
-	}
-	return "⏭️ `ABSENT`"
-}
+// Words, not symbols, carry every verdict: emoji render as empty boxes on
+// servers without an emoji font.
 
 func title(md *Metadata) string { return md.Model + " on " + md.Device }
 
@@ -46,45 +29,75 @@ func heading(workflow string) string {
 	return "Tenstorrent Model Release Summary"
 }
 
-// AcceptanceMarkdown renders the acceptance criteria list and blockers
-// (also stored as acceptance_summary_markdown in report.json).
+// conditionsLine says under which conditions the numbers were taken, for
+// the summary (the metadata holds the full set).
+func conditionsLine(md *Metadata) string {
+	var parts []string
+	if md.Simulated {
+		p := "SIMULATED (sim runtime"
+		if ts, ok := md.Conditions["time_scale"]; ok {
+			p += ", time_scale " + ts
+		}
+		parts = append(parts, p+")")
+	}
+	for _, k := range []string{"runtime", "device", "chips", "model_sha256", "engine", "server_version"} {
+		if v := md.Conditions[k]; v != "" && !(k == "runtime" && md.Simulated) {
+			if k == "model_sha256" && len(v) > 12 {
+				v = v[:12]
+			}
+			parts = append(parts, k+" "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// AcceptanceMarkdown renders the verdict, the categories, and what blocks,
+// was not measured or was waived (also stored as
+// acceptance_summary_markdown in report.json).
 func AcceptanceMarkdown(r *Report) string {
 	var b strings.Builder
 	a := &r.Acceptance
 	b.WriteString("### Acceptance Criteria\n\n")
-	fmt.Fprintf(&b, "- Overall: %s\n", badge(a.Passed))
-	if r.Metadata.Simulated {
-		b.WriteString("- Hardware: **SIMULATED** (sim runtime)\n")
+	fmt.Fprintf(&b, "- Verdict: **%s**: %s\n", a.Verdict, a.Summary)
+	if c := conditionsLine(&r.Metadata); c != "" {
+		fmt.Fprintf(&b, "- Conditions: %s\n", c)
 	}
 	fmt.Fprintf(&b, "- Model status: %s\n", a.ModelStatus)
 	fmt.Fprintf(&b, "- Enforcement: %s\n", a.EnforcementResult)
 	for _, c := range a.Categories {
 		if c.Status == CategoryAbsent {
-			fmt.Fprintf(&b, "- %s: %s (no blocks present)\n", c.Name, categoryBadge(c.Status))
+			fmt.Fprintf(&b, "- %s: not run by this workflow\n", c.Name)
 			continue
 		}
-		fmt.Fprintf(&b, "- %s: %s (%d/%d passed, %d failed, %d waived, %d skipped, %d NA)\n",
-			c.Name, categoryBadge(c.Status), c.Passed, c.Total, c.Failed, c.Waived, c.Skipped, c.NA)
-	}
-	if len(a.Blockers) == 0 {
-		b.WriteString("\nAll acceptance criteria passed.\n")
-		return b.String()
-	}
-	b.WriteString("\n#### Blockers\n\n")
-	// Identical messages are grouped with a count.
-	seen := map[string]int{}
-	var order []Blocker
-	for _, bl := range a.Blockers {
-		if _, ok := seen[bl.Message]; !ok {
-			order = append(order, bl)
+		line := fmt.Sprintf("- %s: %s (%d/%d passed, %d failed, %d not measured, %d waived, %d NA", c.Name, c.Status, c.Passed, c.Total, c.Failed, c.Missing, c.Waived, c.NA)
+		if c.Skipped > 0 {
+			line += fmt.Sprintf(", %d smoke check(s) not graded", c.Skipped)
 		}
-		seen[bl.Message]++
+		b.WriteString(line + ")\n")
 	}
-	for _, bl := range order {
-		if n := seen[bl.Message]; n > 1 {
-			fmt.Fprintf(&b, "- `%s` (and %d more): %s\n", bl.Key, n-1, cell(bl.Message))
-		} else {
-			fmt.Fprintf(&b, "- `%s`: %s\n", bl.Key, cell(bl.Message))
+	for _, list := range []struct {
+		title string
+		items []Blocker
+	}{{"Blockers (enforced checks that failed)", a.Blockers}, {"Not measured (required, so the run cannot pass)", a.Missing}, {"Waived (not counted, and why)", a.Waived}} {
+		if len(list.items) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n#### %s\n\n", list.title)
+		// Identical messages are grouped with a count.
+		seen := map[string]int{}
+		var order []Blocker
+		for _, bl := range list.items {
+			if _, ok := seen[bl.Message]; !ok {
+				order = append(order, bl)
+			}
+			seen[bl.Message]++
+		}
+		for _, bl := range order {
+			if n := seen[bl.Message]; n > 1 {
+				fmt.Fprintf(&b, "- `%s` (and %d more): %s\n", bl.Key, n-1, cell(bl.Message))
+			} else {
+				fmt.Fprintf(&b, "- `%s`: %s\n", bl.Key, cell(bl.Message))
+			}
 		}
 	}
 	return b.String()
@@ -98,6 +111,9 @@ func Markdown(r *Report) []byte {
 	fmt.Fprintf(&b, "## %s: %s\n\n", heading(md.Workflow), title(md))
 	if md.Simulated {
 		b.WriteString(simulatedBanner + "\n\n")
+	}
+	if r.Interrupted {
+		fmt.Fprintf(&b, "> **INTERRUPTED**: a signal stopped this run; what finished is kept below. `--resume %s` finishes it.\n\n", md.RunID)
 	}
 	fmt.Fprintf(&b, "### Metadata: %s\n\n```json\n", title(md))
 	mj, _ := json.MarshalIndent(md, "", "  ")
@@ -134,7 +150,21 @@ func num(v *float64, dec int) string {
 
 func regressionsMarkdown(rg *Regressions) string {
 	var b strings.Builder
+	if rg.Against == "" {
+		b.WriteString("### Regressions\n\nNo earlier run was taken under the same conditions, so nothing was compared:\n\n")
+		for _, s := range rg.Skipped {
+			fmt.Fprintf(&b, "- %s\n", cell(s))
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "### Regressions against run %s\n\n", rg.Against)
+	if len(rg.Skipped) > 0 {
+		b.WriteString("Newer runs taken under other conditions were not compared:\n\n")
+		for _, s := range rg.Skipped {
+			fmt.Fprintf(&b, "- %s\n", cell(s))
+		}
+		b.WriteString("\n")
+	}
 	if len(rg.Items) == 0 {
 		fmt.Fprintf(&b, "No regressions: %d metrics compared (thresholds: latency +%g%%, throughput -%g%%, eval score -%g stderr).\n",
 			rg.Compared, rg.Thresholds.LatencyPct, rg.Thresholds.ThroughputPct, rg.Thresholds.EvalStderrs)
@@ -155,29 +185,36 @@ func evalsMarkdown(md *Metadata, e *EvalSection) string {
 		fmt.Fprintf(&b, "The eval workflow did not finish: %s\n\n", cell(e.Error))
 	}
 	if len(e.Rows) > 0 {
-		b.WriteString("| Task | Tolerance | Published Score | GPU Reference Score | Subset Reference | Score | Stderr | Ratio to Published | Ratio to Reference | Samples | Errored | Accuracy Check |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, r := range e.Rows {
-			fmt.Fprintf(&b, "| %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n",
-				cell(r.Task), r.Tolerance, num(r.Published, 2), num(r.GPUReference, 2), num(r.SubsetReference, 2),
+		b.WriteString("| Task | Role | Tolerance | Published Score | GPU Reference Score | Subset Reference | Score | Stderr | Ratio to Published | Ratio to Reference | Samples | Errored | Accuracy Check |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for i := range e.Rows {
+			r := &e.Rows[i]
+			fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n",
+				cell(r.Task), r.Role, r.Tolerance, num(r.Published, 2), num(r.GPUReference, 2), num(r.SubsetReference, 2),
 				num(r.Score, 2), num(r.ScoreStderr, 2), num(r.RatioToPublished, 3), num(r.RatioToReference, 3),
-				r.Samples, r.Errored, checkGlyph(string(r.Check)))
+				r.Samples, r.Errored, cell(evalVerdict(r)))
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("Scores are in percent. A task passes when score / GPU reference ≥ 1 − tolerance (a limit mode's subset reference first when the catalog has one, the published score when there is no GPU reference); with no reference the check is NA.\n")
+	b.WriteString("Scores are in percent. A task passes when score / GPU reference ≥ 1 − tolerance (a limit mode's subset reference first when the catalog has one, the published score when there is no GPU reference); with no reference the check is NA. Role `reference`: the catalog grades the model with the task; `smoke`: a built-in generated task that checks the plumbing and never stands in for a reference; `extra`: asked for, not referenced.\n")
 	return b.String()
 }
 
-func checkGlyph(v string) string {
-	switch v {
-	case string(grade.Pass):
-		return "PASS ✅"
-	case string(grade.Fail):
-		return "FAIL ⛔"
+// evalVerdict is an eval row's check in words.
+func evalVerdict(r *EvalRow) string {
+	switch {
+	case r.NotRun != "":
+		return "NOT MEASURED: " + r.NotRun
+	case r.Role == RoleSmoke && r.Errored == 0:
+		return "ran (smoke check, not graded)"
+	case r.Errored > 0:
+		return fmt.Sprintf("INCOMPLETE: %d errored", r.Errored)
 	}
-	return "N/A"
+	return string(r.Check)
 }
+
+// pointVerdict is a benchmark row's grade in words.
+func pointVerdict(r *BenchRow) string { return r.Grade.Words(r.Error != "") }
 
 var benchColumns = []struct {
 	header string
@@ -203,8 +240,7 @@ var benchColumns = []struct {
 		}
 		return strconv.Itoa(r.Errors)
 	}},
-	{"Target Check", func(r *BenchRow) string { return checkGlyph(string(r.Grade.TargetCheck)) }},
-	{"Status", func(r *BenchRow) string { return r.Grade.Status }},
+	{"Verdict", pointVerdict},
 }
 
 func benchMarkdown(md *Metadata, s *BenchSection) string {
@@ -259,7 +295,6 @@ func benchMarkdown(md *Metadata, s *BenchSection) string {
 	}
 	b.WriteString("\n**Notes**\n\n")
 	b.WriteString("- Columns without a percentile label are means; Tput User = 1000 / mean TPOT.\n")
-	b.WriteString("- Target Check is the strictest tier's verdict; acceptance passes when any single tier meets all its checks. Failures in tiers the model status does not enforce are waived.\n")
-	b.WriteString("- Points with Status `na` have no target and are ungraded; `error` means some requests failed.\n")
+	b.WriteString("- Verdict: a point passes when any single tier (functional, complete, target) meets all its checks, and names the strictest tier met; a failure counts only in the tiers the model status enforces. `NA` points have no target and are ungraded; `NOT MEASURED` and `INCOMPLETE` points did not run or had failed requests.\n")
 	return b.String()
 }

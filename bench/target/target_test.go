@@ -1,0 +1,124 @@
+package target
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/runtime/auth"
+	"github.com/ttis-dev/ttis/units"
+)
+
+func TestBaseURL(t *testing.T) {
+	tests := []struct{ listen, want string }{
+		{"127.0.0.1:8000", "http://127.0.0.1:8000"},
+		{"0.0.0.0:8000", "http://127.0.0.1:8000"},
+		{":8000", "http://127.0.0.1:8000"},
+		{"[::]:8000", "http://[::1]:8000"},
+		{"localhost:9", "http://localhost:9"},
+		{"[::1]:7", "http://[::1]:7"},
+	}
+	for _, tt := range tests {
+		got, err := BaseURL(tt.listen)
+		if err != nil || got != tt.want {
+			t.Errorf("BaseURL(%q) = %q, %v; want %q", tt.listen, got, err, tt.want)
+		}
+	}
+	if _, err := BaseURL("no-port"); err == nil {
+		t.Error("BaseURL without a port succeeded")
+	}
+}
+
+// ttisServer answers /v1/models and /version as a ttis sim unit does,
+// refusing requests without the expected bearer.
+func ttisServer(t *testing.T, bearer func(string) bool) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bearer != nil && !bearer(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")) {
+			http.Error(w, `{"error":{"message":"unauthorized"}}`, http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"served","max_model_len":8192,"runtime":"sim","simulated":true}]}`)
+		case "/version":
+			_, _ = io.WriteString(w, `{"server":"ttis","version":"1.2.3","runtime":"sim","engine":"sim-1","simulated":true,"conditions":{"time_scale":"0.05"}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestResolveUnit(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.New(auth.ModeJWT, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := ttisServer(t, func(tok string) bool { _, err := v.Verify([]byte("Bearer " + tok)); return err == nil })
+	listen := strings.TrimPrefix(srv.URL, "http://")
+	u := UnitOf(&units.Unit{Name: "llama", Model: "Llama-3.1-8B-Instruct", Device: "n150", Chips: []int{0, 1}, Runtime: "sim",
+		Listen: listen, Auth: units.Auth{Mode: "jwt", SecretFile: secret}})
+	got, err := Resolve(context.Background(), Query{Unit: &u, Purpose: "schedule", TokenTTL: time.Hour, Issuer: "ttisd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A catalog unit keeps its catalog model as the name it sends; the
+	// server's card adds the context length and the simulated flag, its
+	// /version the conditions.
+	if got.Unit != "llama" || got.Model != "Llama-3.1-8B-Instruct" || got.CatalogModel != "Llama-3.1-8B-Instruct" || got.Spec == nil ||
+		!got.Simulated || got.Runtime != "sim" || strings.Count(got.APIKey, ".") != 2 {
+		t.Errorf("target %+v", got)
+	}
+	want := map[string]string{"runtime": "sim", "simulated": "true", "device": "n150", "chips": "0,1", "time_scale": "0.05", "server_version": "1.2.3", "engine": "sim-1"}
+	for k, v := range want {
+		if got.Conditions[k] != v {
+			t.Errorf("condition %s = %q, want %q (all: %v)", k, got.Conditions[k], v, got.Conditions)
+		}
+	}
+	// A cpu unit names a model file: the server's name is sent.
+	f := UnitOf(&units.Unit{Name: "tiny", Model: "/models/tiny.gguf", Device: "cpu", Runtime: "cpu", Listen: "0.0.0.0" + listen[strings.LastIndex(listen, ":"):],
+		Auth: units.Auth{Mode: "jwt", SecretFile: secret}})
+	got, err = Resolve(context.Background(), Query{Unit: &f})
+	if err != nil || got.Model != "served" || got.Spec != nil || got.BaseURL != srv.URL {
+		t.Errorf("cpu unit: %+v %v", got, err)
+	}
+}
+
+func TestResolveURLAndErrors(t *testing.T) {
+	srv := ttisServer(t, nil)
+	got, err := Resolve(context.Background(), Query{URL: srv.URL + "/v1", Device: "n150", CatalogModel: "Llama-3.1-8B-Instruct"})
+	if err != nil || got.Model != "served" || got.Unit != "url-Llama-3.1-8B-Instruct-n150" || got.Spec == nil || got.MaxModelLen != 8192 {
+		t.Errorf("url: %+v %v", got, err)
+	}
+	dir := t.TempDir()
+	for name, q := range map[string]Query{
+		"neither":        {},
+		"both":           {URL: srv.URL, Unit: &Unit{Name: "x", Listen: "127.0.0.1:1"}},
+		"bad listen":     {Unit: &Unit{Name: "d", Model: "M", Listen: "nowhere"}},
+		"bad auth mode":  {Unit: &Unit{Name: "e", Model: "M", Listen: "127.0.0.1:9", AuthMode: "magic"}},
+		"missing secret": {Unit: &Unit{Name: "c", Model: "M", Listen: "127.0.0.1:9", AuthMode: "jwt", SecretFile: filepath.Join(dir, "none")}},
+		"no model known": {URL: "http://127.0.0.1:9"},
+	} {
+		if _, err := Resolve(context.Background(), q); err == nil {
+			t.Errorf("%s: resolved", name)
+		}
+	}
+	// A unit whose server is down still resolves from its file (its model
+	// is known), so a schedule can record the failure of the run itself.
+	if got, err := Resolve(context.Background(), Query{Unit: &Unit{Name: "down", Model: "M", Listen: "127.0.0.1:9"}}); err != nil || got.Model != "M" {
+		t.Errorf("down unit: %+v %v", got, err)
+	}
+}

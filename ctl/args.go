@@ -1,0 +1,86 @@
+package ctl
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// reorder moves every flag of a command line before the positional
+// arguments of the command it belongs to, because urfave/cli v2 stops
+// reading flags at the first positional argument while operators write
+// them anywhere (systemctl, journalctl, kubectl and ollama accept
+// `ttisctl status llama -o json`). "--" still ends the flags: everything
+// after it stays positional, in order. A flag's value travels with it when
+// the flag takes one and is not written as --flag=value. It also returns
+// the command path ("model create") for error messages.
+func reorder(app *cli.App, args []string) (out []string, path []string) {
+	if len(args) == 0 {
+		return args, nil
+	}
+	out = []string{args[0]}
+	flags, cmds := app.Flags, app.Commands
+	rest := args[1:]
+	for {
+		var fl, pos []string
+		var sub *cli.Command
+		i := 0
+	scan:
+		for ; i < len(rest); i++ {
+			a := rest[i]
+			switch {
+			case a == "--":
+				pos = append(pos, rest[i:]...)
+				i = len(rest)
+				break scan
+			case strings.HasPrefix(a, "-") && a != "-":
+				fl = append(fl, a)
+				if !strings.Contains(a, "=") && takesValue(flags, strings.TrimLeft(a, "-")) && i+1 < len(rest) {
+					i++
+					fl = append(fl, rest[i])
+				}
+			case len(pos) == 0 && len(cmds) > 0:
+				if sub = findCommand(cmds, a); sub != nil {
+					i++
+					break scan
+				}
+				pos = append(pos, a)
+			default:
+				pos = append(pos, a)
+			}
+		}
+		out = append(out, fl...)
+		if sub == nil {
+			return append(out, pos...), path
+		}
+		out = append(out, sub.Name)
+		path = append(path, sub.Name)
+		flags, cmds, rest = sub.Flags, sub.Subcommands, rest[i:]
+	}
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.Name == name || slices.Contains(c.Aliases, name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// takesValue reports whether the named flag reads the next argument as its
+// value (every flag type but booleans). Unknown flags take none; the
+// parser reports them.
+func takesValue(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		if v, ok := f.(cli.DocGenerationFlag); ok {
+			return v.TakesValue()
+		}
+		return true
+	}
+	return false
+}
