@@ -1,6 +1,8 @@
 package bench_test
 
 import (
+	"github.com/ttis-dev/ttis/cmd/testbin"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,60 +38,10 @@ const (
 	serverTimeout = 60 * time.Second
 )
 
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// binaries builds ttisd and ttisctl once per test binary.
+// binaries are ttisd and ttisctl built for this test run.
 func binaries(tb testing.TB) (ttisd, ttisctl string) {
 	tb.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "ttis-bench-bin-")
-		if buildErr != nil {
-			return
-		}
-		root := repoRoot(tb)
-		for _, pkg := range []string{"ttisd", "ttisctl"} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, pkg), "./cmd/"+pkg)
-			cmd.Dir = root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		tb.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "ttisd"), filepath.Join(binDir, "ttisctl")
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
+	return testbin.Path(tb, "ttisd", false), testbin.Path(tb, "ttisctl", false)
 }
 
 func freePort(tb testing.TB) int {

@@ -1,6 +1,8 @@
 package ctl
 
 import (
+	"github.com/ttis-dev/ttis/cmd/testbin"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,19 +82,6 @@ func TestEvalErroredSamplesAreIncomplete(t *testing.T) {
 	}
 }
 
-func repoRootDir(t *testing.T) string {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("no go.mod found")
-		}
-		dir = filepath.Dir(dir)
-	}
-}
-
 // TestEvalUnitThroughDaemon starts a real ttisd with a sim unit and runs
 // `ttisctl eval UNIT`, which must find the unit's server through the
 // control socket and write into the daemon's results store.
@@ -101,12 +90,7 @@ func TestEvalUnitThroughDaemon(t *testing.T) {
 		t.Skip("builds and starts ttisd; TestEvalURL covers the command")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "ttisd")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/ttisd")
-	build.Dir = repoRootDir(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Skipf("cannot build ttisd (another package may be mid-edit): %v\n%s", err, out)
-	}
+	bin := testbin.Path(t, "ttisd", false)
 	units := filepath.Join(dir, "units")
 	if err := os.MkdirAll(units, 0o755); err != nil {
 		t.Fatal(err)

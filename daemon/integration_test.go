@@ -1,6 +1,8 @@
 package daemon_test
 
 import (
+	"github.com/ttis-dev/ttis/cmd/testbin"
+
 	"bufio"
 	"context"
 	"errors"
@@ -27,48 +29,15 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "ttisd-it-")
+	var err error
+	if ttisdBin, err = testbin.Build("ttisd", raceEnabled); err == nil {
+		ttisctlBin, err = testbin.Build("ttisctl", raceEnabled)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
-	}
-	defer os.RemoveAll(dir)
-	root, err := repoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ttisdBin, ttisctlBin = filepath.Join(dir, "ttisd"), filepath.Join(dir, "ttisctl")
-	for bin, pkg := range map[string]string{ttisdBin: "./cmd/ttisd", ttisctlBin: "./cmd/ttisctl"} {
-		args := []string{"build", "-o", bin}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, pkg)...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
-			return 1
-		}
 	}
 	return m.Run()
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
 }
 
 // daemon is one running ttisd with private folders.

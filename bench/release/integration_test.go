@@ -1,6 +1,8 @@
 package release_test
 
 import (
+	"github.com/ttis-dev/ttis/cmd/testbin"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,56 +21,10 @@ import (
 	"github.com/ttis-dev/ttis/units/catalog"
 )
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		dir = filepath.Dir(dir)
-	}
-	t.Fatal("go.mod not found above the test directory")
-	return ""
-}
-
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// build compiles ttisd and ttisctl once per test binary.
+// build is ttisd and ttisctl built for this test run.
 func build(t *testing.T) (ttisd, ttisctl string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "ttis-release-bin-"); buildErr != nil {
-			return
-		}
-		for _, name := range []string{"ttisd", "ttisctl"} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), "./cmd/"+name)
-			cmd.Dir = repoRoot(t)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("build %s: %v\n%s", name, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "ttisd"), filepath.Join(binDir, "ttisctl")
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
+	return testbin.Path(t, "ttisd", false), testbin.Path(t, "ttisctl", false)
 }
 
 // TestReleaseUnitThroughDaemon runs `ttisctl release UNIT` against a sim
@@ -329,7 +284,7 @@ func TestReleaseCPUUnitSmallContext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs ttisd and ttisctl")
 	}
-	model := filepath.Join(repoRoot(t), "..", "shared", "models", "stories260K-f32.gguf")
+	model := filepath.Join(testbin.ModuleRoot(t), "..", "shared", "models", "stories260K-f32.gguf")
 	if _, err := os.Stat(model); err != nil {
 		t.Skipf("shared test model not available (%v)", err)
 	}

@@ -1,6 +1,8 @@
 package workflow
 
 import (
+	"github.com/ttis-dev/ttis/cmd/testbin"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -109,24 +111,6 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}
 }
 
-// repoRoot walks up from the package directory to the one holding go.mod.
-func repoRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -141,14 +125,8 @@ func freeAddr(t *testing.T) string {
 // runtime is not wired into this build.
 func serveUnit(t *testing.T, unitText string) string {
 	t.Helper()
-	root := repoRoot(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "ttisd")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/ttisd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Skipf("cannot build ttisd (another package may be mid-edit): %v\n%s", err, out)
-	}
+	bin := testbin.Path(t, "ttisd", false)
 	addr := freeAddr(t)
 	unit := filepath.Join(dir, "evalsmoke.toml")
 	if err := os.WriteFile(unit, []byte(fmt.Sprintf("listen = %q\n", addr)+unitText), 0o600); err != nil {
@@ -249,7 +227,7 @@ func TestSmokeCPUUnit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts ttisd with a real model")
 	}
-	model := filepath.Join(filepath.Dir(repoRoot(t)), "shared", "models", "stories260K-f32.gguf")
+	model := filepath.Join(filepath.Dir(testbin.ModuleRoot(t)), "shared", "models", "stories260K-f32.gguf")
 	if _, err := os.Stat(model); err != nil {
 		t.Skipf("test model absent (%v); it lives in ../shared/models next to the repository", err)
 	}

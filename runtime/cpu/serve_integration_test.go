@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"github.com/ttis-dev/ttis/cmd/testbin"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,14 +23,9 @@ func TestTtisdServesCPUUnit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts ttisd; the engine tests cover the engine alone")
 	}
-	root := repoRoot(t)
+	root := testbin.ModuleRoot(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "ttisd")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/ttisd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/ttisd: %v\n%s", err, out)
-	}
+	bin := testbin.Path(t, "ttisd", false)
 
 	modelPath, want := filepath.Join(root, "..", "shared", "models", "stories260K-f32.gguf"), storiesText
 	if _, err := os.Stat(modelPath); err != nil {
@@ -95,25 +92,6 @@ func TestTtisdServesCPUUnit(t *testing.T) {
 	}
 	if want != "" && out.Choices[0].Text != want {
 		t.Errorf("text\n got %q\nwant %q", out.Choices[0].Text, want)
-	}
-}
-
-// repoRoot walks up from the package directory to the one holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package directory")
-		}
-		dir = parent
 	}
 }
 

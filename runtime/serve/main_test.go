@@ -1,6 +1,8 @@
 package serve_test
 
 import (
+	"github.com/ttis-dev/ttis/cmd/testbin"
+
 	"bufio"
 	"bytes"
 	"encoding/base64"
@@ -19,70 +21,15 @@ import (
 	"time"
 )
 
-// binDir holds the ttisd binary the integration tests build, once, on
-// first use (so unit tests and fuzzing do not pay for or depend on it).
-var (
-	binDir    string
-	buildOnce sync.Once
-	ttisd     string
-	buildErr  error
-)
-
 func TestMain(m *testing.M) {
 	if path := os.Getenv(benchChildEnv); path != "" {
 		os.Exit(benchServerChild(path))
 	}
-	os.Exit(runMain(m))
+	os.Exit(m.Run())
 }
 
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "ttisd-serve-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	return m.Run()
-}
-
-// ttisdBinary builds ./cmd/ttisd into the test's temp dir.
-func ttisdBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		root, err := repoRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		path := filepath.Join(binDir, "ttisd")
-		build := exec.Command("go", "build", "-o", path, "./cmd/ttisd")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build ttisd: %v\n%s", err, out)
-			return
-		}
-		ttisd = path
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return ttisd
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for range 20 {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		dir = filepath.Dir(dir)
-	}
-	return "", fmt.Errorf("no go.mod above the test directory")
-}
+// ttisdBinary is ttisd built for this test run (once for all packages).
+func ttisdBinary(t testing.TB) string { return testbin.Path(t, "ttisd", false) }
 
 func freePort(t testing.TB) string {
 	t.Helper()
