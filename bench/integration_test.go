@@ -1,8 +1,6 @@
 package bench_test
 
 import (
-	"github.com/ttis-dev/ttis/cmd/testbin"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,6 +20,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/client"
 	"github.com/ttis-dev/ttis/bench/loadgen"
 	"github.com/ttis-dev/ttis/bench/runs"
+	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 	"github.com/ttis-dev/ttis/runtime/openai"
 )

@@ -45,7 +45,9 @@ func reorder(app *cli.App, args []string) (out []string, path []string) {
 					i++
 					break scan
 				}
-				pos = append(pos, a)
+				// Not a command: leave the rest as written, for the
+				// parser's "unknown command".
+				return append(append(out, fl...), rest[i:]...), path
 			default:
 				pos = append(pos, a)
 			}

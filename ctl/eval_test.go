@@ -1,8 +1,6 @@
 package ctl
 
 import (
-	"github.com/ttis-dev/ttis/cmd/testbin"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/daemon/api"
 	daemonclient "github.com/ttis-dev/ttis/daemon/api/client"
 )

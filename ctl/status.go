@@ -7,8 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/urfave/cli/v2"
+
+	"github.com/ttis-dev/ttis/daemon/api"
 )
 
 func statusCommand() *cli.Command {

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/api/client"
-	"github.com/urfave/cli/v2"
 )
 
 func startCommand() *cli.Command {

@@ -1,8 +1,6 @@
 package daemon_test
 
 import (
-	"github.com/ttis-dev/ttis/cmd/testbin"
-
 	"bufio"
 	"context"
 	"errors"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/api/client"
 )

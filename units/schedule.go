@@ -1,13 +1,13 @@
 package units
 
 import (
-	"github.com/ttis-dev/ttis/units/limit"
-
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // Workflows a schedule can run.

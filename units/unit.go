@@ -4,12 +4,11 @@
 package units
 
 import (
-	"github.com/ttis-dev/ttis/units/limit"
-
 	"fmt"
 	"time"
 
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // Unit is one declared inference server. The unit's name is its file name

@@ -1,8 +1,6 @@
 package units
 
 import (
-	"github.com/ttis-dev/ttis/units/limit"
-
 	"fmt"
 	"math"
 	"net"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // Runtimes.

@@ -1,8 +1,6 @@
 package release_test
 
 import (
-	"github.com/ttis-dev/ttis/cmd/testbin"
-
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/ttis-dev/ttis/bench/release"
 	"github.com/ttis-dev/ttis/bench/runs"
+	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
 

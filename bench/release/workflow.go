@@ -303,7 +303,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		_ = run.Finish(runs.StatusFailed, "", err.Error())
 		return nil, err
 	}
-	return execute(ctx, &cfg, run, nil)
+	return execute(ctx, &cfg, run, prior{})
 }
 
 // Resume finishes the unfinished run ref (an id, a unique prefix, or its
@@ -331,19 +331,46 @@ func Resume(ctx context.Context, cfg Config, ref string) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	var done []report.Point
+	var p prior
 	if b, err := os.ReadFile(filepath.Join(dir, "benchmarks", bench.SummaryJSON)); err == nil {
 		if d, err := report.ParseJSON(b); err == nil {
-			done = d.Points
+			p.points = d.Points
 		}
 	}
-	cfg.logf("run %s: resuming (%d benchmark point(s) kept)", run.ID(), len(done))
-	return execute(ctx, &cfg, run, done)
+	if b, err := os.ReadFile(filepath.Join(dir, ReportJSON)); err == nil {
+		if old, err := ParseJSON(b); err == nil && evalsFinished(old.Evals) {
+			p.evals, p.evalSettings = old.Evals, old.Metadata.EvalSettings
+		}
+	}
+	cfg.logf("run %s: resuming (%d benchmark point(s) kept, eval step %s)", run.ID(), len(p.points), map[bool]string{true: "kept", false: "to run"}[p.evals != nil])
+	return execute(ctx, &cfg, run, p)
 }
 
-// execute runs cfg's steps into run and finishes it; done are benchmark
-// points an interrupted run had measured.
-func execute(ctx context.Context, cfg *Config, run *runs.Run, done []report.Point) (*Outcome, error) {
+// prior is what an interrupted run had finished: its benchmark points and,
+// when the eval step had ended, its eval section.
+type prior struct {
+	points       []report.Point
+	evals        *EvalSection
+	evalSettings string
+}
+
+// evalsFinished reports whether an eval section is a step that ended (not
+// one a signal cut short).
+func evalsFinished(e *EvalSection) bool {
+	if e == nil || e.Error != "" {
+		return false
+	}
+	for _, r := range e.Rows {
+		if strings.Contains(r.NotRun, "interrupted") {
+			return false
+		}
+	}
+	return true
+}
+
+// execute runs cfg's steps into run and finishes it, keeping what an
+// interrupted attempt had finished (p).
+func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome, error) {
 	t := cfg.Target
 	now := cfg.Now
 	if now == nil {
@@ -360,16 +387,22 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, done []report.Poin
 
 	out := &Outcome{Dir: run.Dir}
 	rep := &Report{Metadata: md}
-	if cfg.Workflow != WorkflowBenchmarks {
+	switch {
+	case cfg.Workflow == WorkflowBenchmarks:
+	case p.evals != nil:
+		rep.Evals = p.evals
+		rep.Metadata.EvalTasks = strings.Join(evalTaskNames(rep.Evals), ",")
+		rep.Metadata.EvalSettings = p.evalSettings
+	default:
 		rep.Evals, out.Evals = runEvals(ctx, cfg, run)
 		rep.Metadata.EvalTasks = strings.Join(evalTaskNames(rep.Evals), ",")
 		rep.Metadata.EvalSettings = cfg.evalNote
 	}
 	if cfg.Workflow != WorkflowEvals {
 		if cfg.Point {
-			rep.Benchmarks, out.Point = runPoint(ctx, cfg, run, done)
+			rep.Benchmarks, out.Point = runPoint(ctx, cfg, run, p.points)
 		} else {
-			rep.Benchmarks = runSweep(ctx, cfg, run, &rep.Metadata, done)
+			rep.Benchmarks = runSweep(ctx, cfg, run, &rep.Metadata, p.points)
 		}
 	}
 	interrupted := ctx.Err()

@@ -5,12 +5,9 @@
 package workflow
 
 import (
-	"net/http"
-
-	"github.com/ttis-dev/ttis/units/limit"
-
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,6 +19,7 @@ import (
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/runtime/openai"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // Config is one evaluation.

@@ -1,8 +1,6 @@
 package workflow
 
 import (
-	"github.com/ttis-dev/ttis/cmd/testbin"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/runtime/openai"
 )

@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"github.com/ttis-dev/ttis/cmd/testbin"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +12,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ttis-dev/ttis/cmd/testbin"
 )
 
 // TestTtisdServesCPUUnit builds ttisd, serves a cpu unit with it and asks

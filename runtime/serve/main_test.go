@@ -1,8 +1,6 @@
 package serve_test
 
 import (
-	"github.com/ttis-dev/ttis/cmd/testbin"
-
 	"bufio"
 	"bytes"
 	"encoding/base64"
@@ -19,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ttis-dev/ttis/cmd/testbin"
 )
 
 func TestMain(m *testing.M) {

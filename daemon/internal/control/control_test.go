@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/api/client"
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
 	"github.com/ttis-dev/ttis/daemon/internal/reconcile"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
