@@ -78,11 +78,25 @@ ttisctl status demo-cpu >/dev/null && ttisctl status demo-sim >/dev/null || {
 }
 
 echo
-echo "== release workflow (smoke eval, then smoke benchmark sweep, then the report) for each unit"
-# Exit status 3 means the release was graded and did not pass: that is a
-# verdict on the model, not a failure of the demo.
+echo "== release workflow (evals, then the smoke benchmark sweep, then the report) for each unit"
+# Verdicts are claims about the model, not failures of the demo:
+#   PASS        everything the model's catalog status enforces was measured and met
+#   FAIL        (exit 3) an enforced check was measured and missed
+#   INCOMPLETE  (exit 5) something required was not measured: here the sim
+#               unit's eval references need datasets the demo does not download
+#   UNGRADED    nothing to grade against: the cpu unit's random-weight model is
+#               not in the catalog, so only functional checks run
 for unit in demo-cpu demo-sim; do
-	ttisctl release --limit smoke "$unit" || [ $? -eq 3 ]
+	rc=0
+	ttisctl release --limit smoke "$unit" || rc=$?
+	case $rc in
+	0 | 3 | 5) ;;
+	*)
+		echo "release of $unit could not run (exit $rc); see $demo/ttisd.log" >&2
+		exit 1
+		;;
+	esac
+	echo
 done
 echo
 ttisctl runs
