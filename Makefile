@@ -6,7 +6,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 PKGS      := ./...
 
-.PHONY: help build test test-short check fmt vet staticcheck install demo bench clean
+.PHONY: help build test test-short check fmt vet staticcheck install demo bench clean report-screenshot
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -43,6 +43,12 @@ install: build ## install binaries, systemd unit and example config under $(PREF
 
 demo: build ## the main job on the embedded default: cpu + sim units, status, smoke benchmark
 	./packaging/demo/demo.sh
+
+report-screenshot: ## PNG of a run's report.html in headless Chromium: make report-screenshot RUN=<run dir> [OUT=report.png]
+	@test -n "$(RUN)" || { echo "usage: make report-screenshot RUN=<run folder> [OUT=report.png]"; exit 2; }
+	chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
+		--disable-component-update --disable-sync --user-data-dir="$$(mktemp -d)" --window-size=1280,2400 \
+		--screenshot="$(abspath $(or $(OUT),report.png))" "file://$(abspath $(RUN))/report.html"
 
 clean: ## remove build outputs
 	rm -rf $(BIN) .demo

@@ -109,7 +109,7 @@ func pageData(r *Report) htmlPage {
 		t := &htmlTable{Header: []string{"Task", "Role", "Tolerance", "Published", "GPU Reference", "Score", "Stderr", "Ratio to Reference", "Samples", "Errored", "Check"}}
 		for i := range e.Rows {
 			row := &e.Rows[i]
-			t.Rows = append(t.Rows, []string{row.Task, row.Role, strconv.FormatFloat(row.Tolerance, 'f', 2, 64), num(row.Published, 2),
+			t.Rows = append(t.Rows, []string{row.Task, row.Role, tolerance(row), num(row.Published, 2),
 				num(row.GPUReference, 2), num(row.Score, 2), num(row.ScoreStderr, 2), num(row.RatioToReference, 3),
 				strconv.Itoa(row.Samples), strconv.Itoa(row.Errored), evalVerdict(row)})
 		}
@@ -339,6 +339,7 @@ body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
+table.meta td{text-align:left;overflow-wrap:anywhere;max-width:900px}
 .sim{background:#fff3cd;border:2px solid #e0a800;padding:1em;font-size:1.2em;font-weight:bold}
 .PASS{color:#137333;font-weight:bold}.FAIL,.fail{color:#b3261e;font-weight:bold}.INCOMPLETE,.NOT_MEASURED{color:#b06000;font-weight:bold}.NA,.ABSENT,.UNGRADED,.WAIVED{color:#8a6d00}
 .charts{display:flex;flex-wrap:wrap;gap:1em}
@@ -359,7 +360,7 @@ polyline.t0,polyline.t1,polyline.t2{fill:none;stroke-width:1.5;stroke-dasharray:
 {{end}}</table>
 {{range .Lists}}<h3>{{.Title}}</h3><ul>{{range .Items}}<li><code>{{.Key}}</code>: {{.Message}}</li>{{end}}</ul>{{end}}
 <h2>Metadata</h2>
-<table>{{range .Meta}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
+<table class="meta">{{range .Meta}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
 {{with .Regressions}}{{if .Against}}<h2>Regressions against run {{.Against}}</h2>{{else}}<h2>Regressions</h2><p>No earlier run was taken under the same conditions, so nothing was compared.</p>{{end}}
 {{if .Skipped}}<p>Not compared (other conditions):</p><ul>{{range .Skipped}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if not .Against}}{{else if .Items}}<table><tr><th>Kind</th><th>Point / Task</th><th>Metric</th><th>Previous</th><th>Current</th><th>Change %</th><th>Allowed</th></tr>

@@ -189,8 +189,8 @@ func evalsMarkdown(md *Metadata, e *EvalSection) string {
 		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for i := range e.Rows {
 			r := &e.Rows[i]
-			fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n",
-				cell(r.Task), r.Role, r.Tolerance, num(r.Published, 2), num(r.GPUReference, 2), num(r.SubsetReference, 2),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n",
+				cell(r.Task), r.Role, tolerance(r), num(r.Published, 2), num(r.GPUReference, 2), num(r.SubsetReference, 2),
 				num(r.Score, 2), num(r.ScoreStderr, 2), num(r.RatioToPublished, 3), num(r.RatioToReference, 3),
 				r.Samples, r.Errored, cell(evalVerdict(r)))
 		}
@@ -198,6 +198,15 @@ func evalsMarkdown(md *Metadata, e *EvalSection) string {
 	}
 	b.WriteString("Scores are in percent. A task passes when score / GPU reference ≥ 1 − tolerance (a limit mode's subset reference first when the catalog has one, the published score when there is no GPU reference); with no reference the check is NA. Role `reference`: the catalog grades the model with the task; `smoke`: a built-in generated task that checks the plumbing and never stands in for a reference; `extra`: asked for, not referenced.\n")
 	return b.String()
+}
+
+// tolerance is an eval row's tolerance, blank for a task that did not run
+// (its reference was never consulted).
+func tolerance(r *EvalRow) string {
+	if r.NotRun != "" {
+		return ""
+	}
+	return strconv.FormatFloat(r.Tolerance, 'f', 2, 64)
 }
 
 // evalVerdict is an eval row's check in words.
