@@ -9,11 +9,13 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
+
 	"github.com/ttis-dev/ttis/bench/metrics"
 )
 
@@ -147,6 +149,10 @@ func Build(r *Run) *Object {
 	o.Set("chunk_tokens_source", s.ChunkTokensSources)
 	o.Set("itl_definition", "per output token: a chunk's gap shared among its tokens; itl_chunk and itls are per-chunk gaps as in vLLM")
 	o.Set("failure_reasons", failureReasons(r.Requests))
+	o.Set("stale_connection_retries", staleRetries(r.Requests))
+	if a := serverAgreement(r.Requests); a != nil {
+		o.Set("server_timings_agreement", a)
+	}
 	if r.SLO.IsZero() {
 		o.Set("goodput_slo_ms", nil)
 	} else {
@@ -169,6 +175,86 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// staleRetries counts requests sent twice because the server had closed
+// their kept-alive connection before answering (runtime/openai).
+func staleRetries(reqs []metrics.Request) int {
+	n := 0
+	for i := range reqs {
+		if reqs[i].Retried {
+			n++
+		}
+	}
+	return n
+}
+
+// Agreement compares what the client measured with what the server says
+// it did (llama.cpp's per-request "timings"), so a reader can tell the
+// client's own overhead from the server's: TTFT against the server's
+// prompt processing time, and TPOT against its time per generated token.
+// Differences are client minus server, in milliseconds, medians over the
+// successful requests that carried timings.
+type Agreement struct {
+	Requests int `json:"requests"`
+	// TTFTMinusPromptMs is client TTFT minus the server's prompt_ms: the
+	// transport, the queue and the first token's decode.
+	TTFTMinusPromptMs *float64 `json:"median_ttft_minus_server_prompt_ms"`
+	// TPOTMinusServerMs is client TPOT minus the server's predicted_ms /
+	// predicted_n.
+	TPOTMinusServerMs *float64 `json:"median_tpot_minus_server_per_token_ms"`
+	// TPOTRatio is client TPOT over the server's time per token.
+	TPOTRatio *float64 `json:"median_tpot_ratio"`
+	// OutputTokensAgree counts requests whose output token count equals
+	// the server's predicted_n.
+	OutputTokensAgree int `json:"output_tokens_agree"`
+}
+
+// serverAgreement is nil when no request carried server timings.
+func serverAgreement(reqs []metrics.Request) *Agreement {
+	var ttft, tpot, ratio []float64
+	a := &Agreement{}
+	for i := range reqs {
+		q := &reqs[i]
+		st := q.ServerTimings
+		if !q.Success || st == nil {
+			continue
+		}
+		a.Requests++
+		if first, ok := q.TTFT(); ok {
+			ttft = append(ttft, first*1000-st.PromptMS)
+		}
+		if st.PredictedN > 0 && q.OutputTokens > 1 {
+			server := st.PredictedMS / float64(st.PredictedN)
+			client := (q.Latency() - q.ChunkTimesS[0]) * 1000 / float64(q.OutputTokens-1)
+			tpot = append(tpot, client-server)
+			if server > 0 {
+				ratio = append(ratio, client/server)
+			}
+		}
+		if q.OutputTokens == st.PredictedN {
+			a.OutputTokensAgree++
+		}
+	}
+	if a.Requests == 0 {
+		return nil
+	}
+	a.TTFTMinusPromptMs, a.TPOTMinusServerMs, a.TPOTRatio = median(ttft), median(tpot), median(ratio)
+	return a
+}
+
+// median is nil for no values.
+func median(v []float64) *float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + m) / 2
+	}
+	return &m
 }
 
 // failureReasons counts the failed requests by error message.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/bench/metrics"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 func TestFileName(t *testing.T) {
@@ -87,5 +88,33 @@ func TestParsePercentiles(t *testing.T) {
 		if _, err := ParsePercentiles(bad); err == nil {
 			t.Errorf("accepted %q", bad)
 		}
+	}
+}
+
+// A server that reports its own timings (llama.cpp) is compared with what
+// the client measured; one that does not gets no agreement section.
+func TestServerTimingsAgreement(t *testing.T) {
+	req := func(ttftS, lastS float64, out int, st *openai.Timings) metrics.Request {
+		return metrics.Request{Success: true, ChunkTimesS: []float64{ttftS, lastS}, ChunkTokens: []int{1, out - 1}, OutputTokens: out, ServerTimings: st}
+	}
+	reqs := []metrics.Request{
+		req(0.012, 0.112, 11, &openai.Timings{PromptN: 8, PromptMS: 10, PredictedN: 11, PredictedMS: 99}),
+		req(0.020, 0.220, 11, &openai.Timings{PromptN: 8, PromptMS: 15, PredictedN: 10, PredictedMS: 180}),
+		{Success: false, Error: "x", ServerTimings: &openai.Timings{PromptMS: 1}},
+	}
+	reqs[0].Retried = true
+	a := serverAgreement(reqs)
+	if a == nil || a.Requests != 2 || a.OutputTokensAgree != 1 || a.TTFTMinusPromptMs == nil || math.Abs(*a.TTFTMinusPromptMs-3.5) > 1e-9 {
+		t.Fatalf("agreement %+v", a)
+	}
+	// Client TPOT 10 and 20 ms; server 9 and 18 ms per token.
+	if math.Abs(*a.TPOTMinusServerMs-1.5) > 1e-9 || math.Abs(*a.TPOTRatio-1.1111111111) > 1e-6 {
+		t.Errorf("tpot %v %v", *a.TPOTMinusServerMs, *a.TPOTRatio)
+	}
+	if serverAgreement(reqs[2:]) != nil || serverAgreement([]metrics.Request{req(0.01, 0.02, 2, nil)}) != nil {
+		t.Error("agreement without timings")
+	}
+	if staleRetries(reqs) != 1 {
+		t.Errorf("stale retries %d", staleRetries(reqs))
 	}
 }
