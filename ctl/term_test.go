@@ -1,0 +1,60 @@
+package ctl
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttis-dev/ttis/daemon/api"
+)
+
+func TestSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain name":             "plain name",
+		"evil\x1b[2J\x1b]0;x\a":  `evil\x1b[2J\x1b]0;x\x07`,
+		"two\nlines\r":           `two\nlines\r`,
+		"tab\there":              `tab\there`,
+		"bad utf8 \xff":          `bad utf8 \xff`,
+		"c1 \u009b31m":           `c1 \x9b31m`,
+		"ünïcødé fine, ● × ◌ ○": "ünïcødé fine, ● × ◌ ○",
+	} {
+		if got := safe(in); got != want {
+			t.Errorf("safe(%q) = %q, want %q", in, got, want)
+		}
+	}
+	var b bytes.Buffer
+	_, _ = safeWriter{&b}.Write([]byte("line one\n\x1b[31mred\x1b[0m\ttab\n"))
+	if got := b.String(); got != "line one\n\\x1b[31mred\\x1b[0m\ttab\n" {
+		t.Errorf("safeWriter kept %q", got)
+	}
+}
+
+// A unit file name, description or error text cannot reach the operator's
+// terminal as control sequences.
+func TestStatusEscapesHostileText(t *testing.T) {
+	evil := "x\x1b[1A\x1b[2Kfake\nline"
+	u := api.Unit{Name: evil, Model: evil, Device: "n150", State: api.StateFailed, SubState: api.SubFailed, LastError: evil, Since: now}
+	var b bytes.Buffer
+	printTable(&b, api.UnitList{Units: []api.Unit{u}, Errors: []string{evil}}, now)
+	printDetail(&b, api.UnitDetail{Unit: u, Detail: evil, Logs: []api.LogLine{{Time: time.Unix(0, 0), Stream: "stdout", Text: evil}}}, now)
+	out := b.String()
+	if strings.ContainsRune(out, 0x1b) || strings.Contains(out, "fake\nline") {
+		t.Errorf("control characters reached the output:\n%q", out)
+	}
+	if !strings.Contains(out, `x\x1b[1A\x1b[2Kfake\nline`) {
+		t.Errorf("hostile text not shown escaped:\n%s", out)
+	}
+}
+
+// Errors are printed once with one prefix, escaped.
+func TestMainErrorPrefixAndEscaping(t *testing.T) {
+	out, code := runCtl(t, "status", "--socket", "/nonexistent/ttisd.sock")
+	if code != exitUnavailable || !strings.HasPrefix(out, "ttisctl status: ") || strings.Count(out, "ttisctl") != 1 {
+		t.Errorf("exit %d %q", code, out)
+	}
+	out, code = runCtl(t, "catalog", "no\x1b[2Jmodel")
+	if code != exitNoUnit || strings.ContainsRune(out, 0x1b) || !strings.HasPrefix(out, "ttisctl catalog: ") {
+		t.Errorf("exit %d %q", code, out)
+	}
+}
