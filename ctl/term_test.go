@@ -11,12 +11,12 @@ import (
 
 func TestSafe(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain name":             "plain name",
-		"evil\x1b[2J\x1b]0;x\a":  `evil\x1b[2J\x1b]0;x\x07`,
-		"two\nlines\r":           `two\nlines\r`,
-		"tab\there":              `tab\there`,
-		"bad utf8 \xff":          `bad utf8 \xff`,
-		"c1 \u009b31m":           `c1 \x9b31m`,
+		"plain name":            "plain name",
+		"evil\x1b[2J\x1b]0;x\a": `evil\x1b[2J\x1b]0;x\x07`,
+		"two\nlines\r":          `two\nlines\r`,
+		"tab\there":             `tab\there`,
+		"bad utf8 \xff":         `bad utf8 \xff`,
+		"c1 \u009b31m":          `c1 \x9b31m`,
 		"ünïcødé fine, ● × ◌ ○": "ünïcødé fine, ● × ◌ ○",
 	} {
 		if got := safe(in); got != want {
