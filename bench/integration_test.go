@@ -56,57 +56,18 @@ func freePort(tb testing.TB) int {
 // errRuntimeMissing is returned when ttisd serve lacks the unit's runtime.
 var errRuntimeMissing = errors.New("runtime not available in ttisd serve")
 
-// startServe runs `ttisd serve` on a unit file and waits until /health is
-// 200. The process is stopped when the test ends.
+// startServe runs `ttisd serve` on a unit file ("LISTEN" stands for its
+// address) and returns the server's root once /health answers 200.
 func startServe(tb testing.TB, unitBody string) (string, error) {
 	tb.Helper()
-	ttisd, _ := binaries(tb)
-	dir := tb.TempDir()
-	port := freePort(tb)
-	unitPath := filepath.Join(dir, "bench-unit.toml")
-	body := strings.ReplaceAll(unitBody, "LISTEN", fmt.Sprintf("127.0.0.1:%d", port))
-	if err := os.WriteFile(unitPath, []byte(body), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	var logs bytes.Buffer
-	cmd := exec.Command(ttisd, "serve", "--log-level", "warn", unitPath)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	tb.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
+	s, err := testbin.TryServe(tb, unitBody)
+	if err != nil {
+		if strings.Contains(err.Error(), "not available") {
+			return "", fmt.Errorf("%w: %v", errRuntimeMissing, err)
 		}
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(serverTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			exited <- err
-			if strings.Contains(logs.String(), "not available") {
-				return "", fmt.Errorf("%w: %s", errRuntimeMissing, strings.TrimSpace(logs.String()))
-			}
-			return "", fmt.Errorf("ttisd serve exited (%v): %s", err, logs.String())
-		default:
-		}
-		resp, err := http.Get(base + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base, nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+		return "", err
 	}
-	return "", fmt.Errorf("ttisd serve not healthy after %v: %s", serverTimeout, logs.String())
+	return s.URL, nil
 }
 
 func simUnit(timeScale float64) string {

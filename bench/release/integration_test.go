@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,45 +104,11 @@ func TestReleaseUnitThroughDaemon(t *testing.T) {
 	}
 }
 
-// serveSim starts `ttisd serve` on a sim unit with time_scale 0 and waits
-// for /health.
-func serveSim(t *testing.T, ttisd string, timeScale string) string {
+// serveSim starts `ttisd serve` on a sim unit of Llama-3.1-8B-Instruct on
+// n150 at timeScale and returns its root once healthy.
+func serveSim(t *testing.T, timeScale string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	unit := filepath.Join(t.TempDir(), "llama-sim.toml")
-	body := fmt.Sprintf("model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = %q\n[sim]\ntime_scale = %s\n", addr, timeScale)
-	if err := os.WriteFile(unit, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	cmd := exec.Command(ttisd, "serve", "--log-level", "warn", unit)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	url := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("ttisd serve did not become healthy:\n%s", logs.String())
-	return ""
+	return testbin.Serve(t, "model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nruntime = \"sim\"\n[sim]\ntime_scale = "+timeScale+"\n").URL
 }
 
 func ctl(t *testing.T, ttisctl string, args ...string) (string, int) {
@@ -170,8 +135,8 @@ func TestReleaseAgainstSimUnit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs ttisd and ttisctl")
 	}
-	ttisd, ttisctl := build(t)
-	url := serveSim(t, ttisd, "0.0")
+	_, ttisctl := build(t)
+	url := serveSim(t, "0.0")
 	state := t.TempDir()
 
 	// The benchmarks alone can pass: the reference target point is
@@ -242,7 +207,7 @@ func TestReleaseAgainstSimUnit(t *testing.T) {
 		t.Fatalf("second release exit %d", rc)
 	}
 	// A run at another time scale is not compared with either.
-	slow := serveSim(t, ttisd, "0.001")
+	slow := serveSim(t, "0.001")
 	if _, rc := ctl(t, ttisctl, "release", "--url", slow, "--device", "n150", "--workflow", "benchmarks", "--state-dir", state); rc != 0 {
 		t.Fatalf("third release exit %d", rc)
 	}
@@ -287,42 +252,8 @@ func TestReleaseCPUUnitSmallContext(t *testing.T) {
 	if _, err := os.Stat(model); err != nil {
 		t.Skipf("shared test model not available (%v)", err)
 	}
-	ttisd, ttisctl := build(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	unit := filepath.Join(t.TempDir(), "tiny.toml")
-	body := fmt.Sprintf("model = %q\ndevice = \"cpu\"\nruntime = \"cpu\"\nlisten = %q\n[cpu]\nthreads = 1\n", model, addr)
-	if err := os.WriteFile(unit, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	cmd := exec.Command(ttisd, "serve", "--log-level", "warn", unit)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	url := "http://" + addr
-	healthy := false
-	for i := 0; i < 300 && !healthy; i++ {
-		if resp, err := http.Get(url + "/health"); err == nil {
-			resp.Body.Close()
-			healthy = resp.StatusCode == http.StatusOK
-		}
-		if !healthy {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	if !healthy {
-		t.Fatalf("cpu unit did not become healthy:\n%s", logs.String())
-	}
+	_, ttisctl := build(t)
+	url := testbin.Serve(t, fmt.Sprintf("model = %q\ndevice = \"cpu\"\nruntime = \"cpu\"\n[cpu]\nthreads = 1\n", model)).URL
 	state := t.TempDir()
 	out, rc := ctl(t, ttisctl, "release", "--url", url, "--state-dir", state)
 	if rc != 0 {

@@ -114,8 +114,7 @@ func TestInterruptedReleaseResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs ttisd serve")
 	}
-	ttisd, _ := build(t)
-	url := serveSim(t, ttisd, "0.0")
+	url := serveSim(t, "0.0")
 	tgt, err := target.Resolve(context.Background(), target.Query{URL: url, Device: "n150"})
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +194,8 @@ func TestBenchSIGINTThenResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs ttisd serve and ttisctl")
 	}
-	ttisd, ttisctl := build(t)
-	url := serveSim(t, ttisd, "0.002")
+	_, ttisctl := build(t)
+	url := serveSim(t, "0.002")
 	state := t.TempDir()
 	cmd := exec.Command(ttisctl, "bench", "--url", url, "--device", "n150", "--limit", "ci-commit", "--num-prompts", "2", "--state-dir", state, "--no-progress")
 	var out bytes.Buffer

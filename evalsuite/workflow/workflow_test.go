@@ -1,20 +1,16 @@
 package workflow
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -110,66 +106,11 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// serveUnit builds ttisd, starts `ttisd serve` on unitText and returns the
-// server root once /health answers 200. It skips the test when the unit's
-// runtime is not wired into this build.
+// serveUnit starts `ttisd serve` on unitText and returns the server root
+// once /health answers 200.
 func serveUnit(t *testing.T, unitText string) string {
 	t.Helper()
-	dir := t.TempDir()
-	bin := testbin.Path(t, "ttisd", false)
-	addr := freeAddr(t)
-	unit := filepath.Join(dir, "evalsmoke.toml")
-	if err := os.WriteFile(unit, []byte(fmt.Sprintf("listen = %q\n", addr)+unitText), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "serve", unit)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			exited <- err
-			if strings.Contains(logs.String(), "not available in this build") {
-				t.Skipf("the runtime is not wired into ttisd serve yet: %s", strings.TrimSpace(logs.String()))
-			}
-			t.Fatalf("ttisd serve exited: %v\n%s", err, logs.String())
-		default:
-		}
-		resp, err := http.Get("http://" + addr + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return "http://" + addr
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("ttisd serve not healthy within 90s:\n%s", logs.String())
-	return ""
+	return testbin.Serve(t, unitText).URL
 }
 
 // smoke runs a generation task and a log-likelihood task, three documents
