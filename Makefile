@@ -16,8 +16,8 @@ MANDIR    ?= $(PREFIX)/share/man
 DATADIR   ?= $(PREFIX)/share
 LIBDIR    ?= $(PREFIX)/lib
 SYSCONFDIR ?= /etc
-# A Debian version must start with a digit: v1.2.3 -> 1.2.3, a bare commit -> 0.0.0~git<commit>.
-DEB_VERSION ?= $(shell echo '$(VERSION)' | sed -e 's/^v//' -e 's/^\([^0-9]\)/0.0.0~git\1/' -e 's/-/~/g')
+# A Debian version: v1.2.3 -> 1.2.3, anything else (a bare commit) -> 0.0.0~git<commit>.
+DEB_VERSION ?= $(shell echo '$(VERSION)' | sed -e 's/^v//' -e '/^[0-9][0-9]*\.[0-9]/!s/^/0.0.0~git/' -e 's/-/~/g')
 DEB_ARCH  ?= $(shell $(GO) env GOARCH)
 NFPM      := $(GO) tool -modfile=packaging/tools.mod nfpm
 
