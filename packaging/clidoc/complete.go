@@ -97,6 +97,26 @@ func shTables(b *bytes.Buffer, p string, t *node) {
 		}
 	}
 	b.WriteString("\tesac\n}\n")
+	// PREFIX_path WORD... prints the command path of the words before the
+	// cursor (the program name left out).
+	fmt.Fprintf(b, `%[1]s_path() {
+	local cmdpath="" skip="" w sub
+	for w in "$@"; do
+		if [ -n "$skip" ]; then
+			skip=""
+			continue
+		fi
+		case "$w" in
+		--) break ;;
+		-*=*) ;;
+		-*) if %[1]s_valued "$cmdpath" "$w"; then skip=1; fi ;;
+		*) sub="$(%[1]s_sub "$cmdpath" "$w")"
+			if [ -n "$sub" ]; then cmdpath="${cmdpath:+$cmdpath }$sub"; fi ;;
+		esac
+	done
+	printf '%%s' "$cmdpath"
+}
+`, p)
 	for _, kind := range []struct {
 		name string
 		pick func(*node) bool
@@ -120,17 +140,8 @@ func Bash(app *cli.App) []byte {
 	fmt.Fprintf(&b, "# bash completion for %s; generated from its command tree, do not edit.\n", app.Name)
 	shTables(&b, p, t)
 	fmt.Fprintf(&b, `%[1]s() {
-	local cur="${COMP_WORDS[COMP_CWORD]}" cmdpath="" i w sub
-	for ((i = 1; i < COMP_CWORD; i++)); do
-		w="${COMP_WORDS[i]}"
-		case "$w" in
-		--) break ;;
-		-*=*) ;;
-		-*) if %[1]s_valued "$cmdpath" "$w"; then ((i++)); fi ;;
-		*) sub="$(%[1]s_sub "$cmdpath" "$w")"
-			if [[ -n "$sub" ]]; then cmdpath="${cmdpath:+$cmdpath }$sub"; fi ;;
-		esac
-	done
+	local cur="${COMP_WORDS[COMP_CWORD]}" cmdpath
+	cmdpath="$(%[1]s_path "${COMP_WORDS[@]:1:COMP_CWORD-1}")"
 	local prev="${COMP_WORDS[COMP_CWORD-1]}"
 	if ((COMP_CWORD > 1)) && %[1]s_valued "$cmdpath" "$prev"; then
 		compopt -o default 2>/dev/null
@@ -184,18 +195,8 @@ func Zsh(app *cli.App) []byte {
 	}
 	b.WriteString("\t*) reply=() ;;\n\tesac\n}\n")
 	fmt.Fprintf(&b, `%[1]s() {
-	local cmdpath="" w sub
-	local -i i
-	for ((i = 2; i < CURRENT; i++)); do
-		w="${words[i]}"
-		case "$w" in
-		--) break ;;
-		-*=*) ;;
-		-*) if %[1]s_valued "$cmdpath" "$w"; then ((i++)); fi ;;
-		*) sub="$(%[1]s_sub "$cmdpath" "$w")"
-			if [[ -n "$sub" ]]; then cmdpath="${cmdpath:+$cmdpath }$sub"; fi ;;
-		esac
-	done
+	local cmdpath
+	cmdpath="$(%[1]s_path "${(@)words[2,CURRENT-1]}")"
 	if ((CURRENT > 2)) && %[1]s_valued "$cmdpath" "${words[CURRENT-1]}"; then
 		_files
 		return
