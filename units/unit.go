@@ -18,6 +18,8 @@ type Unit struct {
 	Name string `toml:"-" json:"name"`
 	Path string `toml:"-" json:"path"`
 
+	// Description is a line for people (ttisctl status); it never touches
+	// the server.
 	Description string `toml:"description" json:"description,omitempty"`
 	// Model is a catalog model name (or HF repo) or a path to a local model
 	// file (GGUF for the cpu runtime).
@@ -63,9 +65,16 @@ type Auth struct {
 // Limits bounds the work a unit accepts. Zero values are filled from the
 // catalog entry for (model, device).
 type Limits struct {
-	MaxConcurrency int      `toml:"max_concurrency" json:"max_concurrency"`
-	MaxContext     int      `toml:"max_context" json:"max_context"`
-	MaxQueue       int      `toml:"max_queue" json:"max_queue"`
+	// MaxConcurrency is how many requests the engine runs at once (the
+	// catalog's batch size; 8 on the cpu runtime).
+	MaxConcurrency int `toml:"max_concurrency" json:"max_concurrency"`
+	// MaxContext caps prompt plus output tokens (the catalog's; the model
+	// file's on the cpu runtime).
+	MaxContext int `toml:"max_context" json:"max_context"`
+	// MaxQueue is how many requests may wait for a slot; more are refused
+	// with 429 (default: 4 x max_concurrency, at least 16).
+	MaxQueue int `toml:"max_queue" json:"max_queue"`
+	// RequestTimeout bounds one request end to end (default 10m).
 	RequestTimeout Duration `toml:"request_timeout" json:"request_timeout"`
 	// MaxBodyBytes limits request bodies.
 	MaxBodyBytes int `toml:"max_body_bytes" json:"max_body_bytes"`
@@ -76,10 +85,12 @@ type Restart struct {
 	// Policy is "no", "on-failure" or "always".
 	Policy string `toml:"policy" json:"policy"`
 	// Delay is the wait before the first restart; it doubles up to MaxDelay.
-	Delay    Duration `toml:"delay" json:"delay"`
+	Delay Duration `toml:"delay" json:"delay"`
+	// MaxDelay caps the doubling restart delay (default 1m).
 	MaxDelay Duration `toml:"max_delay" json:"max_delay"`
 	// Burst starts within Interval put the unit into the failed state.
-	Burst    int      `toml:"burst" json:"burst"`
+	Burst int `toml:"burst" json:"burst"`
+	// Interval is the window in which Burst starts count (default 10m).
 	Interval Duration `toml:"interval" json:"interval"`
 	// ReadyTimeout is how long the server may take to answer /health.
 	ReadyTimeout Duration `toml:"ready_timeout" json:"ready_timeout"`
@@ -132,7 +143,8 @@ type Vllm struct {
 	Args map[string]string `toml:"args" json:"args,omitempty"`
 	// WeightsDir and CacheDir are mounted into the container.
 	WeightsDir string `toml:"weights_dir" json:"weights_dir,omitempty"`
-	CacheDir   string `toml:"cache_dir" json:"cache_dir,omitempty"`
+	// CacheDir is mounted into the container as the server's cache.
+	CacheDir string `toml:"cache_dir" json:"cache_dir,omitempty"`
 	// StallTimeout fails the start when the upstream neither prints output
 	// nor becomes healthy for this long (0 = 10m).
 	StallTimeout Duration `toml:"stall_timeout" json:"stall_timeout"`

@@ -24,7 +24,7 @@ func main() {
 		Version:        version,
 		Flags:          daemonFlags(),
 		Action:         runDaemon,
-		Commands:       []*cli.Command{serveCommand()},
+		Commands:       []*cli.Command{serveCommand(), docsCommand()},
 		ExitErrHandler: func(*cli.Context, error) {},
 	}
 	// SIGTERM and SIGINT cancel ctx; each mode drains before returning.

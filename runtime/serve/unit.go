@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"strings"
 	"time"
-
-	"github.com/lmittmann/tint"
-	"golang.org/x/term"
 
 	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/auth"
+	"github.com/ttis-dev/ttis/runtime/logging"
 	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
@@ -96,14 +92,8 @@ func RunUnitUpstream(ctx context.Context, u *units.Unit, open func(context.Conte
 }
 
 // NewLogger returns the serve process's logger: tint (coloured text) when
-// w is a terminal, JSON lines otherwise.
+// w is a terminal, priority-prefixed lines on systemd's journal stream, JSON
+// lines otherwise (what ttisd reads from a server it supervises).
 func NewLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
-	}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return slog.New(tint.NewTextHandler(w, &tint.Options{Level: l, TimeFormat: time.TimeOnly})), nil
-	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return logging.New(w, logging.FormatAuto, level)
 }
