@@ -125,9 +125,11 @@ type Deps struct {
 	Logger *slog.Logger
 	// Ring keeps recent lines; nil creates one of 1000 lines.
 	Ring *logring.Ring
-	// Started and Ended, when set, are told about every server process
-	// (the daemon records them to stop leftovers after its own crash).
-	Started func(pid int)
+	// Running and Ended, when set, are told about every server process:
+	// Running each time one starts, or takes a live reload, with the spec
+	// it now runs (the daemon records it, to adopt the server after its
+	// own restart), Ended when it is gone.
+	Running func(pid int, spec Spec)
 	Ended   func(pid int)
 }
 
@@ -143,6 +145,13 @@ type Status struct {
 	// LastError is the most recent failure in words.
 	LastError string
 	Spec      Spec
+	// RestartsTotal counts automatic restarts since the supervisor was
+	// made; unlike Restarts, a manual start or an edit never resets it.
+	RestartsTotal int
+	// LastStartDuration is how long the last start took to be ready.
+	LastStartDuration time.Duration
+	// Adopted is set while the process is one an earlier daemon started.
+	Adopted bool
 }
 
 type cmdKind int
@@ -152,6 +161,8 @@ const (
 	cmdStop
 	cmdRestart
 	cmdUpdate
+	cmdRetune
+	cmdReload
 )
 
 type command struct {
@@ -187,6 +198,7 @@ type Supervisor struct {
 	liveFails    int
 	probeC       chan error
 	probing      bool
+	hupPending   bool // a live reload waits for the server to be ready
 	startedAt    time.Time
 	lastOutput   atomic.Int64 // unix nanos of the clock at the last output line
 }
@@ -261,6 +273,43 @@ func (s *Supervisor) Restart(ctx context.Context) error {
 // Update replaces the unit's spec; a wanted unit restarts with it.
 func (s *Supervisor) Update(ctx context.Context, spec Spec) error {
 	return s.send(ctx, command{kind: cmdUpdate, spec: spec.withDefaults()})
+}
+
+// Retune replaces the unit's spec without touching its process: the edit
+// changed only what the supervisor itself uses (the restart policy).
+func (s *Supervisor) Retune(ctx context.Context, spec Spec) error {
+	return s.send(ctx, command{kind: cmdRetune, spec: spec.withDefaults()})
+}
+
+// Reload replaces the unit's spec and tells the running server to re-read
+// its unit file (SIGHUP to the server process alone), which applies the
+// settings a server takes live. A server still loading gets the signal
+// once it is ready; it may already have read the new file by then.
+func (s *Supervisor) Reload(ctx context.Context, spec Spec) error {
+	return s.send(ctx, command{kind: cmdReload, spec: spec.withDefaults()})
+}
+
+// Adopt makes the supervisor own a server process that an earlier daemon
+// started and that answers /health: the unit is active and wanted, and
+// the process is supervised like one started here. Call it before Run.
+func (s *Supervisor) Adopt(pid int, start uint64) error {
+	ad, ok := s.deps.Starter.(Adopter)
+	if !ok {
+		return fmt.Errorf("unit %s: the starter cannot adopt processes", s.spec.Name)
+	}
+	out, errw := s.writers()
+	p, err := ad.Adopt(s.spec, pid, start, out, errw)
+	if err != nil {
+		return fmt.Errorf("unit %s: adopt pid %d: %w", s.spec.Name, pid, err)
+	}
+	s.want = true
+	s.attach(p, out, errw, s.deps.Clock.Now())
+	s.note(fmt.Sprintf("Adopted server pid %d, started by an earlier ttisd.", pid))
+	s.becameReady()
+	s.mu.Lock()
+	s.status.Adopted = true
+	s.mu.Unlock()
+	return nil
 }
 
 func (s *Supervisor) send(ctx context.Context, c command) error {
@@ -364,11 +413,20 @@ func (s *Supervisor) handle(c command) {
 		s.stopProcess()
 		s.resetLimits()
 		s.startProcess(context.Background(), false)
+	case cmdRetune:
+		s.setSpec(c.spec)
+	case cmdReload:
+		s.setSpec(c.spec)
+		switch {
+		case s.proc == nil:
+			// The next start reads the new file.
+		case s.status.State == api.StateActive:
+			s.sighup()
+		default:
+			s.hupPending = true
+		}
 	case cmdUpdate:
-		s.spec = c.spec
-		s.mu.Lock()
-		s.status.Spec = c.spec
-		s.mu.Unlock()
+		s.setSpec(c.spec)
 		if !s.want {
 			return
 		}
@@ -376,6 +434,29 @@ func (s *Supervisor) handle(c command) {
 		s.stopProcess()
 		s.resetLimits()
 		s.startProcess(context.Background(), false)
+	}
+}
+
+func (s *Supervisor) setSpec(spec Spec) {
+	s.spec = spec
+	s.mu.Lock()
+	s.status.Spec = spec
+	s.mu.Unlock()
+}
+
+// sighup tells the running server to re-read its unit file.
+func (s *Supervisor) sighup() {
+	s.hupPending = false
+	pid := s.proc.Pid()
+	if err := s.proc.SignalMain(syscall.SIGHUP); err != nil {
+		s.log.Warn("live reload failed", "pid", pid, "err", err)
+		s.note(fmt.Sprintf("Live reload of pid %d failed: %v", pid, err))
+		return
+	}
+	s.note(fmt.Sprintf("Sent SIGHUP to pid %d: it re-reads the unit file and applies live settings.", pid))
+	s.log.Info("server reloaded live", "pid", pid, "hash", short(s.spec.Hash))
+	if s.deps.Running != nil {
+		s.deps.Running(pid, s.spec)
 	}
 }
 
@@ -431,8 +512,7 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 		}
 	}
 
-	out := &lineWriter{stream: "stdout", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
-	errw := &lineWriter{stream: "stderr", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
+	out, errw := s.writers()
 	proc, err := s.deps.Starter.Start(s.spec, out, errw)
 	if err != nil {
 		msg := "start failed: " + err.Error()
@@ -444,21 +524,37 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 		s.afterEnd(false, api.ResultResources)
 		return
 	}
-	s.proc, s.outs = proc, []*lineWriter{out, errw}
-	s.exitC = make(chan Exit, 1)
-	go func(p Process, c chan<- Exit) { c <- p.Wait() }(proc, s.exitC)
-	s.startedAt = now
-	s.lastOutput.Store(now.UnixNano())
+	s.attach(proc, out, errw, now)
 	s.readyTimer = s.deps.Clock.NewTimer(r.ReadyTimeout)
 	s.pollTicker = time.NewTicker(s.deps.PollInterval)
-	s.probeC = make(chan error, 1)
-	s.probing = false
-	if s.deps.Started != nil {
-		s.deps.Started(proc.Pid())
+	if s.deps.Running != nil {
+		s.deps.Running(proc.Pid(), s.spec)
 	}
 	s.setState(api.StateActivating, api.SubStart, func(st *Status) { st.PID = proc.Pid() })
 	s.note(fmt.Sprintf("Started server, pid %d.", proc.Pid()))
 	s.log.Info("server started", "pid", proc.Pid(), "hash", short(s.spec.Hash))
+}
+
+// writers returns the line writers of a new process's stdout and stderr.
+func (s *Supervisor) writers() (stdout, stderr *lineWriter) {
+	stdout = &lineWriter{stream: "stdout", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
+	stderr = &lineWriter{stream: "stderr", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
+	return stdout, stderr
+}
+
+// attach makes p the unit's process and starts waiting for its exit.
+func (s *Supervisor) attach(p Process, out, errw *lineWriter, now time.Time) {
+	s.proc, s.outs = p, []*lineWriter{out, errw}
+	s.exitC = make(chan Exit, 1)
+	go func(p Process, c chan<- Exit) { c <- p.Wait() }(p, s.exitC)
+	s.startedAt = now
+	s.lastOutput.Store(now.UnixNano())
+	s.probeC = make(chan error, 1)
+	s.probing = false
+	s.hupPending = false
+	s.mu.Lock()
+	s.status.Adopted = false
+	s.mu.Unlock()
 }
 
 func (s *Supervisor) markOutput() { s.lastOutput.Store(s.deps.Clock.Now().UnixNano()) }
@@ -470,9 +566,16 @@ func (s *Supervisor) becameReady() {
 	if s.deps.LiveInterval > 0 {
 		s.liveTicker = time.NewTicker(s.deps.LiveInterval)
 	}
-	s.setState(api.StateActive, api.SubRunning, nil)
+	took := s.deps.Clock.Now().Sub(s.startedAt)
+	s.setState(api.StateActive, api.SubRunning, func(st *Status) {
+		st.PID = s.proc.Pid()
+		st.LastStartDuration = took
+	})
 	s.note("Server is ready.")
-	s.log.Info("server ready", "pid", s.proc.Pid(), "after", s.deps.Clock.Now().Sub(s.startedAt))
+	s.log.Info("server ready", "pid", s.proc.Pid(), "after", took)
+	if s.hupPending {
+		s.sighup()
+	}
 }
 
 // readyTimeout fires ReadyTimeout after the start, but the deadline is a
@@ -585,6 +688,7 @@ func (s *Supervisor) reap(ex Exit) {
 	s.mu.Lock()
 	s.status.PID = 0
 	s.status.LastExit = ex.String()
+	s.status.Adopted = false
 	s.mu.Unlock()
 }
 
@@ -606,6 +710,7 @@ func (s *Supervisor) afterEnd(clean bool, result string) {
 	s.failures++
 	s.mu.Lock()
 	s.status.Restarts++
+	s.status.RestartsTotal++
 	n := s.status.Restarts
 	s.mu.Unlock()
 	s.setState(api.StateActivating, api.SubAutoRestart, func(st *Status) { st.Result = result })
