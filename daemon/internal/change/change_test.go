@@ -95,14 +95,18 @@ func TestBetween(t *testing.T) {
 		}, Daemon, []string{"schedule"}},
 		{"restart policy", func(s string) string { return s + "policy = \"always\"\n" }, Daemon, []string{"restart.policy"}},
 		{"max_queue", func(s string) string { return strings.Replace(s, "max_queue = 8", "max_queue = 9", 1) }, Live, []string{"limits.max_queue"}},
-		{"request_timeout", func(s string) string { return strings.Replace(s, "max_queue = 8", "max_queue = 8\nrequest_timeout = \"1m\"", 1) }, Live, []string{"limits.request_timeout"}},
+		{"request_timeout", func(s string) string {
+			return strings.Replace(s, "max_queue = 8", "max_queue = 8\nrequest_timeout = \"1m\"", 1)
+		}, Live, []string{"limits.request_timeout"}},
 		{"stop_timeout", func(s string) string { return strings.Replace(s, `"30s"`, `"20s"`, 1) }, Live, []string{"restart.stop_timeout"}},
 		{"live and daemon", func(s string) string {
 			return strings.Replace(strings.Replace(s, "max_queue = 8", "max_queue = 1", 1), `"one"`, `"two"`, 1)
 		}, Live, []string{"description", "limits.max_queue"}},
 		{"listen", func(s string) string { return strings.Replace(s, ":8000", ":8001", 1) }, Restart, []string{"listen"}},
 		{"model", func(s string) string { return strings.Replace(s, "Llama-3.1-8B-Instruct", "Llama-3.2-1B-Instruct", 1) }, Restart, []string{"(Spec)", "model", "limits.max_context"}},
-		{"max_concurrency", func(s string) string { return strings.Replace(s, "max_queue = 8", "max_queue = 8\nmax_concurrency = 3", 1) }, Restart, []string{"limits.max_concurrency"}},
+		{"max_concurrency", func(s string) string {
+			return strings.Replace(s, "max_queue = 8", "max_queue = 8\nmax_concurrency = 3", 1)
+		}, Restart, []string{"limits.max_concurrency"}},
 		{"sim seed", func(s string) string { return s + "[sim]\nseed = 4\n" }, Restart, []string{"sim"}},
 		{"empty sim table", func(s string) string { return s + "[sim]\n" }, None, nil},
 		{"disabled", func(s string) string { return "disabled = true\n" + s }, None, []string{"disabled"}},

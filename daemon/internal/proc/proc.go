@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -55,12 +56,15 @@ func statFields(pid int) ([]string, error) {
 // named (exited, or its pid reused).
 var ErrGone = errors.New("process is gone")
 
-// Handle is an open process that is not our child.
+// Handle is an open process that is not our child. Its methods may be
+// called from several goroutines.
 type Handle struct {
 	pid   int
 	start uint64
-	fd    int // pidfd, -1 when the kernel has none
 	poll  time.Duration
+
+	mu sync.Mutex
+	fd int // pidfd, -1 when the kernel has none or after Close
 }
 
 // Open opens the process pid that started at start (clock ticks, see
@@ -93,8 +97,11 @@ func (h *Handle) Pid() int { return h.pid }
 // Wait blocks until the process has exited. Its exit status cannot be
 // known: only a parent learns it.
 func (h *Handle) Wait() {
-	if h.fd >= 0 {
-		fds := []unix.PollFd{{Fd: int32(h.fd), Events: unix.POLLIN}}
+	h.mu.Lock()
+	fd := h.fd
+	h.mu.Unlock()
+	if fd >= 0 {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 		for {
 			if _, err := unix.Poll(fds, -1); !errors.Is(err, unix.EINTR) {
 				return
@@ -113,6 +120,8 @@ func (h *Handle) alive() bool {
 
 // Signal sends sig to the process itself.
 func (h *Handle) Signal(sig syscall.Signal) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.fd >= 0 {
 		err := unix.PidfdSendSignal(h.fd, sig, nil, 0)
 		if errors.Is(err, unix.ESRCH) {
@@ -129,8 +138,10 @@ func (h *Handle) Signal(sig syscall.Signal) error {
 	return nil
 }
 
-// Close releases the pidfd.
+// Close releases the pidfd; call it once Wait has returned.
 func (h *Handle) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.fd >= 0 {
 		unix.Close(h.fd)
 		h.fd = -1

@@ -85,4 +85,3 @@ func signalName(s syscall.Signal) string {
 	}
 	return fmt.Sprint(int(s))
 }
-

@@ -17,7 +17,7 @@ const compactAfter = 1 << 20
 
 // tails follows a server's output files while it runs.
 type tails struct {
-	files []*tail
+	files    []*tail
 	done     chan struct{} // closed by stop
 	stopOnce sync.Once
 	ended    chan struct{} // closed when follow has drained and closed
