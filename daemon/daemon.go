@@ -80,16 +80,12 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	}
 	notify := &sdnotify.Notifier{Logger: log}
 
-	// Only now, as the one daemon on this socket: stop servers a crashed
-	// predecessor left running, or they would hold the units' ports and
-	// chips.
+	// Only now, as the one daemon on this socket: find the servers an
+	// earlier ttisd left running (crashed, killed or upgraded).
 	servers := orphans.Registry{Dir: filepath.Join(cfg.StateDir, "servers")}
-	leftovers, err := servers.Reap(10 * time.Second)
+	leftovers, err := servers.Servers()
 	if err != nil {
 		log.Warn("cannot check for servers left by an earlier ttisd", "err", err)
-	}
-	for _, l := range leftovers {
-		log.Warn("stopped a server left running by an earlier ttisd", "unit", l.Unit, "pid", l.PID)
 	}
 
 	// Units run under their own context: on shutdown the API closes first,
@@ -100,20 +96,30 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	rec := reconcile.New(unitsCtx, reconcile.Options{
 		Dir: cfg.UnitsDir,
 		Deps: supervise.Deps{
-			Starter: supervise.ExecStarter{Path: exe, Args: []string{"serve"}},
+			// Servers write their output to files in the state folder, so
+			// they outlive this daemon (see supervise.ExecStarter).
+			Starter: supervise.ExecStarter{Path: exe, Args: []string{"serve"}, LogDir: filepath.Join(cfg.StateDir, "server-output")},
 			Reset:   resetter.Reset,
 		},
-		// Servers run the validated text, even after the file breaks.
+		// Servers run the validated text, even after the file breaks, and
+		// a unit broken while no daemon ran runs its last good version.
 		SnapshotDir: filepath.Join(cfg.StateDir, "unit-snapshots"),
 		LogLines:    cfg.LogLines,
 		Logger:      log,
-		Started: func(unit string, pid int) {
-			if err := servers.Record(unit, pid); err != nil {
+		Running: func(unit string, pid int, spec supervise.Spec) {
+			if err := servers.Record(unit, pid, spec.Listen, spec.UnitFile); err != nil {
 				log.Warn("cannot record server pid", "unit", unit, "pid", pid, "err", err)
 			}
 		},
 		Ended: servers.Forget,
 	})
+	// Adopt what runs a unit's last good version; stop the rest before
+	// the first pass needs their ports and chips.
+	rejected, why := rec.Restore(ctx, leftovers)
+	for i, l := range rejected {
+		log.Warn("stopping a server left running by an earlier ttisd", "unit", l.Unit, "pid", l.PID, "reason", why[i])
+	}
+	servers.Stop(rejected, 10*time.Second)
 
 	d := &daemon{
 		cfg: cfg, rec: rec, log: log, notify: notify, version: o.Version,

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/internal/clock"
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
+	"github.com/ttis-dev/ttis/runtime/serve"
 )
 
 // Restart policies.
@@ -797,9 +799,26 @@ var probeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tru
 // HTTPProbe is the default readiness probe: GET http://listen/health must
 // answer 200. A wildcard listen host is probed on loopback.
 func HTTPProbe(ctx context.Context, listen string) error {
+	_, err := health(ctx, listen)
+	return err
+}
+
+// Identify asks the server at listen which process it is and which unit
+// text it runs (the serve.HeaderPID and serve.HeaderUnitHash headers of a
+// healthy /health).
+func Identify(ctx context.Context, listen string) (pid int, unitHash string, err error) {
+	h, err := health(ctx, listen)
+	if err != nil {
+		return 0, "", err
+	}
+	pid, _ = strconv.Atoi(h.Get(serve.HeaderPID))
+	return pid, h.Get(serve.HeaderUnitHash), nil
+}
+
+func health(ctx context.Context, listen string) (http.Header, error) {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return fmt.Errorf("listen address %q: %w", listen, err)
+		return nil, fmt.Errorf("listen address %q: %w", listen, err)
 	}
 	switch host {
 	case "", "0.0.0.0":
@@ -809,15 +828,15 @@ func HTTPProbe(ctx context.Context, listen string) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/health", nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := probeClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health answered %s", resp.Status)
+		return nil, fmt.Errorf("health answered %s", resp.Status)
 	}
-	return nil
+	return resp.Header, nil
 }
