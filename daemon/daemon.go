@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -20,6 +21,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/internal/config"
 	"github.com/ttis-dev/ttis/daemon/internal/control"
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
+	"github.com/ttis-dev/ttis/daemon/internal/metrics"
 	"github.com/ttis-dev/ttis/daemon/internal/orphans"
 	"github.com/ttis-dev/ttis/daemon/internal/reconcile"
 	"github.com/ttis-dev/ttis/daemon/internal/sdnotify"
@@ -88,6 +90,13 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 		log.Warn("cannot check for servers left by an earlier ttisd", "err", err)
 	}
 
+	d := &daemon{
+		cfg: cfg, log: log, notify: notify, version: o.Version,
+		started: time.Now(), pid: os.Getpid(), runsDir: runsDir,
+		reloads: make(chan reloadRequest),
+	}
+	m := metrics.New(d, o.Version)
+
 	// Units run under their own context: on shutdown the API closes first,
 	// then every unit is stopped in parallel.
 	unitsCtx, stopUnits := context.WithCancel(context.WithoutCancel(ctx))
@@ -112,7 +121,12 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 			}
 		},
 		Ended: servers.Forget,
+		Hooks: reconcile.Hooks{
+			Applied: func(unit string, k reconcile.Kind) { m.Applied(unit, k.String()) },
+			Error:   m.Error,
+		},
 	})
+	d.rec = rec
 	// Adopt what runs a unit's last good version; stop the rest before
 	// the first pass needs their ports and chips.
 	rejected, why := rec.Restore(ctx, leftovers)
@@ -121,17 +135,17 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	}
 	servers.Stop(rejected, 10*time.Second)
 
-	d := &daemon{
-		cfg: cfg, rec: rec, log: log, notify: notify, version: o.Version,
-		started: time.Now(), pid: os.Getpid(), runsDir: runsDir,
-		reloads: make(chan reloadRequest),
-	}
 	stopSchedules := d.startSchedules(unitsCtx) // [[schedule]] runs; see schedules.go
 	defer stopSchedules()
 	apiDone := make(chan struct{})
-	srv := control.NewHTTPServer((&control.Server{Backend: d, Logger: log, Done: apiDone}).Handler())
+	srv := control.NewHTTPServer((&control.Server{Backend: d, Logger: log, Done: apiDone, Observe: m.Control}).Handler())
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	stopMetrics, err := serveMetrics(cfg.MetricsListen, m, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 
 	triggers := make(chan string, 1)
 	w := &watch.Watcher{Dir: cfg.UnitsDir, Rescan: cfg.RescanInterval.Duration, Logger: log}
@@ -166,6 +180,35 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	rec.Shutdown(context.Background())
 	log.Info("ttisd stopped")
 	return loopErr
+}
+
+// serveMetrics serves GET /metrics on listen until the returned func is
+// called; an empty listen serves nothing.
+func serveMetrics(listen string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+	if listen == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics_listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
 }
 
 type reloadRequest struct {
@@ -254,6 +297,14 @@ func (d *daemon) Info() api.Info {
 
 // List implements control.Backend.
 func (d *daemon) List() api.UnitList { return d.rec.List() }
+
+// Schedules implements metrics.Source.
+func (d *daemon) Schedules() []schedule.Fire {
+	if d.sched == nil {
+		return nil
+	}
+	return d.sched.Next()
+}
 
 // Unit implements control.Backend: the reconciler's detail plus the unit's
 // schedules.

@@ -89,6 +89,14 @@ type Unit struct {
 	// Restarts counts automatic restarts since the unit was last started
 	// by hand or edited.
 	Restarts int `json:"restarts"`
+	// RestartsTotal counts automatic restarts since ttisd started; a
+	// manual start or an edit never resets it.
+	RestartsTotal int `json:"restarts_total"`
+	// LastStartSeconds is how long the last start took to answer /health.
+	LastStartSeconds float64 `json:"last_start_seconds,omitempty"`
+	// Adopted is set while the server is one an earlier ttisd started and
+	// this one adopted (it kept running across the daemon's restart).
+	Adopted bool `json:"adopted,omitempty"`
 	// Since is when the unit entered its current state.
 	Since time.Time `json:"since"`
 	// LastExit describes how the last server process ended, e.g.
@@ -138,9 +146,6 @@ type UnitDetail struct {
 	Pending *Change `json:"pending_change,omitempty"`
 	// LastChange is what the last accepted edit of the unit file did.
 	LastChange *Change `json:"last_change,omitempty"`
-	// Adopted is set while the server is one an earlier ttisd started and
-	// this one adopted (it kept running across the daemon's restart).
-	Adopted bool `json:"adopted,omitempty"`
 }
 
 // Change actions: what an edit of a unit file does (see the README's

@@ -442,11 +442,7 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 	good, goodAt, loadErr := e.good, e.goodAt, e.loadErr
 	d.LastChange = e.last
 	d.Pending = r.pending(e)
-	sup := e.sup
 	r.mu.Unlock()
-	if sup != nil {
-		d.Adopted = sup.Status().Adopted
-	}
 	switch {
 	case good != nil && loadErr != "":
 		d.Detail = fmt.Sprintf("using last good version from %s; new version invalid: %s", goodAt.Format(time.RFC3339), oneLine(loadErr))
@@ -555,6 +551,7 @@ func (r *Reconciler) unitOf(e *entry) api.Unit {
 		u.State, u.SubState, u.Result = st.State, st.SubState, st.Result
 		u.PID, u.Restarts, u.Since = st.PID, st.Restarts, st.Since
 		u.LastExit, u.LastError = st.LastExit, st.LastError
+		u.RestartsTotal, u.LastStartSeconds, u.Adopted = st.RestartsTotal, st.LastStartDuration.Seconds(), st.Adopted
 	} else {
 		u.State, u.SubState, u.Since = api.StateInactive, api.SubDead, goodAt
 		if good == nil {
