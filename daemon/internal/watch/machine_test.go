@@ -75,7 +75,9 @@ func (r *replay) advance(d time.Duration) {
 	r.now = end
 }
 
-func (r *replay) event(name string, op fsnotify.Op) { r.m.event(r.now, fsnotify.Event{Name: name, Op: op}) }
+func (r *replay) event(name string, op fsnotify.Op) {
+	r.m.event(r.now, fsnotify.Event{Name: name, Op: op})
+}
 
 // expect checks the changes reported since the last expect.
 func (r *replay) expect(want ...string) {
