@@ -274,3 +274,27 @@ func waitGauges(t *testing.T, listen string, running, waiting int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// With live_restore, SIGTERM ends ttisd but not its servers (an upgrade of
+// the daemon alone); the next ttisd adopts them.
+func TestLiveRestoreKeepsServersAcrossStop(t *testing.T) {
+	listen := freePort(t)
+	d := startDaemon(t, map[string]string{"a": simUnit(listen, "")}, "--live-restore")
+	pid := d.waitUnit(t, "a", "active", active).PID
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	if d.exitErr != nil {
+		t.Fatalf("ttisd exit after SIGTERM: %v", d.exitErr)
+	}
+	if gone(pid) || !healthy(listen) {
+		t.Fatal("live_restore: the server did not outlive ttisd")
+	}
+	// Without live_restore, this one's SIGTERM at cleanup stops it.
+	next := d.again(t, "ttisd2.log")
+	u := next.waitUnit(t, "a", "adopted", func(u api.UnitDetail) bool { return active(u) && u.Adopted })
+	if u.PID != pid {
+		t.Fatalf("pid %d -> %d", pid, u.PID)
+	}
+}

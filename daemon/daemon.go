@@ -51,7 +51,8 @@ type Options struct {
 }
 
 // Run runs the daemon until ctx is cancelled (SIGTERM), then stops every
-// unit, waits until their processes are gone and returns nil. SIGHUP
+// unit, waits until their processes are gone and returns nil (with
+// live_restore it leaves them running for the next ttisd instead). SIGHUP
 // re-reads the units folder.
 func Run(ctx context.Context, cfg Config, o Options) error {
 	log := o.Logger
@@ -167,9 +168,15 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	log.Info("ttisd started", "version", o.Version, "units_dir", cfg.UnitsDir, "socket", cfg.Socket, "state_dir", cfg.StateDir, "server", exe)
 	loopErr := d.loop(ctx, triggers, hup, serveErr)
 
-	// Shutdown: stop reading the folder, close the API, stop every unit.
+	// Shutdown: stop reading the folder, close the API, stop every unit
+	// (or, with live_restore, leave the servers to the next ttisd).
 	notify.Stopping()
-	log.Info("ttisd stopping; stopping every unit")
+	if cfg.LiveRestore {
+		log.Info("ttisd stopping; live_restore leaves the servers running for the next ttisd")
+		rec.Detach(context.WithoutCancel(ctx))
+	} else {
+		log.Info("ttisd stopping; stopping every unit")
+	}
 	stopWatch()
 	<-watchDone
 	close(apiDone)

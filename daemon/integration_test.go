@@ -828,10 +828,10 @@ func TestLogsFollowThroughCtl(t *testing.T) {
 
 // again starts a new ttisd on d's folders and socket, as after a crash or
 // an upgrade of the daemon alone.
-func (d *daemon) again(t *testing.T, logName string) *daemon {
+func (d *daemon) again(t *testing.T, logName string, args ...string) *daemon {
 	t.Helper()
 	next := &daemon{t: t, dir: d.dir, unitsDir: d.unitsDir, devDir: d.devDir, socket: d.socket, done: make(chan struct{})}
-	next.cmd = next.command()
+	next.cmd = next.command(args...)
 	logf, err := os.Create(filepath.Join(d.dir, logName))
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ func daemonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "device-root", Value: def.DeviceRoot, Usage: "folder of accelerator device nodes (device_root)"},
 		&cli.DurationFlag{Name: "rescan-interval", Value: def.RescanInterval.Duration, Usage: "safety-net rescan of the units folder (rescan_interval)"},
 		&cli.StringFlag{Name: "server-executable", Usage: "program run as \"EXE serve UNIT_FILE\" for each unit (server_executable; default: this ttisd)"},
+		&cli.BoolFlag{Name: "live-restore", Usage: "leave the servers running when ttisd stops, for the next ttisd to adopt (live_restore)"},
 		&cli.StringFlag{Name: "metrics-listen", Usage: "host:port for Prometheus metrics at /metrics (metrics_listen; default: none)"},
 	}
 }
@@ -47,6 +48,9 @@ func runDaemon(c *cli.Context) error {
 		if c.IsSet(flag) {
 			*field = c.String(flag)
 		}
+	}
+	if c.IsSet("live-restore") {
+		cfg.LiveRestore = c.Bool("live-restore")
 	}
 	if c.IsSet("rescan-interval") {
 		cfg.RescanInterval.Duration = c.Duration("rescan-interval")

@@ -47,6 +47,11 @@ type Config struct {
 	ServerExecutable string `toml:"server_executable"`
 	// LogLines is how many recent output lines each unit keeps.
 	LogLines int `toml:"log_lines"`
+	// LiveRestore leaves the servers running when ttisd stops (SIGTERM),
+	// for the next ttisd to adopt: an upgrade of the daemon alone then
+	// costs no server restart. Under systemd it needs KillMode=process,
+	// or systemd stops them with the daemon.
+	LiveRestore bool `toml:"live_restore"`
 	// MetricsListen is the host:port of ttisd's Prometheus metrics
 	// (GET /metrics); empty serves none.
 	MetricsListen string `toml:"metrics_listen"`

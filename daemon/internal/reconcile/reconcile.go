@@ -298,6 +298,26 @@ func (r *Reconciler) snapshot(u *units.Unit, data []byte, spec supervise.Spec) s
 	return spec
 }
 
+// Detach makes every supervisor leave its server running when the
+// reconciler's context ends (live restore: the next daemon adopts them).
+func (r *Reconciler) Detach(ctx context.Context) {
+	r.scanMu.Lock()
+	defer r.scanMu.Unlock()
+	r.mu.Lock()
+	var sups []*supervise.Supervisor
+	for _, e := range r.units {
+		if e.sup != nil {
+			sups = append(sups, e.sup)
+		}
+	}
+	r.mu.Unlock()
+	for _, s := range sups {
+		if err := s.Detach(ctx); err != nil {
+			r.log.Warn("detach unit", "err", err)
+		}
+	}
+}
+
 // Shutdown stops every unit and waits until all their processes are gone.
 // The caller cancels the context passed to New first, or Shutdown does
 // the stops itself.

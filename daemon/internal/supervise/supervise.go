@@ -165,6 +165,7 @@ const (
 	cmdUpdate
 	cmdRetune
 	cmdReload
+	cmdDetach
 )
 
 type command struct {
@@ -201,6 +202,7 @@ type Supervisor struct {
 	probeC       chan error
 	probing      bool
 	hupPending   bool // a live reload waits for the server to be ready
+	detached     bool // Run ends without stopping the process
 	startedAt    time.Time
 	lastOutput   atomic.Int64 // unix nanos of the clock at the last output line
 }
@@ -291,6 +293,11 @@ func (s *Supervisor) Reload(ctx context.Context, spec Spec) error {
 	return s.send(ctx, command{kind: cmdReload, spec: spec.withDefaults()})
 }
 
+// Detach makes Run, when its context ends, leave the process running
+// instead of stopping it: the daemon exits for an upgrade and the next one
+// adopts the server.
+func (s *Supervisor) Detach(ctx context.Context) error { return s.send(ctx, command{kind: cmdDetach}) }
+
 // Adopt makes the supervisor own a server process that an earlier daemon
 // started and that answers /health: the unit is active and wanted, and
 // the process is supervised like one started here. Call it before Run.
@@ -340,6 +347,10 @@ func (s *Supervisor) Run(ctx context.Context) {
 		case <-ctx.Done():
 			s.want = false
 			s.cancelRestart()
+			if s.detached {
+				s.stopProbes()
+				return
+			}
 			if s.proc != nil {
 				s.stopProcess()
 				s.setState(api.StateInactive, api.SubDead, func(st *Status) { st.Result = api.ResultSuccess })
@@ -415,6 +426,8 @@ func (s *Supervisor) handle(c command) {
 		s.stopProcess()
 		s.resetLimits()
 		s.startProcess(context.Background(), false)
+	case cmdDetach:
+		s.detached = true
 	case cmdRetune:
 		s.setSpec(c.spec)
 	case cmdReload:
