@@ -1,6 +1,7 @@
 package change
 
 import (
+	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -156,5 +157,31 @@ func TestEffectNames(t *testing.T) {
 		if strings.HasPrefix(e.String(), "effect(") {
 			t.Errorf("effect %d has no name", e)
 		}
+	}
+}
+
+// The README's table says what Rules says, row for row.
+func TestReadmeTable(t *testing.T) {
+	b, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "## What an edit does\n")
+	if !ok {
+		t.Fatal("README has no \"What an edit does\" section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var rows []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "| `") {
+			rows = append(rows, line)
+		}
+	}
+	var want []string
+	for _, r := range Rules {
+		want = append(want, "| `"+r.Key+"` | "+r.Effect.String()+" | "+r.Why+" |")
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("README table differs from change.Rules; its rows should be:\n%s", strings.Join(want, "\n"))
 	}
 }
