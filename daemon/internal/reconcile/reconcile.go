@@ -461,8 +461,9 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 	r.mu.Lock()
 	good, goodAt, loadErr := e.good, e.goodAt, e.loadErr
 	d.LastChange = e.last
-	d.Pending = r.pending(e)
+	cur, path, errHash := Current{Good: e.good, Hash: e.hash, Supervised: e.sup != nil}, e.path, e.errHash
 	r.mu.Unlock()
+	d.Pending = pending(e.name, path, cur, errHash)
 	switch {
 	case good != nil && loadErr != "":
 		d.Detail = fmt.Sprintf("using last good version from %s; new version invalid: %s", goodAt.Format(time.RFC3339), oneLine(loadErr))
@@ -487,26 +488,28 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 	return d, nil
 }
 
-// pending plans the unit file as it is on disk now against the version
-// that runs; nil when the text is the one already seen. Conflicts with
-// other units are only found when the folder is applied. r.mu is held.
-func (r *Reconciler) pending(e *entry) *api.Change {
-	if e.path == "" {
+// pending plans the unit file at path as it is on disk now against cur,
+// the unit as it runs; nil when the text is one already seen (the good
+// one, or the broken one reported in errHash). Conflicts with other units
+// are only found when the folder is applied.
+func pending(name, path string, cur Current, errHash string) *api.Change {
+	if path == "" {
 		return nil
 	}
-	f := readFile(e.name, e.path)
-	if f.Hash != "" && (f.Hash == e.hash || f.Hash == e.errHash) {
+	f := readFile(name, path)
+	if f.Hash != "" && (f.Hash == cur.Hash || f.Hash == errHash) {
 		return nil
 	}
-	cur := Current{Good: e.good, Hash: e.hash, Supervised: e.sup != nil}
-	for _, a := range Plan(map[string]Current{e.name: cur}, []*units.File{f}) {
-		c := &api.Change{Action: a.Kind.String(), Fields: a.Diff.Keys(), Hash: f.Hash}
-		if a.Kind == Invalid {
-			c.Error = oneLine(f.Err.Error())
-		}
-		return c
+	acts := Plan(map[string]Current{name: cur}, []*units.File{f})
+	if len(acts) == 0 {
+		return nil
 	}
-	return nil
+	a := acts[0]
+	c := &api.Change{Action: a.Kind.String(), Fields: a.Diff.Keys(), Hash: f.Hash}
+	if a.Kind == Invalid {
+		c.Error = oneLine(f.Err.Error())
+	}
+	return c
 }
 
 // readFile reads one unit file as units.LoadDirHeld does, without the
