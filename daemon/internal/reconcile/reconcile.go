@@ -303,19 +303,28 @@ func (r *Reconciler) snapshot(u *units.Unit, data []byte, spec supervise.Spec) s
 func (r *Reconciler) Detach(ctx context.Context) {
 	r.scanMu.Lock()
 	defer r.scanMu.Unlock()
-	r.mu.Lock()
-	var sups []*supervise.Supervisor
-	for _, e := range r.units {
-		if e.sup != nil {
-			sups = append(sups, e.sup)
-		}
-	}
-	r.mu.Unlock()
-	for _, s := range sups {
+	for _, s := range r.supervisors(false) {
 		if err := s.Detach(ctx); err != nil {
 			r.log.Warn("detach unit", "err", err)
 		}
 	}
+}
+
+// supervisors returns every unit's supervisor, cancelling each one's
+// context when cancel is set.
+func (r *Reconciler) supervisors(cancel bool) []*supervise.Supervisor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sups []*supervise.Supervisor
+	for _, e := range r.units {
+		if e.sup != nil {
+			if cancel {
+				e.cancel()
+			}
+			sups = append(sups, e.sup)
+		}
+	}
+	return sups
 }
 
 // Shutdown stops every unit and waits until all their processes are gone.
@@ -324,16 +333,7 @@ func (r *Reconciler) Detach(ctx context.Context) {
 func (r *Reconciler) Shutdown(ctx context.Context) {
 	r.scanMu.Lock()
 	defer r.scanMu.Unlock()
-	r.mu.Lock()
-	var sups []*supervise.Supervisor
-	for _, e := range r.units {
-		if e.sup != nil {
-			e.cancel()
-			sups = append(sups, e.sup)
-		}
-	}
-	r.mu.Unlock()
-	for _, s := range sups {
+	for _, s := range r.supervisors(true) {
 		select {
 		case <-s.Done():
 		case <-ctx.Done():

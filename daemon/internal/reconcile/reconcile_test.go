@@ -97,9 +97,16 @@ func newFixture(t *testing.T) *fixture {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	r, st := newReconciler(t, dir, nil)
+	return &fixture{t: t, dir: dir, starter: st, r: r}
+}
+
+// newReconciler runs a reconciler on the units folder dir (snapshots
+// beside it) with fake servers, as a daemon would.
+func newReconciler(t *testing.T, dir string, identify func(context.Context, string) (int, string, error)) (*Reconciler, *fakeStarter) {
 	st := &fakeStarter{}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := New(ctx, Options{Dir: dir, SnapshotDir: filepath.Join(filepath.Dir(dir), "snap"), Deps: supervise.Deps{
+	r := New(ctx, Options{Dir: dir, SnapshotDir: filepath.Join(filepath.Dir(dir), "snap"), Identify: identify, Deps: supervise.Deps{
 		Starter:      st,
 		Probe:        func(context.Context, string) error { return nil },
 		PollInterval: 5 * time.Millisecond,
@@ -108,7 +115,7 @@ func newFixture(t *testing.T) *fixture {
 		cancel()
 		r.Shutdown(context.Background())
 	})
-	return &fixture{t: t, dir: dir, starter: st, r: r}
+	return r, st
 }
 
 func (f *fixture) write(name, text string) {
@@ -434,23 +441,6 @@ func TestLiveEditKeepsTheServer(t *testing.T) {
 	}
 }
 
-// restarted returns a reconciler on f's folders, as a new daemon would
-// make it, with fake servers to adopt.
-func (f *fixture) restarted(t *testing.T, identify func(context.Context, string) (int, string, error)) (*Reconciler, *fakeStarter) {
-	st := &fakeStarter{}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := New(ctx, Options{Dir: f.dir, SnapshotDir: filepath.Join(filepath.Dir(f.dir), "snap"), Identify: identify, Deps: supervise.Deps{
-		Starter:      st,
-		Probe:        func(context.Context, string) error { return nil },
-		PollInterval: 5 * time.Millisecond,
-	}})
-	t.Cleanup(func() {
-		cancel()
-		r.Shutdown(context.Background())
-	})
-	return r, st
-}
-
 // A unit whose file broke while no daemon ran runs its last good version
 // (from the snapshot folder) and shows the error.
 func TestBrokenAtStartupRunsLastGood(t *testing.T) {
@@ -460,7 +450,7 @@ func TestBrokenAtStartupRunsLastGood(t *testing.T) {
 	f.waitActive("a")
 	f.write("a", unitText(18012, "bogus = 1\n"))
 
-	r, st := f.restarted(t, nil)
+	r, st := newReconciler(t, f.dir, nil)
 	if rejected, _ := r.Restore(context.Background(), nil); len(rejected) != 0 {
 		t.Fatalf("rejected %+v", rejected)
 	}
@@ -507,7 +497,7 @@ func TestRestoreAdoptsMatchingServers(t *testing.T) {
 		}
 		return 0, "", fmt.Errorf("nobody at %s", listen)
 	}
-	r, st := f.restarted(t, identify)
+	r, st := newReconciler(t, f.dir, identify)
 	rejected, why := r.Restore(context.Background(), servers)
 	if len(rejected) != 1 || rejected[0].Unit != "liar" || !strings.Contains(why[0], "pid 4242") {
 		t.Fatalf("rejected %+v %q", rejected, why)
