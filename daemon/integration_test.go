@@ -357,6 +357,11 @@ func TestEditBreakFixDelete(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	waitGone(t, u.PID)
+	for _, f := range []string{"unit-snapshots/a.toml", "server-output/a.stdout", "server-output/a.stderr"} {
+		if _, err := os.Stat(filepath.Join(d.dir, "state", f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s of a deleted unit left behind: %v", f, err)
+		}
+	}
 	if _, code := d.ctl(t, "status", "a"); code != 4 {
 		t.Fatalf("status of a deleted unit: exit %d, want 4", code)
 	}

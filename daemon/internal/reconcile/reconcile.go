@@ -280,6 +280,10 @@ func (r *Reconciler) stopEntry(ctx context.Context, e *entry, remove bool) {
 		if r.snapshotDir != "" {
 			_ = os.Remove(filepath.Join(r.snapshotDir, e.name+units.Ext))
 		}
+		// The starter may keep files per unit (ExecStarter's output).
+		if f, ok := r.deps.Starter.(interface{ Forget(unit string) }); ok {
+			f.Forget(e.name)
+		}
 	}
 }
 

@@ -46,6 +46,13 @@ func (e ExecStarter) OutputFiles(unit string) (stdout, stderr string) {
 	return filepath.Join(e.LogDir, unit+".stdout"), filepath.Join(e.LogDir, unit+".stderr")
 }
 
+// Forget removes a unit's output files once the unit is gone.
+func (e ExecStarter) Forget(unit string) {
+	out, errPath := e.OutputFiles(unit)
+	_ = os.Remove(out)
+	_ = os.Remove(errPath)
+}
+
 func (e ExecStarter) poll() time.Duration {
 	if e.Poll > 0 {
 		return e.Poll
