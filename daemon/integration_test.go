@@ -357,7 +357,7 @@ func TestEditBreakFixDelete(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	waitGone(t, u.PID)
-	for _, f := range []string{"unit-snapshots/a.toml", "server-output/a.stdout", "server-output/a.stderr"} {
+	for _, f := range []string{"unit-snapshots/a.toml", "server-output/a.stdout", "server-output/a.stderr", "server-output/a.stderr.offset"} {
 		if _, err := os.Stat(filepath.Join(d.dir, "state", f)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s of a deleted unit left behind: %v", f, err)
 		}

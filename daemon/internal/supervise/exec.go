@@ -49,8 +49,9 @@ func (e ExecStarter) OutputFiles(unit string) (stdout, stderr string) {
 // Forget removes a unit's output files once the unit is gone.
 func (e ExecStarter) Forget(unit string) {
 	out, errPath := e.OutputFiles(unit)
-	_ = os.Remove(out)
-	_ = os.Remove(errPath)
+	for _, p := range []string{out, errPath, out + ".offset", errPath + ".offset"} {
+		_ = os.Remove(p)
+	}
 }
 
 func (e ExecStarter) poll() time.Duration {
@@ -109,8 +110,8 @@ func (e ExecStarter) Start(spec Spec, stdout, stderr io.Writer) (Process, error)
 }
 
 // Adopt implements Adopter: the process's output files are tailed from
-// the first byte still in them (see tail.compact), so lines printed while
-// no daemon ran are not lost; a few already shown may show again.
+// where the earlier daemon stopped reading, so lines printed while no
+// daemon ran are not lost and none is shown twice.
 func (e ExecStarter) Adopt(spec Spec, pid int, start uint64, stdout, stderr io.Writer) (Process, error) {
 	h, err := proc.Open(pid, start)
 	if err != nil {

@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// compactAfter is how much read output a file may hold before the daemon
-// frees it: a server running for months must not fill the state folder.
-const compactAfter = 1 << 20
+// block is the unit in which read output is freed: each fully read block
+// is punched out at once, so a server running for months never fills the
+// state folder.
+const block = 4096
 
 // tails follows a server's output files while it runs.
 type tails struct {
@@ -23,9 +25,13 @@ type tails struct {
 	ended    chan struct{} // closed when follow has drained and closed
 }
 
-// tail follows one output file.
+// tail follows one output file. How far it has read is kept in a
+// sidecar file (<output>.offset), so a daemon that takes the file over
+// (adopting the server) goes on from there: nothing shown twice, nothing
+// unread skipped.
 type tail struct {
 	f    *os.File
+	mark *os.File // the sidecar: the offset, 8 bytes little-endian
 	w    io.Writer
 	off  int64
 	free int64 // bytes at the start already freed
@@ -34,7 +40,9 @@ type tail struct {
 	noCompact bool
 }
 
-func openTails(paths []string, ws []io.Writer, fromData bool) (*tails, error) {
+// openTails opens output files to follow: from their start for a new
+// process, from where the last reader stopped when resume is set.
+func openTails(paths []string, ws []io.Writer, resume bool) (*tails, error) {
 	t := &tails{done: make(chan struct{}), ended: make(chan struct{})}
 	for i, p := range paths {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o640)
@@ -42,22 +50,49 @@ func openTails(paths []string, ws []io.Writer, fromData bool) (*tails, error) {
 			t.close()
 			return nil, fmt.Errorf("server output: %w", err)
 		}
-		tl := &tail{f: f, w: ws[i], buf: make([]byte, 32<<10)}
-		if fromData {
-			// An adopted server's file starts with the hole an earlier
-			// daemon punched over what it had read.
-			off, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_DATA)
-			switch {
-			case errors.Is(err, unix.ENXIO): // holes only: nothing unread
-				off, _ = f.Seek(0, io.SeekEnd)
-			case err != nil: // no SEEK_DATA here: read it all
-				off = 0
-			}
-			tl.off, tl.free = off, off
+		mark, err := os.OpenFile(p+".offset", os.O_RDWR|os.O_CREATE, 0o640)
+		if err != nil {
+			f.Close()
+			t.close()
+			return nil, fmt.Errorf("server output: %w", err)
+		}
+		tl := &tail{f: f, mark: mark, w: ws[i], buf: make([]byte, 32<<10)}
+		if resume {
+			tl.resume()
+		} else {
+			tl.save()
 		}
 		t.files = append(t.files, tl)
 	}
 	return t, nil
+}
+
+// resume starts where the sidecar says the last reader stopped, or, when
+// it says nothing usable, at the first byte not punched out.
+func (tl *tail) resume() {
+	var b [8]byte
+	size, _ := tl.f.Seek(0, io.SeekEnd)
+	if n, _ := tl.mark.ReadAt(b[:], 0); n == 8 {
+		if off := int64(binary.LittleEndian.Uint64(b[:])); off >= 0 && off <= size {
+			tl.off, tl.free = off, off/block*block
+			return
+		}
+	}
+	off, err := unix.Seek(int(tl.f.Fd()), 0, unix.SEEK_DATA)
+	switch {
+	case errors.Is(err, unix.ENXIO): // holes only: nothing unread
+		off = size
+	case err != nil: // no SEEK_DATA here: read it all
+		off = 0
+	}
+	tl.off, tl.free = off, off
+}
+
+// save records the read offset in the sidecar.
+func (tl *tail) save() {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(tl.off))
+	_, _ = tl.mark.WriteAt(b[:], 0)
 }
 
 // follow reads new output every poll until stop, then drains and closes.
@@ -90,11 +125,19 @@ func (t *tails) stop() {
 func (t *tails) close() {
 	for _, tl := range t.files {
 		tl.f.Close()
+		tl.mark.Close()
 	}
 }
 
 // read hands what the file gained since the last read to the writer.
 func (tl *tail) read() {
+	start := tl.off
+	defer func() {
+		if tl.off != start {
+			tl.save()
+			tl.compact()
+		}
+	}()
 	for {
 		n, err := tl.f.ReadAt(tl.buf, tl.off)
 		if n > 0 {
@@ -102,10 +145,9 @@ func (tl *tail) read() {
 			tl.off += int64(n)
 		}
 		if err != nil || n < len(tl.buf) {
-			break
+			return
 		}
 	}
-	tl.compact()
 }
 
 // compact frees the part of the file already read by punching a hole
@@ -113,9 +155,8 @@ func (tl *tail) read() {
 // unread is touched and nothing is lost, yet the disk space is returned.
 // A file system that cannot punch holes keeps the whole file.
 func (tl *tail) compact() {
-	const block = 4096
 	end := tl.off / block * block
-	if tl.noCompact || end-tl.free < compactAfter {
+	if tl.noCompact || end <= tl.free {
 		return
 	}
 	err := unix.Fallocate(int(tl.f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, tl.free, end-tl.free)
