@@ -357,9 +357,17 @@ func TestEditBreakFixDelete(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	waitGone(t, u.PID)
+	// The files go once the supervisor has ended, just after the process.
 	for _, f := range []string{"unit-snapshots/a.toml", "server-output/a.stdout", "server-output/a.stderr", "server-output/a.stderr.offset"} {
-		if _, err := os.Stat(filepath.Join(d.dir, "state", f)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s of a deleted unit left behind: %v", f, err)
+		for i := 0; ; i++ {
+			_, err := os.Stat(filepath.Join(d.dir, "state", f))
+			if errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if i > 1000 {
+				t.Fatalf("%s of a deleted unit left behind: %v", f, err)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	if _, code := d.ctl(t, "status", "a"); code != 4 {
