@@ -50,7 +50,7 @@ type Reconciler struct {
 	logLines    int
 	log         *slog.Logger
 	now         func() time.Time
-	identify    func(ctx context.Context, listen string) (int, string, error)
+	identify    func(ctx context.Context, listen string) (int, string, bool, error)
 
 	runCtx context.Context // parent of every supervisor's Run
 
@@ -108,7 +108,7 @@ type Options struct {
 	Now func() time.Time
 	// Identify asks a server which pid and unit text it runs (see
 	// Restore); nil means supervise.Identify.
-	Identify func(ctx context.Context, listen string) (pid int, unitHash string, err error)
+	Identify func(ctx context.Context, listen string) (pid int, unitHash string, ready bool, err error)
 }
 
 // New returns a reconciler; supervisors run under ctx, and cancelling it

@@ -103,7 +103,7 @@ func newFixture(t *testing.T) *fixture {
 
 // newReconciler runs a reconciler on the units folder dir (snapshots
 // beside it) with fake servers, as a daemon would.
-func newReconciler(t *testing.T, dir string, identify func(context.Context, string) (int, string, error)) (*Reconciler, *fakeStarter) {
+func newReconciler(t *testing.T, dir string, identify func(context.Context, string) (int, string, bool, error)) (*Reconciler, *fakeStarter) {
 	st := &fakeStarter{}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := New(ctx, Options{Dir: dir, SnapshotDir: filepath.Join(filepath.Dir(dir), "snap"), Identify: identify, Deps: supervise.Deps{
@@ -486,16 +486,17 @@ func TestRestoreAdoptsMatchingServers(t *testing.T) {
 	// While no daemon ran: one live edit, one server-shaping edit.
 	f.write("live", unitText(18014, "[limits]\nmax_queue = 7\n"))
 	f.write("moved", unitText(18025, ""))
-	identify := func(_ context.Context, listen string) (int, string, error) {
+	identify := func(_ context.Context, listen string) (int, string, bool, error) {
 		for i, s := range servers {
 			if s.Listen == listen {
 				if s.Unit == "liar" {
-					return 4242, s.Hash, nil // another process answers
+					return 4242, s.Hash, true, nil // another process answers
 				}
-				return s.PID, fmt.Sprint("h", i), nil
+				// "same" is still loading: adopted, then awaited.
+				return s.PID, fmt.Sprint("h", i), s.Unit != "same", nil
 			}
 		}
-		return 0, "", fmt.Errorf("nobody at %s", listen)
+		return 0, "", false, fmt.Errorf("nobody at %s", listen)
 	}
 	r, st := newReconciler(t, f.dir, identify)
 	rejected, why := r.Restore(context.Background(), servers)

@@ -82,7 +82,8 @@ func (r *Reconciler) restoreSnapshots() {
 
 // adopt makes a supervisor own s, if s runs the unit's last good version
 // (or one that differs from it only in daemon-side fields) and answers
-// /health as the recorded process with the recorded text.
+// /health (ready, or still loading) as the recorded process with the
+// recorded text.
 func (r *Reconciler) adopt(ctx context.Context, s orphans.Server) error {
 	r.mu.Lock()
 	e := r.units[s.Unit]
@@ -106,16 +107,18 @@ func (r *Reconciler) adopt(ctx context.Context, s orphans.Server) error {
 		return fmt.Errorf("unit %s: pid %d runs an older version (%s)", s.Unit, s.PID, strings.Join(d.Keys(), ", "))
 	}
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	pid, hash, err := r.identify(ictx, s.Listen)
+	pid, hash, ready, err := r.identify(ictx, s.Listen)
 	cancel()
 	switch {
 	case err != nil:
-		return fmt.Errorf("unit %s: pid %d is not healthy: %w", s.Unit, s.PID, err)
+		return fmt.Errorf("unit %s: pid %d does not answer /health: %w", s.Unit, s.PID, err)
 	case pid != s.PID || hash != s.Hash:
 		return fmt.Errorf("unit %s: %s is served by pid %d running %s, not the recorded pid %d running %s", s.Unit, s.Listen, pid, short(hash), s.PID, short(s.Hash))
 	}
 	sup := r.supervisor(e, specOf(e.good, ""))
-	if err := sup.Adopt(s.PID, s.Start); err != nil {
+	// A server still loading (minutes for vLLM on hardware) is adopted
+	// too, and awaited as after a start.
+	if err := sup.Adopt(s.PID, s.Start, ready); err != nil {
 		return err
 	}
 	r.run(e, sup)

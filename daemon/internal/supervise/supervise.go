@@ -299,9 +299,11 @@ func (s *Supervisor) Reload(ctx context.Context, spec Spec) error {
 func (s *Supervisor) Detach(ctx context.Context) error { return s.send(ctx, command{kind: cmdDetach}) }
 
 // Adopt makes the supervisor own a server process that an earlier daemon
-// started and that answers /health: the unit is active and wanted, and
-// the process is supervised like one started here. Call it before Run.
-func (s *Supervisor) Adopt(pid int, start uint64) error {
+// started: the unit is wanted, active when ready is set (the server
+// answered /health) and activating otherwise (still loading: readiness is
+// awaited as after a start), and the process is supervised like one
+// started here. Call it before Run.
+func (s *Supervisor) Adopt(pid int, start uint64, ready bool) error {
 	ad, ok := s.deps.Starter.(Adopter)
 	if !ok {
 		return fmt.Errorf("unit %s: the starter cannot adopt processes", s.spec.Name)
@@ -312,9 +314,16 @@ func (s *Supervisor) Adopt(pid int, start uint64) error {
 		return fmt.Errorf("unit %s: adopt pid %d: %w", s.spec.Name, pid, err)
 	}
 	s.want = true
-	s.attach(p, out, errw, s.deps.Clock.Now())
+	now := s.deps.Clock.Now()
+	s.attach(p, out, errw, now)
 	s.note(fmt.Sprintf("Adopted server pid %d, started by an earlier ttisd.", pid))
-	s.becameReady()
+	if ready {
+		s.becameReady()
+	} else {
+		s.readyTimer = s.deps.Clock.NewTimer(s.spec.Restart.ReadyTimeout)
+		s.pollTicker = time.NewTicker(s.deps.PollInterval)
+		s.setState(api.StateActivating, api.SubStart, func(st *Status) { st.PID = pid })
+	}
 	s.mu.Lock()
 	s.status.Adopted = true
 	s.mu.Unlock()
@@ -812,23 +821,36 @@ var probeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tru
 // HTTPProbe is the default readiness probe: GET http://listen/health must
 // answer 200. A wildcard listen host is probed on loopback.
 func HTTPProbe(ctx context.Context, listen string) error {
-	_, err := health(ctx, listen)
-	return err
+	resp, err := health(ctx, listen)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health answered %s", resp.Status)
+	}
+	return nil
 }
 
 // Identify asks the server at listen which process it is and which unit
-// text it runs (the serve.HeaderPID and serve.HeaderUnitHash headers of a
-// healthy /health).
-func Identify(ctx context.Context, listen string) (pid int, unitHash string, err error) {
-	h, err := health(ctx, listen)
+// text it runs (the serve.HeaderPID and serve.HeaderUnitHash headers of
+// /health), and whether it is ready (200) or still loading (503).
+func Identify(ctx context.Context, listen string) (pid int, unitHash string, ready bool, err error) {
+	resp, err := health(ctx, listen)
 	if err != nil {
-		return 0, "", err
+		return 0, "", false, err
 	}
-	pid, _ = strconv.Atoi(h.Get(serve.HeaderPID))
-	return pid, h.Get(serve.HeaderUnitHash), nil
+	pid, _ = strconv.Atoi(resp.Header.Get(serve.HeaderPID))
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		ready = true
+	case resp.StatusCode == http.StatusServiceUnavailable && pid > 0:
+	default:
+		return 0, "", false, fmt.Errorf("health answered %s", resp.Status)
+	}
+	return pid, resp.Header.Get(serve.HeaderUnitHash), ready, nil
 }
 
-func health(ctx context.Context, listen string) (http.Header, error) {
+func health(ctx context.Context, listen string) (*http.Response, error) {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %w", listen, err)
@@ -848,8 +870,5 @@ func health(ctx context.Context, listen string) (http.Header, error) {
 		return nil, err
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("health answered %s", resp.Status)
-	}
-	return resp.Header, nil
+	return resp, nil
 }

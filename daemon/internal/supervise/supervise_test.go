@@ -650,7 +650,7 @@ func TestAdoptServerOfEarlierDaemon(t *testing.T) {
 	f.cancel()
 	<-f.sup.Done()
 	sup := New(st.Spec, f.sup.deps)
-	if err := sup.Adopt(cmd.Process.Pid, start); err != nil {
+	if err := sup.Adopt(cmd.Process.Pid, start, true); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
