@@ -116,3 +116,30 @@ func TestForgetOnlyItsOwnPid(t *testing.T) {
 		t.Fatal("record not forgotten")
 	}
 }
+
+// Whatever an earlier ttisd (or a disk error) left in a record, reading
+// the records never panics and never returns a server that is not running.
+func FuzzRecords(f *testing.F) {
+	f.Add([]byte(`{"pid":1234,"start_time":5,"listen":"127.0.0.1:1","unit_hash":"ab","unit_text":"x"}`), false)
+	f.Add([]byte("1234 5\n"), true)
+	f.Add([]byte("{"), false)
+	f.Fuzz(func(t *testing.T, data []byte, legacy bool) {
+		dir := t.TempDir()
+		name := "a.json"
+		if legacy {
+			name = "a.pid"
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Registry{Dir: dir}.Servers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range got {
+			if !alive(s) {
+				t.Fatalf("returned a server that is not running: %+v", s)
+			}
+		}
+	})
+}
