@@ -1,7 +1,12 @@
-// Package reconcile keeps the running units equal to the units folder: it
-// reads the folder, diffs it by content hash against what runs, starts new
-// units, restarts changed ones and stops removed or disabled ones. A unit
-// whose new text is broken keeps its last good version running.
+// Package reconcile keeps the running units equal to the units folder.
+// Each pass reads the folder, plans (Plan: a pure comparison of what runs
+// with what is declared, giving typed actions) and applies the plan: new
+// units start, removed or disabled ones stop, and an edited unit gets
+// what its changed fields need (see package change): nothing, a new spec
+// for its supervisor, a live reload of its server, or a restart. A unit
+// whose new text is broken keeps its last good version running. At
+// startup, Restore brings back the last good versions and adopts the
+// servers an earlier daemon left running.
 package reconcile
 
 import (

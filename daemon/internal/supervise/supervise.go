@@ -1,7 +1,9 @@
 // Package supervise keeps one unit's server process running the way systemd
 // keeps a Type=notify service running: readiness from the server's /health,
 // a restart policy with exponential back-off, a start limit, and a stop that
-// sends SIGTERM and then SIGKILL to the whole process group.
+// sends SIGTERM and then SIGKILL to the whole process group. It can also
+// hand a running server a live reload (SIGHUP), adopt a server an earlier
+// daemon started, and let a server outlive the daemon (Detach).
 //
 // One goroutine (Run) owns the process and every state change; the methods
 // send it commands, so no two actions on a unit ever overlap.
