@@ -132,6 +132,12 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 	if d.Detail != "" {
 		fmt.Fprintf(w, "%12s  %s\n", "", safe(d.Detail))
 	}
+	if c := d.Pending; c != nil {
+		row("Pending", "%s", changeText(c))
+	}
+	if c := d.LastChange; c != nil {
+		row("Last edit", "%s, %s ago", changeText(c), age(c.At, now))
+	}
 	active := fmt.Sprintf("%s (%s)", d.State, d.SubState)
 	if d.Result != "" && d.Result != api.ResultSuccess {
 		active += fmt.Sprintf(" (Result: %s)", d.Result)
@@ -140,7 +146,9 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 		active += fmt.Sprintf(" since %s; %s ago", d.Since.In(now.Location()).Format("Mon 2006-01-02 15:04:05 MST"), age(d.Since, now))
 	}
 	row("Active", "%s", active)
-	if d.PID > 0 {
+	if d.PID > 0 && d.Adopted {
+		row("Main PID", "%d (adopted: started by an earlier ttisd)", d.PID)
+	} else if d.PID > 0 {
 		row("Main PID", "%d", d.PID)
 	}
 	if d.MemoryBytes > 0 {
@@ -177,6 +185,29 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 			fmt.Fprintln(w, logLineTextIn(l, now.Location()))
 		}
 	}
+}
+
+// changeText says what an edit of the unit file does, or did.
+func changeText(c *api.Change) string {
+	what := map[string]string{
+		api.ChangeKeep:    "nothing to do (comments or formatting)",
+		api.ChangeRetune:  "daemon-side only; server untouched",
+		api.ChangeReload:  "live reload (SIGHUP); server kept",
+		api.ChangeRestart: "server restart",
+		api.ChangeStart:   "start",
+		api.ChangeStop:    "stop",
+		api.ChangeInvalid: "invalid; the running version stays",
+	}[c.Action]
+	if what == "" {
+		what = c.Action
+	}
+	if len(c.Fields) > 0 {
+		what += " [" + strings.Join(c.Fields, ", ") + "]"
+	}
+	if c.Error != "" {
+		what += ": " + c.Error
+	}
+	return what
 }
 
 func glyph(state string) string {

@@ -70,6 +70,9 @@ func TestStatusDetailGolden(t *testing.T) {
 		},
 	}
 	stale.LoadState = api.LoadStale
+	stale.Adopted = true
+	stale.Pending = &api.Change{Action: api.ChangeReload, Fields: []string{"limits.max_queue"}}
+	stale.LastChange = &api.Change{Action: api.ChangeRetune, Fields: []string{"description", "schedule"}, At: now.Add(-2 * time.Hour)}
 	printDetail(&b, stale, now)
 	b.WriteString("\n")
 	printDetail(&b, api.UnitDetail{Unit: sampleUnits.Units[2], Detail: "unit file invalid: " + sampleUnits.Units[2].LastError}, now)

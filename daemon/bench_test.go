@@ -37,10 +37,12 @@ func BenchmarkEditToHealthy(b *testing.B) {
 	for i := range b.N {
 		desc := fmt.Sprintf("edit %d", i)
 		start := time.Now()
-		d.write(b, "a", simUnit(listen, "description = "+strconv.Quote(desc)))
+		// A new seed shapes the server, so the edit restarts it (a
+		// description alone would not touch it).
+		d.write(b, "a", strings.Replace(simUnit(listen, "description = "+strconv.Quote(desc)), "time_scale = 0", fmt.Sprintf("time_scale = 0\nseed = %d", i+1), 1))
 		// A new process, ready: the old one may still show as active
 		// with the new description for a moment while it is stopped.
-		u := d.waitUnitFast(b, "a", func(u api.UnitDetail) bool { return active(u) && u.Description == desc && u.PID != pid })
+		u := d.waitUnitFast(b, "a", 0, func(u api.UnitDetail) bool { return active(u) && u.Description == desc && u.PID != pid })
 		lat = append(lat, time.Since(start))
 		pid = u.PID
 	}
@@ -50,12 +52,45 @@ func BenchmarkEditToHealthy(b *testing.B) {
 	b.ReportMetric(percentile(lat, 0.99).Seconds(), "p99_s")
 }
 
+// BenchmarkLiveEditApplied measures a limits edit from the file's save to
+// the running server logging the new value (SIGHUP, no restart): compare
+// with BenchmarkEditToHealthy. Run with -benchtime=20x.
+func BenchmarkLiveEditApplied(b *testing.B) {
+	listen := freePort(b)
+	d := startDaemon(b, map[string]string{"a": simUnit(listen, "[limits]\nmax_queue = 100\n")})
+	pid := d.waitUnit(b, "a", "active", active).PID
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		q := fmt.Sprintf("max_queue=%d", 101+i)
+		start := time.Now()
+		d.write(b, "a", simUnit(listen, fmt.Sprintf("[limits]\nmax_queue = %d\n", 101+i)))
+		d.waitUnitFast(b, "a", 50, func(u api.UnitDetail) bool {
+			if u.PID != pid {
+				b.Fatalf("a limits edit restarted the server")
+			}
+			for _, l := range u.Logs {
+				if strings.Contains(l.Text, "live settings applied") && strings.Contains(l.Text, q+" ") {
+					return true
+				}
+			}
+			return false
+		})
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(percentile(lat, 0.5).Seconds(), "p50_s")
+	b.ReportMetric(percentile(lat, 0.99).Seconds(), "p99_s")
+}
+
 // waitUnitFast polls every millisecond so the poll adds little to the
 // measured latency.
-func (d *daemon) waitUnitFast(b *testing.B, name string, ok func(api.UnitDetail) bool) api.UnitDetail {
+// lines is how many log lines the detail carries.
+func (d *daemon) waitUnitFast(b *testing.B, name string, lines int, ok func(api.UnitDetail) bool) api.UnitDetail {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if u, err := d.cl.Unit(context.Background(), name, 0); err == nil && ok(u) {
+		if u, err := d.cl.Unit(context.Background(), name, lines); err == nil && ok(u) {
 			return u
 		}
 		time.Sleep(time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -20,6 +21,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/internal/config"
 	"github.com/ttis-dev/ttis/daemon/internal/control"
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
+	"github.com/ttis-dev/ttis/daemon/internal/metrics"
 	"github.com/ttis-dev/ttis/daemon/internal/orphans"
 	"github.com/ttis-dev/ttis/daemon/internal/reconcile"
 	"github.com/ttis-dev/ttis/daemon/internal/sdnotify"
@@ -49,7 +51,8 @@ type Options struct {
 }
 
 // Run runs the daemon until ctx is cancelled (SIGTERM), then stops every
-// unit, waits until their processes are gone and returns nil. SIGHUP
+// unit, waits until their processes are gone and returns nil (with
+// live_restore it leaves them running for the next ttisd instead). SIGHUP
 // re-reads the units folder.
 func Run(ctx context.Context, cfg Config, o Options) error {
 	log := o.Logger
@@ -80,17 +83,20 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	}
 	notify := &sdnotify.Notifier{Logger: log}
 
-	// Only now, as the one daemon on this socket: stop servers a crashed
-	// predecessor left running, or they would hold the units' ports and
-	// chips.
+	// Only now, as the one daemon on this socket: find the servers an
+	// earlier ttisd left running (crashed, killed or upgraded).
 	servers := orphans.Registry{Dir: filepath.Join(cfg.StateDir, "servers")}
-	leftovers, err := servers.Reap(10 * time.Second)
+	leftovers, err := servers.Servers()
 	if err != nil {
 		log.Warn("cannot check for servers left by an earlier ttisd", "err", err)
 	}
-	for _, l := range leftovers {
-		log.Warn("stopped a server left running by an earlier ttisd", "unit", l.Unit, "pid", l.PID)
+
+	d := &daemon{
+		cfg: cfg, log: log, notify: notify, version: o.Version,
+		started: time.Now(), pid: os.Getpid(), runsDir: runsDir,
+		reloads: make(chan reloadRequest),
 	}
+	m := metrics.New(d, o.Version)
 
 	// Units run under their own context: on shutdown the API closes first,
 	// then every unit is stopped in parallel.
@@ -100,32 +106,47 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	rec := reconcile.New(unitsCtx, reconcile.Options{
 		Dir: cfg.UnitsDir,
 		Deps: supervise.Deps{
-			Starter: supervise.ExecStarter{Path: exe, Args: []string{"serve"}},
+			// Servers write their output to files in the state folder, so
+			// they outlive this daemon (see supervise.ExecStarter).
+			Starter: supervise.ExecStarter{Path: exe, Args: []string{"serve"}, LogDir: filepath.Join(cfg.StateDir, "server-output")},
 			Reset:   resetter.Reset,
 		},
-		// Servers run the validated text, even after the file breaks.
+		// Servers run the validated text, even after the file breaks, and
+		// a unit broken while no daemon ran runs its last good version.
 		SnapshotDir: filepath.Join(cfg.StateDir, "unit-snapshots"),
 		LogLines:    cfg.LogLines,
 		Logger:      log,
-		Started: func(unit string, pid int) {
-			if err := servers.Record(unit, pid); err != nil {
+		Running: func(unit string, pid int, spec supervise.Spec) {
+			if err := servers.Record(unit, pid, spec.Listen, spec.UnitFile); err != nil {
 				log.Warn("cannot record server pid", "unit", unit, "pid", pid, "err", err)
 			}
 		},
 		Ended: servers.Forget,
+		Hooks: reconcile.Hooks{
+			Applied: func(unit string, k reconcile.Kind) { m.Applied(unit, k.String()) },
+			Error:   m.Error,
+		},
 	})
-
-	d := &daemon{
-		cfg: cfg, rec: rec, log: log, notify: notify, version: o.Version,
-		started: time.Now(), pid: os.Getpid(), runsDir: runsDir,
-		reloads: make(chan reloadRequest),
+	d.rec = rec
+	// Adopt what runs a unit's last good version; stop the rest before
+	// the first pass needs their ports and chips.
+	rejected, why := rec.Restore(ctx, leftovers)
+	for i, l := range rejected {
+		log.Warn("stopping a server left running by an earlier ttisd", "unit", l.Unit, "pid", l.PID, "reason", why[i])
 	}
+	servers.Stop(rejected, 10*time.Second)
+
 	stopSchedules := d.startSchedules(unitsCtx) // [[schedule]] runs; see schedules.go
 	defer stopSchedules()
 	apiDone := make(chan struct{})
-	srv := control.NewHTTPServer((&control.Server{Backend: d, Logger: log, Done: apiDone}).Handler())
+	srv := control.NewHTTPServer((&control.Server{Backend: d, Logger: log, Done: apiDone, Observe: m.Control}).Handler())
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	stopMetrics, err := serveMetrics(cfg.MetricsListen, m, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 
 	triggers := make(chan string, 1)
 	w := &watch.Watcher{Dir: cfg.UnitsDir, Rescan: cfg.RescanInterval.Duration, Logger: log}
@@ -147,9 +168,15 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	log.Info("ttisd started", "version", o.Version, "units_dir", cfg.UnitsDir, "socket", cfg.Socket, "state_dir", cfg.StateDir, "server", exe)
 	loopErr := d.loop(ctx, triggers, hup, serveErr)
 
-	// Shutdown: stop reading the folder, close the API, stop every unit.
+	// Shutdown: stop reading the folder, close the API, stop every unit
+	// (or, with live_restore, leave the servers to the next ttisd).
 	notify.Stopping()
-	log.Info("ttisd stopping; stopping every unit")
+	if cfg.LiveRestore {
+		log.Info("ttisd stopping; live_restore leaves the servers running for the next ttisd")
+		rec.Detach(context.WithoutCancel(ctx))
+	} else {
+		log.Info("ttisd stopping; stopping every unit")
+	}
 	stopWatch()
 	<-watchDone
 	close(apiDone)
@@ -160,6 +187,35 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	rec.Shutdown(context.Background())
 	log.Info("ttisd stopped")
 	return loopErr
+}
+
+// serveMetrics serves GET /metrics on listen until the returned func is
+// called; an empty listen serves nothing.
+func serveMetrics(listen string, m *metrics.Metrics, log *slog.Logger) (stop func(), err error) {
+	if listen == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics_listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
 }
 
 type reloadRequest struct {
@@ -248,6 +304,14 @@ func (d *daemon) Info() api.Info {
 
 // List implements control.Backend.
 func (d *daemon) List() api.UnitList { return d.rec.List() }
+
+// Schedules implements metrics.Source.
+func (d *daemon) Schedules() []schedule.Fire {
+	if d.sched == nil {
+		return nil
+	}
+	return d.sched.Next()
+}
 
 // Unit implements control.Backend: the reconciler's detail plus the unit's
 // schedules.

@@ -262,14 +262,21 @@ func TestEditBreakFixDelete(t *testing.T) {
 	}
 	first := u.PID
 
-	// Edit: restarted with the new text.
+	// A daemon-side edit: the new text, the same server.
 	d.write(t, "a", simUnit(listen, `description = "edited"`))
-	// The old server shows the new description until it is stopped: wait
-	// for a new, ready process.
-	u = d.waitUnit(t, "a", "restarted", func(u api.UnitDetail) bool {
-		return active(u) && u.Description == "edited" && u.PID != first
-	})
+	u = d.waitUnit(t, "a", "edited", func(u api.UnitDetail) bool { return active(u) && u.Description == "edited" })
+	if u.PID != first || u.LastChange == nil || u.LastChange.Action != api.ChangeRetune {
+		t.Fatalf("a description edit touched the server: %+v", u)
+	}
+	// A server-shaping edit: restarted with the new text.
+	d.write(t, "a", strings.Replace(simUnit(listen, `description = "edited"`), "time_scale = 0", "time_scale = 0\nseed = 7", 1))
+	// The old server shows the new text until it is stopped: wait for a
+	// new, ready process.
+	u = d.waitUnit(t, "a", "restarted", func(u api.UnitDetail) bool { return active(u) && u.PID != first })
 	waitGone(t, first)
+	if u.LastChange == nil || u.LastChange.Action != api.ChangeRestart || strings.Join(u.LastChange.Fields, ",") != "sim" {
+		t.Fatalf("last change %+v", u.LastChange)
+	}
 	second := u.PID
 
 	// Break: the old server keeps serving and the error has line:col.
@@ -295,7 +302,7 @@ func TestEditBreakFixDelete(t *testing.T) {
 	}
 	second = u.PID
 
-	// Fix: restarted once more.
+	// Fix: back to the first seed, restarted once more.
 	d.write(t, "a", simUnit(listen, `description = "fixed"`))
 	u = d.waitUnit(t, "a", "fixed", func(u api.UnitDetail) bool {
 		return active(u) && u.Description == "fixed" && u.LoadState == api.LoadLoaded && u.PID != second
@@ -318,6 +325,19 @@ func TestEditBreakFixDelete(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	waitGone(t, u.PID)
+	// The files go once the supervisor has ended, just after the process.
+	for _, f := range []string{"unit-snapshots/a.toml", "server-output/a.stdout", "server-output/a.stderr", "server-output/a.stderr.offset"} {
+		for i := 0; ; i++ {
+			_, err := os.Stat(filepath.Join(d.dir, "state", f))
+			if errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if i > 1000 {
+				t.Fatalf("%s of a deleted unit left behind: %v", f, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	if _, code := d.ctl(t, "status", "a"); code != 4 {
 		t.Fatalf("status of a deleted unit: exit %d, want 4", code)
 	}
@@ -790,28 +810,13 @@ func TestLogsFollowThroughCtl(t *testing.T) {
 	}
 }
 
-// After ttisd is killed with SIGKILL (outside systemd nothing cleans up),
-// the next ttisd stops the servers left running before starting its own.
-func TestLeftoverServersAfterDaemonCrash(t *testing.T) {
-	listen := freePort(t)
-	d := startDaemon(t, map[string]string{"a": simUnit(listen, "")})
-	old := d.waitUnit(t, "a", "active", active).PID
-	if err := d.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-d.done
-	if gone(old) {
-		t.Fatal("the server died with the daemon; nothing to test")
-	}
-	// The orphan still holds the port.
-	if !healthy(listen) {
-		t.Fatal("orphaned server not serving")
-	}
-	// The SIGKILLed daemon left its socket file: the next one finds it
-	// stale.
-	next := &daemon{dir: d.dir, unitsDir: d.unitsDir, devDir: d.devDir, socket: d.socket, done: make(chan struct{})}
-	next.cmd = next.command()
-	logf, err := os.Create(filepath.Join(d.dir, "ttisd2.log"))
+// again starts a new ttisd on d's folders and socket, as after a crash or
+// an upgrade of the daemon alone.
+func (d *daemon) again(t *testing.T, logName string, args ...string) *daemon {
+	t.Helper()
+	next := &daemon{t: t, dir: d.dir, unitsDir: d.unitsDir, devDir: d.devDir, socket: d.socket, done: make(chan struct{})}
+	next.cmd = next.command(args...)
+	logf, err := os.Create(filepath.Join(d.dir, logName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -824,23 +829,19 @@ func TestLeftoverServersAfterDaemonCrash(t *testing.T) {
 		logf.Close()
 		close(next.done)
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		_ = next.cmd.Process.Signal(syscall.SIGTERM)
 		<-next.done
 		if next.exitErr != nil {
 			t.Errorf("second ttisd exit: %v", next.exitErr)
 		}
 		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(d.dir, "ttisd2.log"))
+			b, _ := os.ReadFile(filepath.Join(d.dir, logName))
 			t.Logf("second ttisd log:\n%s", b)
 		}
-	}()
+	})
 	next.cl = client.New(next.socket)
-	waitGone(t, old)
-	u := next.waitUnit(t, "a", "active", active)
-	if u.PID == old || u.Restarts != 0 {
-		t.Fatalf("second daemon's unit %+v", u)
-	}
+	return next
 }
 
 // A unit's [[schedule]] entries show in its detail with their next firing,

@@ -25,6 +25,8 @@ func daemonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "device-root", Value: def.DeviceRoot, Usage: "folder of accelerator device nodes (device_root)"},
 		&cli.DurationFlag{Name: "rescan-interval", Value: def.RescanInterval.Duration, Usage: "safety-net rescan of the units folder (rescan_interval)"},
 		&cli.StringFlag{Name: "server-executable", Usage: "program run as \"EXE serve UNIT_FILE\" for each unit (server_executable; default: this ttisd)"},
+		&cli.BoolFlag{Name: "live-restore", Usage: "leave the servers running when ttisd stops, for the next ttisd to adopt (live_restore)"},
+		&cli.StringFlag{Name: "metrics-listen", Usage: "host:port for Prometheus metrics at /metrics (metrics_listen; default: none)"},
 	}
 }
 
@@ -41,11 +43,14 @@ func runDaemon(c *cli.Context) error {
 	for flag, field := range map[string]*string{
 		"units-dir": &cfg.UnitsDir, "state-dir": &cfg.StateDir, "socket": &cfg.Socket,
 		"socket-group": &cfg.SocketGroup, "log-format": &cfg.LogFormat, "log-level": &cfg.LogLevel,
-		"device-root": &cfg.DeviceRoot, "server-executable": &cfg.ServerExecutable,
+		"device-root": &cfg.DeviceRoot, "server-executable": &cfg.ServerExecutable, "metrics-listen": &cfg.MetricsListen,
 	} {
 		if c.IsSet(flag) {
 			*field = c.String(flag)
 		}
+	}
+	if c.IsSet("live-restore") {
+		cfg.LiveRestore = c.Bool("live-restore")
 	}
 	if c.IsSet("rescan-interval") {
 		cfg.RescanInterval.Duration = c.Duration("rescan-interval")

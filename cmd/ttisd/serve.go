@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -46,6 +51,10 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "grace", Value: 0, Usage: "how long in-flight requests may finish after SIGTERM (default: restart.stop_timeout minus 5s, at least 1s)"},
 		},
 		Action: func(c *cli.Context) error {
+			// First: until SIGHUP is caught, it would end the process.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			if c.NArg() != 1 {
 				return cli.Exit("usage: ttisd serve UNIT_FILE", 2)
 			}
@@ -53,12 +62,61 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
-			u, err := units.Load(c.Args().First())
+			path := c.Args().First()
+			u, hash, err := loadUnit(path)
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
-			return runUnit(c.Context, u, runtimes, upstreams, serve.Options{Version: version, Logger: log, Grace: c.Duration("grace")})
+			reload := make(chan serve.Live)
+			o := serve.Options{Version: version, Logger: log, Grace: c.Duration("grace"), UnitHash: hash, Reload: reload}
+			ctx, cancel := context.WithCancel(c.Context)
+			defer cancel()
+			go rereadOnHUP(ctx, path, hup, reload, o)
+			return runUnit(ctx, u, runtimes, upstreams, o)
 		},
+	}
+}
+
+// loadUnit reads a unit file and the hash of its text, which the server
+// reports on /health.
+func loadUnit(path string) (*units.Unit, string, error) {
+	u, err := units.Load(path)
+	if err != nil {
+		return nil, "", err
+	}
+	// The daemon replaces its snapshots by rename: a second read sees the
+	// same text, or a newer one whose hash the daemon will not recognise
+	// (it then replaces this server rather than adopt it).
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(data)
+	return u, hex.EncodeToString(sum[:]), nil
+}
+
+// rereadOnHUP re-reads the unit file on every SIGHUP and hands its live
+// settings (limits the server reads per request) to the server. ttisd
+// sends SIGHUP only when nothing else changed; a file that no longer
+// loads leaves the running settings as they are.
+func rereadOnHUP(ctx context.Context, path string, hup <-chan os.Signal, reload chan<- serve.Live, o serve.Options) {
+	for {
+		select {
+		case <-hup:
+			u, hash, err := loadUnit(path)
+			if err != nil {
+				o.Logger.Error("SIGHUP: unit file not re-read; the running settings stay", "err", err)
+				continue
+			}
+			o.Logger.Info("SIGHUP: unit file re-read", "path", path, "hash", hash)
+			select {
+			case reload <- serve.LiveFor(u, hash, o):
+			case <-ctx.Done():
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -89,6 +89,14 @@ type Unit struct {
 	// Restarts counts automatic restarts since the unit was last started
 	// by hand or edited.
 	Restarts int `json:"restarts"`
+	// RestartsTotal counts automatic restarts since ttisd started; a
+	// manual start or an edit never resets it.
+	RestartsTotal int `json:"restarts_total"`
+	// LastStartSeconds is how long the last start took to answer /health.
+	LastStartSeconds float64 `json:"last_start_seconds,omitempty"`
+	// Adopted is set while the server is one an earlier ttisd started and
+	// this one adopted (it kept running across the daemon's restart).
+	Adopted bool `json:"adopted,omitempty"`
 	// Since is when the unit entered its current state.
 	Since time.Time `json:"since"`
 	// LastExit describes how the last server process ended, e.g.
@@ -132,6 +140,49 @@ type UnitDetail struct {
 	Schedules []Schedule `json:"schedules,omitempty"`
 	// Logs holds the last lines the server printed, oldest first.
 	Logs []LogLine `json:"logs,omitempty"`
+	// Pending is what applying the unit file as it is on disk now would
+	// do, when it differs from the version the daemon runs (the folder is
+	// read a moment after each save, or on reload); nil when they match.
+	Pending *Change `json:"pending_change,omitempty"`
+	// LastChange is what the last accepted edit of the unit file did.
+	LastChange *Change `json:"last_change,omitempty"`
+}
+
+// Change actions: what an edit of a unit file does (see the README's
+// "What an edit does").
+const (
+	// ChangeKeep: the text means the same (comments, formatting); nothing
+	// is done.
+	ChangeKeep = "keep"
+	// ChangeRetune: only daemon-side fields changed (description,
+	// schedules, restart policy); the server is not touched.
+	ChangeRetune = "retune"
+	// ChangeReload: fields the server takes live changed (limits);
+	// it re-reads its unit file on SIGHUP and keeps its pid.
+	ChangeReload = "reload"
+	// ChangeRestart: a field that shapes the server changed; it is replaced.
+	ChangeRestart = "restart"
+	// ChangeStart, ChangeStop: the unit starts (new, or enabled again) or
+	// stops (disabled).
+	ChangeStart = "start"
+	ChangeStop  = "stop"
+	// ChangeInvalid: the new text is broken; the last good version keeps
+	// running.
+	ChangeInvalid = "invalid"
+)
+
+// Change is what an edit of a unit file does, or did.
+type Change struct {
+	// Action is one of the Change* constants.
+	Action string `json:"action"`
+	// Fields are the changed keys ("limits.max_queue").
+	Fields []string `json:"fields,omitempty"`
+	// Error is the problem of an invalid text.
+	Error string `json:"error,omitempty"`
+	// Hash is the SHA-256 of the file text.
+	Hash string `json:"hash,omitempty"`
+	// At is when the change was applied (LastChange only).
+	At time.Time `json:"at,omitzero"`
 }
 
 // Schedule is one [[schedule]] entry of a unit as the daemon runs it.

@@ -44,10 +44,11 @@ type job struct {
 
 	head []byte // SSE chunk head, see appendChunkHead
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	held   int64 // slots held
-	queued int64 // sequences counted in the waiting gauge
+	ctx     context.Context
+	cancel  context.CancelFunc
+	timeout time.Duration // limits.request_timeout when the request came
+	held    int64         // slots held
+	queued  int64         // sequences counted in the waiting gauge
 }
 
 // seqState is one choice being generated.
@@ -113,21 +114,23 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 		writeError(ctx, badRequest("n", "the request needs %d sequences (prompts × n) but the unit has %d slots (limits.max_concurrency)", n, s.cfg.MaxConcurrency))
 		return
 	}
+	lv := s.live.Load()
 	if s.sem.TryAcquire(n) {
 		j.held = n
 		s.m.running.Add(n)
 	} else {
-		if s.m.waiting.Add(n) > int64(s.cfg.MaxQueue) {
+		if s.m.waiting.Add(n) > int64(lv.MaxQueue) {
 			s.m.waiting.Add(-n)
 			retryAfter(ctx, time.Second)
 			writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
-				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, s.cfg.MaxQueue)})
+				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
 			return
 		}
 		j.queued = n
 	}
-	if s.cfg.RequestTimeout > 0 {
-		j.ctx, j.cancel = context.WithTimeout(s.genCtx, s.cfg.RequestTimeout-time.Since(arrival))
+	j.timeout = lv.RequestTimeout
+	if lv.RequestTimeout > 0 {
+		j.ctx, j.cancel = context.WithTimeout(s.genCtx, lv.RequestTimeout-time.Since(arrival))
 	} else {
 		j.ctx, j.cancel = context.WithCancel(s.genCtx)
 	}
@@ -346,7 +349,7 @@ func (j *job) end() {
 func (j *job) ctxError(err error) *apiError {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &apiError{Status: fasthttp.StatusRequestTimeout, Type: "TimeoutError", Message: fmt.Sprintf("the request did not finish within limits.request_timeout (%s)", j.s.cfg.RequestTimeout)}
+		return &apiError{Status: fasthttp.StatusRequestTimeout, Type: "TimeoutError", Message: fmt.Sprintf("the request did not finish within limits.request_timeout (%s)", j.timeout)}
 	case errors.Is(err, context.Canceled):
 		return &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: "the request was cancelled because the server is shutting down"}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +116,10 @@ func (s *Server) unavailable(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
+	if h := s.live.Load().UnitHash; h != "" {
+		ctx.Response.Header.Set(HeaderUnitHash, h)
+		ctx.Response.Header.Set(HeaderPID, strconv.Itoa(os.Getpid()))
+	}
 	if up := s.upstream.Load(); up != nil && !up.alive() {
 		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: fmt.Sprintf("the upstream server exited: %v", up.u.Err())})
 		return

@@ -73,6 +73,33 @@ type Config struct {
 	Conditions *Conditions
 	// Logger receives one debug line per request and errors; nil discards.
 	Logger *slog.Logger
+	// UnitHash identifies the unit text the server runs (hex SHA-256);
+	// /health reports it in HeaderUnitHash with the pid in HeaderPID, so
+	// a restarted ttisd can tell which version a server it adopts runs.
+	UnitHash string
+	// Reload delivers new live settings while the server runs (see Live).
+	Reload <-chan Live
+}
+
+// Headers of GET /health that identify the server process.
+const (
+	HeaderUnitHash = "Ttis-Unit-Hash"
+	HeaderPID      = "Ttis-Pid"
+)
+
+// Live is the part of a unit's configuration that a running server takes
+// without a restart: it is read per request, not built into the engine,
+// the listener or the HTTP server. ttisd sends SIGHUP only for edits that
+// change nothing else.
+type Live struct {
+	MaxQueue       int
+	RequestTimeout time.Duration
+	ShutdownGrace  time.Duration
+	UnitHash       string
+}
+
+func (c Config) live() Live {
+	return Live{MaxQueue: c.MaxQueue, RequestTimeout: c.RequestTimeout, ShutdownGrace: c.ShutdownGrace, UnitHash: c.UnitHash}
 }
 
 // Server is one unit's inference server. Create it with New, hand it an
@@ -82,6 +109,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	state    atomic.Pointer[engineState]
+	live     atomic.Pointer[Live]
 	upstream atomic.Pointer[upstreamState]
 	// loadErr is set when the engine failed to open.
 	loadErr atomic.Pointer[string]
@@ -144,6 +172,8 @@ func New(cfg Config) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: log, sem: semaphore.NewWeighted(int64(cfg.MaxConcurrency)), m: newMetrics(cfg.Model), started: time.Now()}
+	lv := cfg.live()
+	s.live.Store(&lv)
 	s.genCtx, s.cancelGen = context.WithCancel(context.Background())
 	s.sinks.New = func() any { return &sseSink{buf: make([]byte, 0, 4096), frame: make([]byte, 0, 4096)} }
 	s.srv = &fasthttp.Server{
@@ -184,6 +214,21 @@ func (s *Server) SetEngine(e runtime.Engine) {
 	s.state.Store(st)
 }
 
+// SetLive applies new live settings; requests that arrive from now on see
+// them. A negative queue is refused (the old settings stay).
+func (s *Server) SetLive(l Live) error {
+	if l.MaxQueue < 0 {
+		return fmt.Errorf("serve: max_queue must not be negative, got %d", l.MaxQueue)
+	}
+	if l.ShutdownGrace <= 0 {
+		l.ShutdownGrace = s.live.Load().ShutdownGrace
+	}
+	old := s.live.Swap(&l)
+	s.log.Info("live settings applied", "max_queue", l.MaxQueue, "request_timeout", l.RequestTimeout,
+		"shutdown_grace", l.ShutdownGrace, "unit_hash", l.UnitHash, "was_max_queue", old.MaxQueue, "was_request_timeout", old.RequestTimeout)
+	return nil
+}
+
 // SetLoadError records why the engine could not be opened; /health answers
 // 503 with the message.
 func (s *Server) SetLoadError(err error) {
@@ -207,13 +252,14 @@ func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.closeKept(true)
-	grace, cancel := context.WithTimeout(ctx, s.cfg.ShutdownGrace)
+	graceFor := s.live.Load().ShutdownGrace
+	grace, cancel := context.WithTimeout(ctx, graceFor)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
 		// The server's own wait is bounded by the grace period plus a
 		// margin for cancelled streams to write their last event.
-		c, cc := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownGrace+5*time.Second)
+		c, cc := context.WithTimeout(context.WithoutCancel(ctx), graceFor+5*time.Second)
 		defer cc()
 		done <- s.srv.ShutdownWithContext(c)
 	}()
@@ -223,7 +269,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cancelGen()
 		return err
 	case <-grace.Done():
-		s.log.Warn("shutdown grace period over; cancelling in-flight requests", "grace", s.cfg.ShutdownGrace)
+		s.log.Warn("shutdown grace period over; cancelling in-flight requests", "grace", graceFor)
 		s.cancelGen()
 	}
 	return <-done
@@ -301,6 +347,11 @@ func (b upstreamBackend) deathErr() error       { return b.Err() }
 func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Context) (backend, error)) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.Serve(ln) }()
+	if s.cfg.Reload != nil {
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go s.reloads(rctx)
+	}
 	s.log.Info("listening", "addr", ln.Addr().String(), "model", s.cfg.Model)
 
 	type opened struct {
@@ -339,7 +390,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	case err := <-serveErr:
 		runErr = fmt.Errorf("serve: %w", err)
 	}
-	s.log.Info("stopping", "grace", s.cfg.ShutdownGrace)
+	s.log.Info("stopping", "grace", s.live.Load().ShutdownGrace)
 	if err := s.Shutdown(context.Background()); err != nil && runErr == nil {
 		s.log.Warn("shutdown did not finish cleanly", "err", err)
 	}
@@ -349,7 +400,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 		select {
 		case o := <-openDone:
 			be = o.b
-		case <-time.After(s.cfg.ShutdownGrace):
+		case <-time.After(s.live.Load().ShutdownGrace):
 		}
 	}
 	if be != nil {
@@ -359,6 +410,23 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	}
 	s.log.Info("stopped")
 	return runErr
+}
+
+// reloads applies live settings from cfg.Reload until ctx ends.
+func (s *Server) reloads(ctx context.Context) {
+	for {
+		select {
+		case l, ok := <-s.cfg.Reload:
+			if !ok {
+				return
+			}
+			if err := s.SetLive(l); err != nil {
+				s.log.Error("live settings refused", "err", err)
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // newID returns a random identifier for responses and requests.

@@ -29,6 +29,11 @@ type Options struct {
 	Grace time.Duration
 	// Heartbeat overrides the SSE heartbeat interval (tests).
 	Heartbeat time.Duration
+	// UnitHash is the hex SHA-256 of the unit text (see Config.UnitHash).
+	UnitHash string
+	// Reload delivers the live settings of re-read versions of the unit
+	// (ttisd serve re-reads its file on SIGHUP; see LiveFor).
+	Reload <-chan Live
 }
 
 // ConfigFor builds the server configuration for a loaded unit.
@@ -41,8 +46,8 @@ func ConfigFor(u *units.Unit, o Options) (Config, error) {
 		Listen: u.Listen, Model: u.Model, Auth: v,
 		MaxConcurrency: u.Limits.MaxConcurrency, MaxQueue: u.Limits.MaxQueue, MaxContext: u.Limits.MaxContext,
 		RequestTimeout: u.Limits.RequestTimeout.Duration, MaxBodyBytes: u.Limits.MaxBodyBytes,
-		ShutdownGrace: o.Grace, Heartbeat: o.Heartbeat, Version: o.Version, Logger: o.Logger,
-		Conditions: ConditionsOf(u),
+		ShutdownGrace: shutdownGrace(u, o), Heartbeat: o.Heartbeat, Version: o.Version, Logger: o.Logger,
+		UnitHash: o.UnitHash, Reload: o.Reload, Conditions: ConditionsOf(u),
 	}
 	if u.Name != "" && u.Name != u.Model {
 		cfg.Aliases = append(cfg.Aliases, u.Name)
@@ -51,16 +56,28 @@ func ConfigFor(u *units.Unit, o Options) (Config, error) {
 		// Clients (vllm bench, lm-eval) name models by their HF repo.
 		cfg.Aliases = append(cfg.Aliases, spec.HFRepo, spec.ModelName)
 	}
-	if cfg.ShutdownGrace == 0 {
-		cfg.ShutdownGrace = 30 * time.Second
-		if st := u.Restart.StopTimeout.Duration; st > 0 {
-			cfg.ShutdownGrace = max(st-5*time.Second, st/2, time.Second)
-		}
-	}
 	if cfg.MaxConcurrency == 0 {
 		return Config{}, fmt.Errorf("unit %s: limits.max_concurrency is not set and the catalog gives none", u.Name)
 	}
 	return cfg, nil
+}
+
+// shutdownGrace is o.Grace, or the unit's restart.stop_timeout less 5s
+// (so the daemon's SIGKILL never cuts a drain short), or 30s.
+func shutdownGrace(u *units.Unit, o Options) time.Duration {
+	if o.Grace > 0 {
+		return o.Grace
+	}
+	if st := u.Restart.StopTimeout.Duration; st > 0 {
+		return max(st-5*time.Second, st/2, time.Second)
+	}
+	return 30 * time.Second
+}
+
+// LiveFor returns the live settings of a re-read version of a unit, whose
+// text hashes to hash.
+func LiveFor(u *units.Unit, hash string, o Options) Live {
+	return Live{MaxQueue: u.Limits.MaxQueue, RequestTimeout: u.Limits.RequestTimeout.Duration, ShutdownGrace: shutdownGrace(u, o), UnitHash: hash}
 }
 
 // RunUnit serves a loaded unit until ctx ends (see Run).

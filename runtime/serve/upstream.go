@@ -54,16 +54,17 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *upstreamState, path, reqI
 		return
 	}
 	if !s.sem.TryAcquire(1) {
-		if s.m.waiting.Add(1) > int64(s.cfg.MaxQueue) {
+		lv := s.live.Load()
+		if s.m.waiting.Add(1) > int64(lv.MaxQueue) {
 			s.m.waiting.Add(-1)
 			retryAfter(ctx, time.Second)
 			writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
-				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, s.cfg.MaxQueue)})
+				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
 			return
 		}
 		wctx, cancel := s.genCtx, context.CancelFunc(func() {})
-		if s.cfg.RequestTimeout > 0 {
-			wctx, cancel = context.WithTimeout(s.genCtx, s.cfg.RequestTimeout)
+		if lv.RequestTimeout > 0 {
+			wctx, cancel = context.WithTimeout(s.genCtx, lv.RequestTimeout)
 		}
 		err := s.sem.Acquire(wctx, 1)
 		cancel()

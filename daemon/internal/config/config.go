@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -46,6 +47,14 @@ type Config struct {
 	ServerExecutable string `toml:"server_executable"`
 	// LogLines is how many recent output lines each unit keeps.
 	LogLines int `toml:"log_lines"`
+	// LiveRestore leaves the servers running when ttisd stops (SIGTERM),
+	// for the next ttisd to adopt: an upgrade of the daemon alone then
+	// costs no server restart. Under systemd it needs KillMode=process,
+	// or systemd stops them with the daemon.
+	LiveRestore bool `toml:"live_restore"`
+	// MetricsListen is the host:port of ttisd's Prometheus metrics
+	// (GET /metrics); empty serves none.
+	MetricsListen string `toml:"metrics_listen"`
 }
 
 // Default returns the configuration of a system-wide install.
@@ -139,6 +148,11 @@ func (c *Config) Validate() error {
 	}
 	if c.LogLines < 1 {
 		return fmt.Errorf("log_lines: %d must be at least 1", c.LogLines)
+	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			return fmt.Errorf("metrics_listen: %q is not host:port (e.g. \"127.0.0.1:9464\"): %w", c.MetricsListen, err)
+		}
 	}
 	return nil
 }

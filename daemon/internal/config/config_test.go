@@ -27,6 +27,8 @@ func TestParse(t *testing.T) {
 		{name: "bad level", data: "log_level = \"loud\"\n", wantErr: "log_level"},
 		{name: "long socket", data: "socket = \"/" + strings.Repeat("s", 120) + "\"\n", wantErr: "longer than"},
 		{name: "broken toml", data: "units_dir = \n", wantErr: "ttisd.toml:1:"},
+		{name: "metrics listen", data: "metrics_listen = \"127.0.0.1:9464\"\n", check: func(c Config) bool { return c.MetricsListen == "127.0.0.1:9464" }},
+		{name: "bad metrics listen", data: "metrics_listen = \"9464\"\n", wantErr: "metrics_listen: \"9464\" is not host:port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

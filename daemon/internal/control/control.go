@@ -37,6 +37,9 @@ type Server struct {
 	Logger  *slog.Logger
 	// Done ends streaming responses (logs -f) when the daemon shuts down.
 	Done <-chan struct{}
+	// Observe, when set, is told about every request: its route pattern
+	// ("GET /v1/units/{name}"), status and duration.
+	Observe func(route string, code int, d time.Duration)
 }
 
 // Handler returns the API's routes.
@@ -62,8 +65,38 @@ func (s *Server) Handler() http.Handler {
 			writeError(w, http.StatusForbidden, api.CodeBadRequest, "browser requests are not accepted")
 			return
 		}
-		mux.ServeHTTP(w, r)
+		if s.Observe == nil {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		mux.ServeHTTP(sw, r)
+		// The mux sets r.Pattern to the route it chose.
+		route := r.Pattern
+		if route == "" || route == "/" {
+			route = "other"
+		}
+		s.Observe(route, sw.code, time.Since(start))
 	})
+}
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets log streams through (logs -f).
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func (s *Server) unit(w http.ResponseWriter, r *http.Request) {

@@ -1,10 +1,14 @@
-// Package orphans remembers which server processes the daemon started, so
-// that a daemon started after a crash (or a SIGKILL outside systemd, whose
-// cgroup would otherwise clean up) can stop the servers its predecessor
-// left behind before starting new ones on the same ports and chips.
+// Package orphans remembers which server processes the daemon started and
+// what each one runs, so that a daemon started after a crash, an upgrade or
+// a SIGKILL can adopt the servers its predecessor left running, and stop
+// those it cannot adopt before starting new ones on the same ports and
+// chips.
 package orphans
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,43 +20,65 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/ttis-dev/ttis/daemon/internal/proc"
 )
 
-// Registry keeps one file per unit, "<unit>.pid", holding the server's pid
-// and its start time (so a recycled pid is never mistaken for it).
+// Registry keeps one file per unit, "<unit>.json", describing its server.
 type Registry struct {
 	Dir string
 }
 
-// Record notes that unit's server runs as pid.
-func (r Registry) Record(unit string, pid int) error {
-	start, err := startTime(pid)
+// Server is one recorded server process.
+type Server struct {
+	Unit string `json:"-"`
+	PID  int    `json:"pid"`
+	// Start is the process start time (clock ticks since boot), so a
+	// recycled pid is never mistaken for it.
+	Start  uint64 `json:"start_time"`
+	Listen string `json:"listen"`
+	// Text is the unit text the server loaded and Hash its SHA-256 (hex),
+	// which the server reports on /health. Empty for records of a ttisd
+	// too old to write them: such a server cannot be adopted.
+	Hash string `json:"unit_hash,omitempty"`
+	Text string `json:"unit_text,omitempty"`
+}
+
+// Record notes that unit's server runs as pid, listening on listen, with
+// the text of unitFile (which it has just read, at start or on SIGHUP).
+func (r Registry) Record(unit string, pid int, listen, unitFile string) error {
+	start, err := proc.StartTime(pid)
+	if err != nil {
+		return err
+	}
+	text, err := os.ReadFile(unitFile)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(text)
+	s := Server{PID: pid, Start: start, Listen: listen, Hash: hex.EncodeToString(sum[:]), Text: string(text)}
+	b, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(r.Dir, 0o750); err != nil {
 		return err
 	}
-	return renameio.WriteFile(filepath.Join(r.Dir, unit+".pid"), fmt.Appendf(nil, "%d %d\n", pid, start), 0o600, renameio.WithTempDir(r.Dir))
+	// The text may name a secret file: keep the record private.
+	return renameio.WriteFile(filepath.Join(r.Dir, unit+".json"), append(b, '\n'), 0o600, renameio.WithTempDir(r.Dir))
 }
 
 // Forget removes unit's record if it still names pid.
 func (r Registry) Forget(unit string, pid int) {
-	path := filepath.Join(r.Dir, unit+".pid")
-	if p, _, err := readRecord(path); err == nil && p == pid {
+	path := filepath.Join(r.Dir, unit+".json")
+	if s, err := readRecord(path); err == nil && s.PID == pid {
 		_ = os.Remove(path)
 	}
 }
 
-// Reaped is a leftover server that Reap stopped.
-type Reaped struct {
-	Unit string
-	PID  int
-}
-
-// Reap stops every recorded server that is still running (SIGTERM to its
-// process group, SIGKILL after grace) and clears the records.
-func (r Registry) Reap(grace time.Duration) ([]Reaped, error) {
+// Servers returns the recorded servers that still run, each the leader of
+// its own process group. Records of processes that are gone are removed.
+func (r Registry) Servers() ([]Server, error) {
 	entries, err := os.ReadDir(r.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -60,84 +86,94 @@ func (r Registry) Reap(grace time.Duration) ([]Reaped, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read server records: %w", err)
 	}
-	var alive []Reaped
+	var out []Server
 	for _, e := range entries {
-		unit, ok := strings.CutSuffix(e.Name(), ".pid")
-		if !ok || strings.HasPrefix(unit, ".") {
+		if strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		path := filepath.Join(r.Dir, e.Name())
-		pid, start, err := readRecord(path)
-		_ = os.Remove(path)
-		if err != nil {
+		var s Server
+		var err error
+		if unit, ok := strings.CutSuffix(e.Name(), ".json"); ok {
+			s, err = readRecord(path)
+			s.Unit = unit
+		} else if unit, ok := strings.CutSuffix(e.Name(), ".pid"); ok {
+			// An older ttisd's "<pid> <start>" record: stop, never adopt.
+			s, err = readLegacy(path)
+			s.Unit = unit
+			_ = os.Remove(path)
+		} else {
 			continue
 		}
-		// Only the same process (same start time) leading its own group.
-		if st, err := startTime(pid); err != nil || st != start {
+		if err != nil || !alive(s) {
+			_ = os.Remove(path)
 			continue
 		}
-		if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// alive reports whether s still runs as the leader of its process group.
+func alive(s Server) bool {
+	if st, err := proc.StartTime(s.PID); err != nil || st != s.Start || !proc.Running(s.PID) {
+		return false
+	}
+	pgid, err := syscall.Getpgid(s.PID)
+	return err == nil && pgid == s.PID
+}
+
+// Stop stops servers (SIGTERM to each process group, SIGKILL after grace)
+// and removes their records.
+func (r Registry) Stop(servers []Server, grace time.Duration) {
+	for _, s := range servers {
+		_ = os.Remove(filepath.Join(r.Dir, s.Unit+".json"))
+		if !alive(s) {
 			continue
 		}
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		_ = syscall.Kill(-pid, syscall.SIGCONT)
-		alive = append(alive, Reaped{Unit: unit, PID: pid})
+		_ = syscall.Kill(-s.PID, syscall.SIGTERM)
+		_ = syscall.Kill(-s.PID, syscall.SIGCONT)
 	}
 	deadline := time.Now().Add(grace)
-	for _, a := range alive {
-		for running(a.PID) && time.Now().Before(deadline) {
+	for _, s := range servers {
+		for alive(s) && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		// The group may hold grandchildren even when the leader is gone.
-		_ = syscall.Kill(-a.PID, syscall.SIGKILL)
+		_ = syscall.Kill(-s.PID, syscall.SIGKILL)
 	}
-	return alive, nil
 }
 
-func readRecord(path string) (pid int, start uint64, err error) {
+func readRecord(path string) (Server, error) {
+	var s Server
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, 0, err
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	if s.PID <= 1 {
+		return s, fmt.Errorf("%s: malformed pid", path)
+	}
+	return s, nil
+}
+
+func readLegacy(path string) (Server, error) {
+	var s Server
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
 	}
 	f := strings.Fields(string(b))
 	if len(f) != 2 {
-		return 0, 0, fmt.Errorf("%s: malformed record", path)
+		return s, fmt.Errorf("%s: malformed record", path)
 	}
-	if pid, err = strconv.Atoi(f[0]); err != nil || pid <= 1 {
-		return 0, 0, fmt.Errorf("%s: malformed pid", path)
+	if s.PID, err = strconv.Atoi(f[0]); err != nil || s.PID <= 1 {
+		return s, fmt.Errorf("%s: malformed pid", path)
 	}
-	if start, err = strconv.ParseUint(f[1], 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("%s: malformed start time", path)
+	if s.Start, err = strconv.ParseUint(f[1], 10, 64); err != nil {
+		return s, fmt.Errorf("%s: malformed start time", path)
 	}
-	return pid, start, nil
-}
-
-// startTime reads field 22 of /proc/PID/stat: the process start time in
-// clock ticks since boot.
-func startTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); field 22 is f[19].
-	if len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
-}
-
-// running reports whether pid exists and has not exited (a zombie has).
-func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
+	return s, nil
 }

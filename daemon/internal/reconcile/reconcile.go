@@ -1,13 +1,21 @@
-// Package reconcile keeps the running units equal to the units folder: it
-// reads the folder, diffs it by content hash against what runs, starts new
-// units, restarts changed ones and stops removed or disabled ones. A unit
-// whose new text is broken keeps its last good version running.
+// Package reconcile keeps the running units equal to the units folder.
+// Each pass reads the folder, plans (Plan: a pure comparison of what runs
+// with what is declared, giving typed actions) and applies the plan: new
+// units start, removed or disabled ones stop, and an edited unit gets
+// what its changed fields need (see package change): nothing, a new spec
+// for its supervisor, a live reload of its server, or a restart. A unit
+// whose new text is broken keeps its last good version running. At
+// startup, Restore brings back the last good versions and adopts the
+// servers an earlier daemon left running.
 package reconcile
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -41,11 +49,13 @@ type Reconciler struct {
 	snapshotDir string
 	load        Loader
 	deps        supervise.Deps
-	started     func(unit string, pid int)
+	running     func(unit string, pid int, spec supervise.Spec)
 	ended       func(unit string, pid int)
+	hooks       Hooks
 	logLines    int
 	log         *slog.Logger
 	now         func() time.Time
+	identify    func(ctx context.Context, listen string) (int, string, bool, error)
 
 	runCtx context.Context // parent of every supervisor's Run
 
@@ -74,6 +84,8 @@ type entry struct {
 	// stoppedByUser: "ttisctl stop" holds until start/restart, even across
 	// edits.
 	stoppedByUser bool
+	// last is what the last accepted edit did.
+	last *api.Change
 }
 
 // Options configure a Reconciler.
@@ -88,14 +100,20 @@ type Options struct {
 	// Deps is the template for every unit's supervisor (starter, probe,
 	// reset, clock); Logger and Ring are set per unit.
 	Deps supervise.Deps
-	// Started and Ended are told about every server process of every unit.
-	Started func(unit string, pid int)
+	// Running and Ended are told about every server process of every
+	// unit (see supervise.Deps).
+	Running func(unit string, pid int, spec supervise.Spec)
 	Ended   func(unit string, pid int)
+	// Hooks are told what passes do.
+	Hooks Hooks
 	// LogLines is the size of each unit's log ring.
 	LogLines int
 	Logger   *slog.Logger
 	// Now is the wall clock for load times; nil means time.Now.
 	Now func() time.Time
+	// Identify asks a server which pid and unit text it runs (see
+	// Restore); nil means supervise.Identify.
+	Identify func(ctx context.Context, listen string) (pid int, unitHash string, ready bool, err error)
 }
 
 // New returns a reconciler; supervisors run under ctx, and cancelling it
@@ -106,11 +124,13 @@ func New(ctx context.Context, o Options) *Reconciler {
 		snapshotDir: o.SnapshotDir,
 		load:        o.Load,
 		deps:        o.Deps,
-		started:     o.Started,
+		running:     o.Running,
 		ended:       o.Ended,
+		hooks:       o.Hooks,
 		logLines:    o.LogLines,
 		log:         o.Logger,
 		now:         o.Now,
+		identify:    o.Identify,
 		runCtx:      ctx,
 		units:       map[string]*entry{},
 	}
@@ -123,13 +143,17 @@ func New(ctx context.Context, o Options) *Reconciler {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	if r.identify == nil {
+		r.identify = supervise.Identify
+	}
 	if r.logLines < 1 {
 		r.logLines = 1000
 	}
 	return r
 }
 
-// Reconcile re-reads the folder and makes the running units match it.
+// Reconcile re-reads the folder and makes the running units match it:
+// it plans (see Plan) and applies the plan.
 func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 	r.scanMu.Lock()
 	defer r.scanMu.Unlock()
@@ -149,6 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 		r.mu.Lock()
 		if r.dirErr != msg {
 			r.log.Error("cannot read units folder", "dir", r.dir, "err", err)
+			r.count(ErrorFolder)
 		}
 		r.dirErr, r.lastScan = msg, now
 		n := len(r.units)
@@ -157,117 +182,18 @@ func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 		return res
 	}
 
-	type action struct {
-		e     *entry
-		kind  string // start, update, stop, remove
-		spec  supervise.Spec
-		unit  *units.Unit
-		data  []byte
-		start bool
-	}
-	var actions []action
-
 	r.mu.Lock()
 	if r.dirErr != "" {
 		r.log.Info("units folder readable again", "dir", r.dir)
 	}
 	r.dirErr, r.lastScan = "", now
-	seen := map[string]bool{}
-	for _, f := range set.Files {
-		seen[f.Name] = true
-		e := r.units[f.Name]
-		if e == nil {
-			e = &entry{name: f.Name, path: f.Path, ring: logring.New(r.logLines)}
-			r.units[f.Name] = e
-		}
-		e.path = f.Path
-		if f.Unit == nil {
-			msg := f.Err.Error()
-			if e.loadErr == "" {
-				e.errAt = now
-			}
-			if f.Hash == "" || e.errHash != f.Hash || e.loadErr != msg {
-				r.log.Error("unit file invalid", "unit", f.Name, "err", msg, "last_good", e.good != nil)
-				e.ring.Add(api.LogLine{Time: now, Stream: "ttisd", Text: "Unit file invalid: " + oneLine(msg)})
-			}
-			e.loadErr, e.errHash = msg, f.Hash
-			res.Errors = append(res.Errors, oneLine(msg))
-			continue
-		}
-		e.loadErr, e.errHash = "", ""
-		if f.Hash == e.hash && e.good != nil {
-			continue
-		}
-		first := e.good == nil
-		e.good, e.goodAt, e.hash = f.Unit, now, f.Hash
-		spec := specOf(f.Unit, f.Hash)
-		switch {
-		case f.Unit.Disabled:
-			if e.sup != nil {
-				actions = append(actions, action{e: e, kind: "stop"})
-				res.Stopped = append(res.Stopped, f.Name)
-			}
-		case e.sup == nil:
-			actions = append(actions, action{e: e, kind: "start", spec: spec, unit: f.Unit, data: f.Data})
-			res.Started = append(res.Started, f.Name)
-		default:
-			actions = append(actions, action{e: e, kind: "update", spec: spec, unit: f.Unit, data: f.Data, start: !e.stoppedByUser})
-			res.Changed = append(res.Changed, f.Name)
-		}
-		if !first {
-			e.ring.Add(api.LogLine{Time: now, Stream: "ttisd", Text: "Unit file changed (" + short(f.Hash) + ")."})
-		}
-	}
-	for name, e := range r.units {
-		if !seen[name] {
-			actions = append(actions, action{e: e, kind: "remove"})
-			res.Stopped = append(res.Stopped, name)
-			delete(r.units, name)
-		}
-	}
-	res.Units = len(r.units)
+	actions := Plan(r.current(), set.Files)
 	r.mu.Unlock()
 
-	// Stops first, so a removed unit frees its chips and port before a new
-	// unit needs them; each group runs in parallel.
-	var wg sync.WaitGroup
-	for _, a := range actions {
-		if a.kind != "stop" && a.kind != "remove" {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.stopEntry(ctx, a.e, a.kind == "remove")
-		}()
-	}
-	wg.Wait()
-	for i, a := range actions {
-		if a.kind == "start" || a.kind == "update" {
-			actions[i].spec = r.snapshot(a.unit, a.data, a.spec)
-		}
-	}
-	for _, a := range actions {
-		switch a.kind {
-		case "start":
-			r.startEntry(ctx, a.e, a.spec)
-		case "update":
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := a.e.sup.Update(ctx, a.spec); err != nil {
-					r.log.Error("update unit", "unit", a.e.name, "err", err)
-					return
-				}
-				if a.start {
-					if err := a.e.sup.Start(ctx); err != nil {
-						r.log.Error("start unit", "unit", a.e.name, "err", err)
-					}
-				}
-			}()
-		}
-	}
-	wg.Wait()
+	r.apply(ctx, actions, now, &res)
+	r.mu.Lock()
+	res.Units = len(r.units)
+	r.mu.Unlock()
 	for _, l := range [][]string{res.Started, res.Stopped, res.Changed, res.Errors} {
 		sort.Strings(l)
 	}
@@ -275,6 +201,15 @@ func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 		r.log.Info("units reconciled", "started", res.Started, "stopped", res.Stopped, "changed", res.Changed, "errors", len(res.Errors))
 	}
 	return res
+}
+
+// current is Plan's view of the units; r.mu is held.
+func (r *Reconciler) current() map[string]Current {
+	cur := make(map[string]Current, len(r.units))
+	for name, e := range r.units {
+		cur[name] = Current{Good: e.good, Hash: e.hash, Supervised: e.sup != nil}
+	}
+	return cur
 }
 
 // heldBy returns the running versions of units whose file is in set but
@@ -291,29 +226,43 @@ func (r *Reconciler) heldBy(set *units.Set) []*units.Unit {
 	return held
 }
 
+// startEntry starts a unit, making its supervisor first if it has none.
 func (r *Reconciler) startEntry(ctx context.Context, e *entry, spec supervise.Spec) {
+	r.mu.Lock()
+	sup := e.sup
+	r.mu.Unlock()
+	if sup != nil {
+		// Enabled again: the supervisor takes the new version.
+		r.change(ctx, e, func(sup *supervise.Supervisor) error { return sup.Update(ctx, spec) }, true)
+		return
+	}
+	sup = r.supervisor(e, spec)
+	r.run(e, sup)
+	r.change(ctx, e, func(*supervise.Supervisor) error { return nil }, true)
+}
+
+// supervisor makes a unit's supervisor (not yet running).
+func (r *Reconciler) supervisor(e *entry, spec supervise.Spec) *supervise.Supervisor {
 	deps := r.deps
 	deps.Ring = e.ring
 	deps.Logger = r.log
-	if r.started != nil {
-		deps.Started = func(pid int) { r.started(e.name, pid) }
+	if r.running != nil {
+		deps.Running = func(pid int, spec supervise.Spec) { r.running(e.name, pid, spec) }
 	}
 	if r.ended != nil {
 		deps.Ended = func(pid int) { r.ended(e.name, pid) }
 	}
-	sup := supervise.New(spec, deps)
+	return supervise.New(spec, deps)
+}
+
+// run runs sup as the unit's supervisor until the unit is removed or the
+// reconciler's context ends.
+func (r *Reconciler) run(e *entry, sup *supervise.Supervisor) {
 	sctx, cancel := context.WithCancel(r.runCtx)
 	go sup.Run(sctx)
 	r.mu.Lock()
 	e.sup, e.cancel = sup, cancel
-	userStopped := e.stoppedByUser
 	r.mu.Unlock()
-	if userStopped {
-		return
-	}
-	if err := sup.Start(ctx); err != nil {
-		r.log.Error("start unit", "unit", e.name, "err", err)
-	}
 }
 
 // stopEntry stops a unit's process; remove also ends its supervisor.
@@ -336,6 +285,10 @@ func (r *Reconciler) stopEntry(ctx context.Context, e *entry, remove bool) {
 		if r.snapshotDir != "" {
 			_ = os.Remove(filepath.Join(r.snapshotDir, e.name+units.Ext))
 		}
+		// The starter may keep files per unit (ExecStarter's output).
+		if f, ok := r.deps.Starter.(interface{ Forget(unit string) }); ok {
+			f.Forget(e.name)
+		}
 	}
 }
 
@@ -354,22 +307,42 @@ func (r *Reconciler) snapshot(u *units.Unit, data []byte, spec supervise.Spec) s
 	return spec
 }
 
+// Detach makes every supervisor leave its server running when the
+// reconciler's context ends (live restore: the next daemon adopts them).
+func (r *Reconciler) Detach(ctx context.Context) {
+	r.scanMu.Lock()
+	defer r.scanMu.Unlock()
+	for _, s := range r.supervisors(false) {
+		if err := s.Detach(ctx); err != nil {
+			r.log.Warn("detach unit", "err", err)
+		}
+	}
+}
+
+// supervisors returns every unit's supervisor, cancelling each one's
+// context when cancel is set.
+func (r *Reconciler) supervisors(cancel bool) []*supervise.Supervisor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sups []*supervise.Supervisor
+	for _, e := range r.units {
+		if e.sup != nil {
+			if cancel {
+				e.cancel()
+			}
+			sups = append(sups, e.sup)
+		}
+	}
+	return sups
+}
+
 // Shutdown stops every unit and waits until all their processes are gone.
 // The caller cancels the context passed to New first, or Shutdown does
 // the stops itself.
 func (r *Reconciler) Shutdown(ctx context.Context) {
 	r.scanMu.Lock()
 	defer r.scanMu.Unlock()
-	r.mu.Lock()
-	var sups []*supervise.Supervisor
-	for _, e := range r.units {
-		if e.sup != nil {
-			e.cancel()
-			sups = append(sups, e.sup)
-		}
-	}
-	r.mu.Unlock()
-	for _, s := range sups {
+	for _, s := range r.supervisors(true) {
 		select {
 		case <-s.Done():
 		case <-ctx.Done():
@@ -496,7 +469,10 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 	d := api.UnitDetail{Unit: r.unitOf(e)}
 	r.mu.Lock()
 	good, goodAt, loadErr := e.good, e.goodAt, e.loadErr
+	d.LastChange = e.last
+	cur, path, errHash := Current{Good: e.good, Hash: e.hash, Supervised: e.sup != nil}, e.path, e.errHash
 	r.mu.Unlock()
+	d.Pending = pending(e.name, path, cur, errHash)
 	switch {
 	case good != nil && loadErr != "":
 		d.Detail = fmt.Sprintf("using last good version from %s; new version invalid: %s", goodAt.Format(time.RFC3339), oneLine(loadErr))
@@ -519,6 +495,55 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 		d.MemoryBytes = residentBytes(d.PID)
 	}
 	return d, nil
+}
+
+// pending plans the unit file at path as it is on disk now against cur,
+// the unit as it runs; nil when the text is one already seen (the good
+// one, or the broken one reported in errHash). Conflicts with other units
+// are only found when the folder is applied.
+func pending(name, path string, cur Current, errHash string) *api.Change {
+	if path == "" {
+		return nil
+	}
+	f := readFile(name, path)
+	if f.Hash != "" && (f.Hash == cur.Hash || f.Hash == errHash) {
+		return nil
+	}
+	acts := Plan(map[string]Current{name: cur}, []*units.File{f})
+	if len(acts) == 0 {
+		return nil
+	}
+	a := acts[0]
+	c := &api.Change{Action: a.Kind.String(), Fields: a.Diff.Keys(), Hash: f.Hash}
+	if a.Kind == Invalid {
+		c.Error = oneLine(f.Err.Error())
+	}
+	return c
+}
+
+// readFile reads one unit file as units.LoadDirHeld does, without the
+// checks against other units.
+func readFile(name, path string) *units.File {
+	f := &units.File{Name: name, Path: path}
+	// A unit file is a few hundred bytes; the folder pass reports a
+	// larger one, this preview does not read it all.
+	fh, err := os.Open(path)
+	if err != nil {
+		f.Err = units.Errors(err)
+		return f
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, 1<<20))
+	if err != nil {
+		f.Err = units.Errors(err)
+		return f
+	}
+	sum := sha256.Sum256(data)
+	f.Data, f.Hash = data, hex.EncodeToString(sum[:])
+	if f.Unit, err = units.Parse(name, path, data); err != nil {
+		f.Err = units.Errors(err)
+	}
+	return f
 }
 
 // residentBytes reads a process's resident memory from /proc, or 0.
@@ -558,6 +583,7 @@ func (r *Reconciler) unitOf(e *entry) api.Unit {
 		u.State, u.SubState, u.Result = st.State, st.SubState, st.Result
 		u.PID, u.Restarts, u.Since = st.PID, st.Restarts, st.Since
 		u.LastExit, u.LastError = st.LastExit, st.LastError
+		u.RestartsTotal, u.LastStartSeconds, u.Adopted = st.RestartsTotal, st.LastStartDuration.Seconds(), st.Adopted
 	} else {
 		u.State, u.SubState, u.Since = api.StateInactive, api.SubDead, goodAt
 		if good == nil {

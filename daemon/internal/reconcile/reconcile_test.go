@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/daemon/internal/orphans"
 	"github.com/ttis-dev/ttis/daemon/internal/supervise"
 	"go.uber.org/goleak"
 )
@@ -21,10 +23,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeStarter starts fake processes that run until signalled.
 type fakeStarter struct {
-	mu     sync.Mutex
-	starts map[string]int
-	files  map[string]string
-	pid    int
+	mu      sync.Mutex
+	starts  map[string]int
+	files   map[string]string
+	procs   map[string]*fakeProc
+	adopted map[string]*fakeProc
+	pid     int
 }
 
 func (f *fakeStarter) Start(spec supervise.Spec, stdout, _ io.Writer) (supervise.Process, error) {
@@ -40,7 +44,12 @@ func (f *fakeStarter) Start(spec supervise.Spec, stdout, _ io.Writer) (supervise
 	f.files[spec.Name] = spec.UnitFile
 	f.pid++
 	fmt.Fprintf(stdout, "serving %s\n", spec.Name)
-	return &fakeProc{pid: 1000 + f.pid, done: make(chan struct{})}, nil
+	p := &fakeProc{pid: 1000 + f.pid, done: make(chan struct{})}
+	if f.procs == nil {
+		f.procs = map[string]*fakeProc{}
+	}
+	f.procs[spec.Name] = p
+	return p, nil
 }
 
 func (f *fakeStarter) count(name string) int {
@@ -53,9 +62,16 @@ type fakeProc struct {
 	pid  int
 	once sync.Once
 	done chan struct{}
+	hups atomic.Int32
 }
 
 func (p *fakeProc) Pid() int { return p.pid }
+func (p *fakeProc) SignalMain(sig syscall.Signal) error {
+	if sig == syscall.SIGHUP {
+		p.hups.Add(1)
+	}
+	return nil
+}
 func (p *fakeProc) Signal(sig syscall.Signal) error {
 	p.once.Do(func() { close(p.done) })
 	return nil
@@ -81,9 +97,16 @@ func newFixture(t *testing.T) *fixture {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	r, st := newReconciler(t, dir, nil)
+	return &fixture{t: t, dir: dir, starter: st, r: r}
+}
+
+// newReconciler runs a reconciler on the units folder dir (snapshots
+// beside it) with fake servers, as a daemon would.
+func newReconciler(t *testing.T, dir string, identify func(context.Context, string) (int, string, bool, error)) (*Reconciler, *fakeStarter) {
 	st := &fakeStarter{}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := New(ctx, Options{Dir: dir, SnapshotDir: filepath.Join(filepath.Dir(dir), "snap"), Deps: supervise.Deps{
+	r := New(ctx, Options{Dir: dir, SnapshotDir: filepath.Join(filepath.Dir(dir), "snap"), Identify: identify, Deps: supervise.Deps{
 		Starter:      st,
 		Probe:        func(context.Context, string) error { return nil },
 		PollInterval: 5 * time.Millisecond,
@@ -92,7 +115,7 @@ func newFixture(t *testing.T) *fixture {
 		cancel()
 		r.Shutdown(context.Background())
 	})
-	return &fixture{t: t, dir: dir, starter: st, r: r}
+	return r, st
 }
 
 func (f *fixture) write(name, text string) {
@@ -152,12 +175,20 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("idle pass %+v", res)
 	}
 
-	// Edit: restart with the new version.
+	// A daemon-side edit: the new version, the same server.
 	f.write("a", unitText(18001, "description = \"v2\"\n"))
 	if res := f.reconcile(); strings.Join(res.Changed, ",") != "a" {
 		t.Fatalf("edit pass %+v", res)
 	}
-	if d := f.waitActive("a"); d.Description != "v2" || f.starter.count("a") != 2 {
+	if d := f.waitActive("a"); d.Description != "v2" || f.starter.count("a") != 1 || d.LastChange == nil || d.LastChange.Action != api.ChangeRetune {
+		t.Fatalf("after edit %+v, starts %d", d, f.starter.count("a"))
+	}
+	// A server-shaping edit: restarted with the new version.
+	f.write("a", unitText(18001, "description = \"v2\"\n[sim]\nseed = 3\n"))
+	if res := f.reconcile(); strings.Join(res.Changed, ",") != "a" {
+		t.Fatalf("edit pass %+v", res)
+	}
+	if d := f.waitActive("a"); f.starter.count("a") != 2 || d.LastChange.Action != api.ChangeRestart || strings.Join(d.LastChange.Fields, ",") != "sim" {
 		t.Fatalf("after edit %+v, starts %d", d, f.starter.count("a"))
 	}
 
@@ -171,15 +202,16 @@ func TestLifecycle(t *testing.T) {
 	if d.State != api.StateActive || d.LoadState != api.LoadStale || f.starter.count("a") != 2 {
 		t.Fatalf("broken file disturbed the unit: %+v", d)
 	}
-	if !strings.Contains(d.Detail, "using last good version from") || !strings.Contains(d.Detail, "a.toml:5:1") {
+	if !strings.Contains(d.Detail, "using last good version from") || !strings.Contains(d.Detail, "a.toml:5:1") ||
+		d.Pending != nil {
 		t.Fatalf("detail %q", d.Detail)
 	}
 
-	// Fix: back to loaded, restarted once.
+	// Fix: back to loaded; the seed went back, so it restarts once.
 	f.write("a", unitText(18001, "description = \"v3\"\n"))
 	f.reconcile()
-	if d := f.waitActive("a"); d.LoadState != api.LoadLoaded || d.Description != "v3" || d.LoadError != "" {
-		t.Fatalf("after fix %+v", d)
+	if d := f.waitActive("a"); d.LoadState != api.LoadLoaded || d.Description != "v3" || d.LoadError != "" || f.starter.count("a") != 3 {
+		t.Fatalf("after fix %+v, starts %d", d, f.starter.count("a"))
 	}
 
 	// Delete: stopped and gone.
@@ -354,5 +386,135 @@ func TestGoodUnitsKeepLastGoodVersion(t *testing.T) {
 	f.reconcile()
 	if got := f.r.GoodUnits(); len(got) != 1 || got[0].Name != "a" {
 		t.Errorf("after removing b: GoodUnits = %v", got)
+	}
+}
+
+func (f *fakeStarter) Adopt(spec supervise.Spec, pid int, _ uint64, stdout, _ io.Writer) (supervise.Process, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.adopted == nil {
+		f.adopted = map[string]*fakeProc{}
+	}
+	p := &fakeProc{pid: pid, done: make(chan struct{})}
+	f.adopted[spec.Name] = p
+	fmt.Fprintf(stdout, "still serving %s\n", spec.Name)
+	return p, nil
+}
+
+func (f *fixture) proc(name string) *fakeProc {
+	f.starter.mu.Lock()
+	defer f.starter.mu.Unlock()
+	return f.starter.procs[name]
+}
+
+// A live edit reaches the running server as SIGHUP: same pid, new
+// version. Before the pass, the unit's detail shows what it will do.
+func TestLiveEditKeepsTheServer(t *testing.T) {
+	f := newFixture(t)
+	f.write("a", unitText(18011, "[limits]\nmax_queue = 4\n"))
+	f.reconcile()
+	before := f.waitActive("a")
+	f.write("a", unitText(18011, "[limits]\nmax_queue = 9\n"))
+	if p := f.unit("a").Pending; p == nil || p.Action != api.ChangeReload || strings.Join(p.Fields, ",") != "limits.max_queue" {
+		t.Fatalf("pending %+v", p)
+	}
+	if res := f.reconcile(); strings.Join(res.Changed, ",") != "a" {
+		t.Fatalf("pass %+v", res)
+	}
+	d := f.unit("a")
+	if d.PID != before.PID || f.starter.count("a") != 1 || f.proc("a").hups.Load() != 1 || d.Pending != nil ||
+		d.LastChange == nil || d.LastChange.Action != api.ChangeReload {
+		t.Fatalf("after a live edit: %+v, starts %d, hups %d", d, f.starter.count("a"), f.proc("a").hups.Load())
+	}
+	// A comment: nothing at all.
+	f.write("a", "# managed\n"+unitText(18011, "[limits]\nmax_queue = 9\n"))
+	if p := f.unit("a").Pending; p == nil || p.Action != api.ChangeKeep {
+		t.Fatalf("pending %+v", p)
+	}
+	if res := f.reconcile(); len(res.Changed)+len(res.Started)+len(res.Stopped) != 0 || f.proc("a").hups.Load() != 1 || f.starter.count("a") != 1 {
+		t.Fatalf("a comment did something: %+v", res)
+	}
+	// A broken edit shows as invalid before the pass.
+	f.write("a", unitText(18011, "bogus = 1\n"))
+	if p := f.unit("a").Pending; p == nil || p.Action != api.ChangeInvalid || !strings.Contains(p.Error, "bogus") {
+		t.Fatalf("pending %+v", p)
+	}
+}
+
+// A unit whose file broke while no daemon ran runs its last good version
+// (from the snapshot folder) and shows the error.
+func TestBrokenAtStartupRunsLastGood(t *testing.T) {
+	f := newFixture(t)
+	f.write("a", unitText(18012, "description = \"good\"\n"))
+	f.reconcile()
+	f.waitActive("a")
+	f.write("a", unitText(18012, "bogus = 1\n"))
+
+	r, st := newReconciler(t, f.dir, nil)
+	if rejected, _ := r.Restore(context.Background(), nil); len(rejected) != 0 {
+		t.Fatalf("rejected %+v", rejected)
+	}
+	res := r.Reconcile(context.Background())
+	if strings.Join(res.Started, ",") != "a" || len(res.Errors) != 1 {
+		t.Fatalf("pass %+v", res)
+	}
+	g := &fixture{t: t, dir: f.dir, starter: st, r: r}
+	d := g.waitActive("a")
+	if d.Description != "good" || d.LoadState != api.LoadStale || !strings.Contains(d.Detail, "using last good version") || !strings.Contains(d.LastError, "bogus") {
+		t.Fatalf("unit %+v", d)
+	}
+}
+
+// Servers an earlier daemon left running are adopted when they answer as
+// recorded and run the last good version; only what changed is applied.
+func TestRestoreAdoptsMatchingServers(t *testing.T) {
+	f := newFixture(t)
+	f.write("same", unitText(18013, ""))
+	f.write("live", unitText(18014, "[limits]\nmax_queue = 2\n"))
+	f.write("moved", unitText(18015, ""))
+	f.write("liar", unitText(18016, ""))
+	f.reconcile()
+	snap := filepath.Join(filepath.Dir(f.dir), "snap")
+	servers := []orphans.Server{}
+	for i, name := range []string{"same", "live", "moved", "liar"} {
+		text, err := os.ReadFile(filepath.Join(snap, name+".toml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers = append(servers, orphans.Server{Unit: name, PID: 5000 + i, Start: 1, Listen: fmt.Sprintf("127.0.0.1:%d", 18013+i), Text: string(text), Hash: fmt.Sprint("h", i)})
+	}
+	// While no daemon ran: one live edit, one server-shaping edit.
+	f.write("live", unitText(18014, "[limits]\nmax_queue = 7\n"))
+	f.write("moved", unitText(18025, ""))
+	identify := func(_ context.Context, listen string) (int, string, bool, error) {
+		for i, s := range servers {
+			if s.Listen == listen {
+				if s.Unit == "liar" {
+					return 4242, s.Hash, true, nil // another process answers
+				}
+				// "same" is still loading: adopted, then awaited.
+				return s.PID, fmt.Sprint("h", i), s.Unit != "same", nil
+			}
+		}
+		return 0, "", false, fmt.Errorf("nobody at %s", listen)
+	}
+	r, st := newReconciler(t, f.dir, identify)
+	rejected, why := r.Restore(context.Background(), servers)
+	if len(rejected) != 1 || rejected[0].Unit != "liar" || !strings.Contains(why[0], "pid 4242") {
+		t.Fatalf("rejected %+v %q", rejected, why)
+	}
+	res := r.Reconcile(context.Background())
+	g := &fixture{t: t, dir: f.dir, starter: st, r: r}
+	if strings.Join(res.Started, ",") != "liar" || strings.Join(res.Changed, ",") != "live,moved" {
+		t.Fatalf("pass %+v", res)
+	}
+	if d := g.waitActive("same"); d.PID != 5000 || !d.Adopted || st.count("same") != 0 {
+		t.Fatalf("same: %+v", d)
+	}
+	if d := g.waitActive("live"); d.PID != 5001 || st.adopted["live"].hups.Load() != 1 || st.count("live") != 0 {
+		t.Fatalf("live: %+v", d)
+	}
+	if d := g.waitActive("moved"); d.PID == 5002 || d.Adopted || st.count("moved") != 1 || d.Listen != "127.0.0.1:18025" {
+		t.Fatalf("moved: %+v", d)
 	}
 }

@@ -1,15 +1,9 @@
 package supervise
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"strings"
-	"sync"
 	"syscall"
-	"time"
 )
 
 // Process is one running server process and its process group.
@@ -18,6 +12,9 @@ type Process interface {
 	Pid() int
 	// Signal sends sig to the whole process group.
 	Signal(sig syscall.Signal) error
+	// SignalMain sends sig to the server process alone (SIGHUP: re-read
+	// the unit file), not to the runtimes it started.
+	SignalMain(sig syscall.Signal) error
 	// Wait blocks until the process has exited and its output is drained.
 	Wait() Exit
 }
@@ -28,6 +25,13 @@ type Starter interface {
 	Start(spec Spec, stdout, stderr io.Writer) (Process, error)
 }
 
+// Adopter attaches to a server process of spec that an earlier daemon
+// started: pid, started at start (clock ticks since boot, see
+// proc.StartTime). Its output continues to stdout and stderr.
+type Adopter interface {
+	Adopt(spec Spec, pid int, start uint64, stdout, stderr io.Writer) (Process, error)
+}
+
 // Exit describes how a process ended.
 type Exit struct {
 	// Code is the exit status when the process exited by itself.
@@ -36,12 +40,15 @@ type Exit struct {
 	Signal syscall.Signal
 	// Err is set when waiting failed for another reason.
 	Err error
+	// Unknown: the process ended but its status cannot be known (an
+	// adopted process, whose parent was the daemon before).
+	Unknown bool
 }
 
 // Clean reports whether systemd would call the exit clean: status 0, or
 // death by SIGHUP, SIGINT, SIGTERM or SIGPIPE.
 func (e Exit) Clean() bool {
-	if e.Err != nil {
+	if e.Err != nil || e.Unknown {
 		return false
 	}
 	switch e.Signal {
@@ -58,6 +65,8 @@ func (e Exit) String() string {
 	switch {
 	case e.Err != nil:
 		return "wait failed: " + e.Err.Error()
+	case e.Unknown:
+		return "code=unknown (adopted process)"
 	case e.Signal != 0:
 		return "code=killed, signal=" + signalName(e.Signal)
 	default:
@@ -75,145 +84,4 @@ func signalName(s syscall.Signal) string {
 		return n
 	}
 	return fmt.Sprint(int(s))
-}
-
-// ExecStarter runs Path with Args followed by the unit file, in its own
-// process group, with an environment scrubbed of systemd's per-service
-// variables so the child cannot talk to systemd as if it were ttisd.
-type ExecStarter struct {
-	// Path is the executable, normally ttisd itself (os.Executable()).
-	Path string
-	// Args come before the unit file path; the daemon uses ["serve"].
-	Args []string
-	// Env is the child's environment; nil means os.Environ().
-	Env []string
-	// WaitDelay bounds how long Wait drains output pipes held open by
-	// grandchildren after the process itself exited. Zero means 2s.
-	WaitDelay time.Duration
-}
-
-// scrubbedEnv lists the variables systemd hands to ttisd alone.
-var scrubbedEnv = []string{"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"}
-
-// Start implements Starter.
-func (e ExecStarter) Start(spec Spec, stdout, stderr io.Writer) (Process, error) {
-	if e.Path == "" {
-		return nil, errors.New("no server executable configured")
-	}
-	args := append(append([]string(nil), e.Args...), spec.UnitFile)
-	cmd := exec.Command(e.Path, args...)
-	env := e.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	cmd.Env = scrub(env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// The child writes into pipes the daemon reads with small buffers;
-	// handing exec.Cmd plain io.Writers would cost two 32 KiB copy buffers
-	// per unit, which adds up with many units.
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("output pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("output pipe: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	err = cmd.Start()
-	// The child has its copies; the parent's write ends must go, or the
-	// readers never see the end of the output.
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		return nil, fmt.Errorf("start %s: %w", e.Path, err)
-	}
-	p := &execProcess{cmd: cmd, pipes: []*os.File{outR, errR}, waitDelay: e.WaitDelay}
-	if p.waitDelay == 0 {
-		p.waitDelay = 2 * time.Second
-	}
-	p.readers.Add(2)
-	go p.pump(outR, stdout)
-	go p.pump(errR, stderr)
-	return p, nil
-}
-
-func scrub(env []string) []string {
-	out := make([]string, 0, len(env))
-next:
-	for _, kv := range env {
-		for _, name := range scrubbedEnv {
-			if strings.HasPrefix(kv, name+"=") {
-				continue next
-			}
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-type execProcess struct {
-	cmd       *exec.Cmd
-	pipes     []*os.File
-	readers   sync.WaitGroup
-	waitDelay time.Duration
-}
-
-// pump copies one output pipe to w until the last writer closes it.
-func (p *execProcess) pump(r *os.File, w io.Writer) {
-	defer p.readers.Done()
-	defer r.Close()
-	buf := make([]byte, 4<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			_, _ = w.Write(buf[:n])
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *execProcess) Pid() int { return p.cmd.Process.Pid }
-
-func (p *execProcess) Signal(sig syscall.Signal) error {
-	// Negative pid: the whole process group the child leads (Setpgid).
-	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("signal process group %d: %w", p.cmd.Process.Pid, err)
-	}
-	return nil
-}
-
-func (p *execProcess) Wait() Exit {
-	err := p.cmd.Wait()
-	// Drain the output, but do not wait forever for a grandchild that
-	// keeps the pipes open.
-	drained := make(chan struct{})
-	go func() {
-		p.readers.Wait()
-		close(drained)
-	}()
-	t := time.NewTimer(p.waitDelay)
-	select {
-	case <-drained:
-	case <-t.C:
-		for _, f := range p.pipes {
-			f.Close()
-		}
-		<-drained
-	}
-	t.Stop()
-	ps := p.cmd.ProcessState
-	if ps == nil {
-		return Exit{Err: err}
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return Exit{Signal: ws.Signal()}
-	}
-	return Exit{Code: ps.ExitCode()}
 }

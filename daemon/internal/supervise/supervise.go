@@ -1,7 +1,9 @@
 // Package supervise keeps one unit's server process running the way systemd
 // keeps a Type=notify service running: readiness from the server's /health,
 // a restart policy with exponential back-off, a start limit, and a stop that
-// sends SIGTERM and then SIGKILL to the whole process group.
+// sends SIGTERM and then SIGKILL to the whole process group. It can also
+// hand a running server a live reload (SIGHUP), adopt a server an earlier
+// daemon started, and let a server outlive the daemon (Detach).
 //
 // One goroutine (Run) owns the process and every state change; the methods
 // send it commands, so no two actions on a unit ever overlap.
@@ -14,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -22,6 +25,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/internal/clock"
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
+	"github.com/ttis-dev/ttis/runtime/serve"
 )
 
 // Restart policies.
@@ -125,9 +129,11 @@ type Deps struct {
 	Logger *slog.Logger
 	// Ring keeps recent lines; nil creates one of 1000 lines.
 	Ring *logring.Ring
-	// Started and Ended, when set, are told about every server process
-	// (the daemon records them to stop leftovers after its own crash).
-	Started func(pid int)
+	// Running and Ended, when set, are told about every server process:
+	// Running each time one starts, or takes a live reload, with the spec
+	// it now runs (the daemon records it, to adopt the server after its
+	// own restart), Ended when it is gone.
+	Running func(pid int, spec Spec)
 	Ended   func(pid int)
 }
 
@@ -143,6 +149,13 @@ type Status struct {
 	// LastError is the most recent failure in words.
 	LastError string
 	Spec      Spec
+	// RestartsTotal counts automatic restarts since the supervisor was
+	// made; unlike Restarts, a manual start or an edit never resets it.
+	RestartsTotal int
+	// LastStartDuration is how long the last start took to be ready.
+	LastStartDuration time.Duration
+	// Adopted is set while the process is one an earlier daemon started.
+	Adopted bool
 }
 
 type cmdKind int
@@ -152,6 +165,9 @@ const (
 	cmdStop
 	cmdRestart
 	cmdUpdate
+	cmdRetune
+	cmdReload
+	cmdDetach
 )
 
 type command struct {
@@ -187,6 +203,8 @@ type Supervisor struct {
 	liveFails    int
 	probeC       chan error
 	probing      bool
+	hupPending   bool // a live reload waits for the server to be ready
+	detached     bool // Run ends without stopping the process
 	startedAt    time.Time
 	lastOutput   atomic.Int64 // unix nanos of the clock at the last output line
 }
@@ -263,6 +281,57 @@ func (s *Supervisor) Update(ctx context.Context, spec Spec) error {
 	return s.send(ctx, command{kind: cmdUpdate, spec: spec.withDefaults()})
 }
 
+// Retune replaces the unit's spec without touching its process: the edit
+// changed only what the supervisor itself uses (the restart policy).
+func (s *Supervisor) Retune(ctx context.Context, spec Spec) error {
+	return s.send(ctx, command{kind: cmdRetune, spec: spec.withDefaults()})
+}
+
+// Reload replaces the unit's spec and tells the running server to re-read
+// its unit file (SIGHUP to the server process alone), which applies the
+// settings a server takes live. A server still loading gets the signal
+// once it is ready; it may already have read the new file by then.
+func (s *Supervisor) Reload(ctx context.Context, spec Spec) error {
+	return s.send(ctx, command{kind: cmdReload, spec: spec.withDefaults()})
+}
+
+// Detach makes Run, when its context ends, leave the process running
+// instead of stopping it: the daemon exits for an upgrade and the next one
+// adopts the server.
+func (s *Supervisor) Detach(ctx context.Context) error { return s.send(ctx, command{kind: cmdDetach}) }
+
+// Adopt makes the supervisor own a server process that an earlier daemon
+// started: the unit is wanted, active when ready is set (the server
+// answered /health) and activating otherwise (still loading: readiness is
+// awaited as after a start), and the process is supervised like one
+// started here. Call it before Run.
+func (s *Supervisor) Adopt(pid int, start uint64, ready bool) error {
+	ad, ok := s.deps.Starter.(Adopter)
+	if !ok {
+		return fmt.Errorf("unit %s: the starter cannot adopt processes", s.spec.Name)
+	}
+	out, errw := s.writers()
+	p, err := ad.Adopt(s.spec, pid, start, out, errw)
+	if err != nil {
+		return fmt.Errorf("unit %s: adopt pid %d: %w", s.spec.Name, pid, err)
+	}
+	s.want = true
+	now := s.deps.Clock.Now()
+	s.attach(p, out, errw, now)
+	s.note(fmt.Sprintf("Adopted server pid %d, started by an earlier ttisd.", pid))
+	if ready {
+		s.becameReady()
+	} else {
+		s.readyTimer = s.deps.Clock.NewTimer(s.spec.Restart.ReadyTimeout)
+		s.pollTicker = time.NewTicker(s.deps.PollInterval)
+		s.setState(api.StateActivating, api.SubStart, func(st *Status) { st.PID = pid })
+	}
+	s.mu.Lock()
+	s.status.Adopted = true
+	s.mu.Unlock()
+	return nil
+}
+
 func (s *Supervisor) send(ctx context.Context, c command) error {
 	c.done = make(chan struct{})
 	select {
@@ -289,6 +358,10 @@ func (s *Supervisor) Run(ctx context.Context) {
 		case <-ctx.Done():
 			s.want = false
 			s.cancelRestart()
+			if s.detached {
+				s.stopProbes()
+				return
+			}
 			if s.proc != nil {
 				s.stopProcess()
 				s.setState(api.StateInactive, api.SubDead, func(st *Status) { st.Result = api.ResultSuccess })
@@ -364,11 +437,22 @@ func (s *Supervisor) handle(c command) {
 		s.stopProcess()
 		s.resetLimits()
 		s.startProcess(context.Background(), false)
+	case cmdDetach:
+		s.detached = true
+	case cmdRetune:
+		s.setSpec(c.spec)
+	case cmdReload:
+		s.setSpec(c.spec)
+		switch {
+		case s.proc == nil:
+			// The next start reads the new file.
+		case s.status.State == api.StateActive:
+			s.sighup()
+		default:
+			s.hupPending = true
+		}
 	case cmdUpdate:
-		s.spec = c.spec
-		s.mu.Lock()
-		s.status.Spec = c.spec
-		s.mu.Unlock()
+		s.setSpec(c.spec)
 		if !s.want {
 			return
 		}
@@ -376,6 +460,29 @@ func (s *Supervisor) handle(c command) {
 		s.stopProcess()
 		s.resetLimits()
 		s.startProcess(context.Background(), false)
+	}
+}
+
+func (s *Supervisor) setSpec(spec Spec) {
+	s.spec = spec
+	s.mu.Lock()
+	s.status.Spec = spec
+	s.mu.Unlock()
+}
+
+// sighup tells the running server to re-read its unit file.
+func (s *Supervisor) sighup() {
+	s.hupPending = false
+	pid := s.proc.Pid()
+	if err := s.proc.SignalMain(syscall.SIGHUP); err != nil {
+		s.log.Warn("live reload failed", "pid", pid, "err", err)
+		s.note(fmt.Sprintf("Live reload of pid %d failed: %v", pid, err))
+		return
+	}
+	s.note(fmt.Sprintf("Sent SIGHUP to pid %d: it re-reads the unit file and applies live settings.", pid))
+	s.log.Info("server reloaded live", "pid", pid, "hash", short(s.spec.Hash))
+	if s.deps.Running != nil {
+		s.deps.Running(pid, s.spec)
 	}
 }
 
@@ -431,8 +538,7 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 		}
 	}
 
-	out := &lineWriter{stream: "stdout", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
-	errw := &lineWriter{stream: "stderr", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
+	out, errw := s.writers()
 	proc, err := s.deps.Starter.Start(s.spec, out, errw)
 	if err != nil {
 		msg := "start failed: " + err.Error()
@@ -444,21 +550,37 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 		s.afterEnd(false, api.ResultResources)
 		return
 	}
-	s.proc, s.outs = proc, []*lineWriter{out, errw}
-	s.exitC = make(chan Exit, 1)
-	go func(p Process, c chan<- Exit) { c <- p.Wait() }(proc, s.exitC)
-	s.startedAt = now
-	s.lastOutput.Store(now.UnixNano())
+	s.attach(proc, out, errw, now)
 	s.readyTimer = s.deps.Clock.NewTimer(r.ReadyTimeout)
 	s.pollTicker = time.NewTicker(s.deps.PollInterval)
-	s.probeC = make(chan error, 1)
-	s.probing = false
-	if s.deps.Started != nil {
-		s.deps.Started(proc.Pid())
+	if s.deps.Running != nil {
+		s.deps.Running(proc.Pid(), s.spec)
 	}
 	s.setState(api.StateActivating, api.SubStart, func(st *Status) { st.PID = proc.Pid() })
 	s.note(fmt.Sprintf("Started server, pid %d.", proc.Pid()))
 	s.log.Info("server started", "pid", proc.Pid(), "hash", short(s.spec.Hash))
+}
+
+// writers returns the line writers of a new process's stdout and stderr.
+func (s *Supervisor) writers() (stdout, stderr *lineWriter) {
+	stdout = &lineWriter{stream: "stdout", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
+	stderr = &lineWriter{stream: "stderr", ring: s.ring, log: s.log, clock: s.deps.Clock, onLine: s.markOutput}
+	return stdout, stderr
+}
+
+// attach makes p the unit's process and starts waiting for its exit.
+func (s *Supervisor) attach(p Process, out, errw *lineWriter, now time.Time) {
+	s.proc, s.outs = p, []*lineWriter{out, errw}
+	s.exitC = make(chan Exit, 1)
+	go func(p Process, c chan<- Exit) { c <- p.Wait() }(p, s.exitC)
+	s.startedAt = now
+	s.lastOutput.Store(now.UnixNano())
+	s.probeC = make(chan error, 1)
+	s.probing = false
+	s.hupPending = false
+	s.mu.Lock()
+	s.status.Adopted = false
+	s.mu.Unlock()
 }
 
 func (s *Supervisor) markOutput() { s.lastOutput.Store(s.deps.Clock.Now().UnixNano()) }
@@ -470,9 +592,16 @@ func (s *Supervisor) becameReady() {
 	if s.deps.LiveInterval > 0 {
 		s.liveTicker = time.NewTicker(s.deps.LiveInterval)
 	}
-	s.setState(api.StateActive, api.SubRunning, nil)
+	took := s.deps.Clock.Now().Sub(s.startedAt)
+	s.setState(api.StateActive, api.SubRunning, func(st *Status) {
+		st.PID = s.proc.Pid()
+		st.LastStartDuration = took
+	})
 	s.note("Server is ready.")
-	s.log.Info("server ready", "pid", s.proc.Pid(), "after", s.deps.Clock.Now().Sub(s.startedAt))
+	s.log.Info("server ready", "pid", s.proc.Pid(), "after", took)
+	if s.hupPending {
+		s.sighup()
+	}
 }
 
 // readyTimeout fires ReadyTimeout after the start, but the deadline is a
@@ -585,6 +714,7 @@ func (s *Supervisor) reap(ex Exit) {
 	s.mu.Lock()
 	s.status.PID = 0
 	s.status.LastExit = ex.String()
+	s.status.Adopted = false
 	s.mu.Unlock()
 }
 
@@ -606,6 +736,7 @@ func (s *Supervisor) afterEnd(clean bool, result string) {
 	s.failures++
 	s.mu.Lock()
 	s.status.Restarts++
+	s.status.RestartsTotal++
 	n := s.status.Restarts
 	s.mu.Unlock()
 	s.setState(api.StateActivating, api.SubAutoRestart, func(st *Status) { st.Result = result })
@@ -692,9 +823,39 @@ var probeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tru
 // HTTPProbe is the default readiness probe: GET http://listen/health must
 // answer 200. A wildcard listen host is probed on loopback.
 func HTTPProbe(ctx context.Context, listen string) error {
+	resp, err := health(ctx, listen)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health answered %s", resp.Status)
+	}
+	return nil
+}
+
+// Identify asks the server at listen which process it is and which unit
+// text it runs (the serve.HeaderPID and serve.HeaderUnitHash headers of
+// /health), and whether it is ready (200) or still loading (503).
+func Identify(ctx context.Context, listen string) (pid int, unitHash string, ready bool, err error) {
+	resp, err := health(ctx, listen)
+	if err != nil {
+		return 0, "", false, err
+	}
+	pid, _ = strconv.Atoi(resp.Header.Get(serve.HeaderPID))
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		ready = true
+	case resp.StatusCode == http.StatusServiceUnavailable && pid > 0:
+	default:
+		return 0, "", false, fmt.Errorf("health answered %s", resp.Status)
+	}
+	return pid, resp.Header.Get(serve.HeaderUnitHash), ready, nil
+}
+
+func health(ctx context.Context, listen string) (*http.Response, error) {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
-		return fmt.Errorf("listen address %q: %w", listen, err)
+		return nil, fmt.Errorf("listen address %q: %w", listen, err)
 	}
 	switch host {
 	case "", "0.0.0.0":
@@ -704,15 +865,12 @@ func HTTPProbe(ctx context.Context, listen string) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/health", nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := probeClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health answered %s", resp.Status)
-	}
-	return nil
+	return resp, nil
 }

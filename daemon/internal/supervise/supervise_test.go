@@ -19,6 +19,7 @@ import (
 
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/internal/clock"
+	"github.com/ttis-dev/ttis/daemon/internal/proc"
 	"go.uber.org/goleak"
 )
 
@@ -84,7 +85,7 @@ func helper(unitFile string) int {
 		return 2
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
@@ -98,7 +99,11 @@ func helper(unitFile string) int {
 		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
 	}()
 	fmt.Println("listening on", listen)
-	for range sigs {
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			fmt.Println("reloaded", strings.TrimSpace(mustRead(unitFile)))
+			continue
+		}
 		if mode != "ignore-term" {
 			fmt.Println("draining")
 			return 0
@@ -106,6 +111,11 @@ func helper(unitFile string) int {
 		fmt.Println("ignoring SIGTERM")
 	}
 	return 0
+}
+
+func mustRead(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
 
 func writeFile(dir, content string) string {
@@ -148,7 +158,7 @@ func newFixture(t *testing.T, mode string, p Policy, opts ...func(*Deps)) *fixtu
 	}
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	deps := Deps{
-		Starter:      ExecStarter{Path: os.Args[0], Args: []string{"helper"}, Env: append(os.Environ(), helperEnv+"=1")},
+		Starter:      ExecStarter{Path: os.Args[0], Args: []string{"helper"}, Env: append(os.Environ(), helperEnv+"=1"), LogDir: filepath.Join(dir, "logs"), Poll: 5 * time.Millisecond},
 		Clock:        clk,
 		PollInterval: 10 * time.Millisecond,
 	}
@@ -471,14 +481,10 @@ func TestStartFailure(t *testing.T) {
 	}
 }
 
-// A grandchild that keeps the output pipe open must not hold up the exit
-// handling longer than WaitDelay, and is killed with the process group.
+// A grandchild that keeps the output file open must not hold up the exit
+// handling, and is killed with the process group.
 func TestGrandchildHoldingOutput(t *testing.T) {
-	f := newFixture(t, "orphan-pipe", Policy{Policy: PolicyNo}, func(d *Deps) {
-		st := d.Starter.(ExecStarter)
-		st.WaitDelay = 100 * time.Millisecond
-		d.Starter = st
-	})
+	f := newFixture(t, "orphan-pipe", Policy{Policy: PolicyNo})
 	if err := f.sup.Start(f.ctx()); err != nil {
 		t.Fatal(err)
 	}
@@ -558,3 +564,126 @@ func TestHTTPProbeBadAddress(t *testing.T) {
 		t.Fatal("probe of an address without port succeeded")
 	}
 }
+
+// ringHas waits until a ring line contains text.
+func (f *fixture) ringHas(text string) {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, l := range f.sup.Ring().Tail(0) {
+			if strings.Contains(l.Text, text) {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.t.Fatalf("no log line contains %q: %+v", text, f.sup.Ring().Tail(0))
+}
+
+// A daemon-side edit never touches the process; a live edit reaches it as
+// SIGHUP, and the server keeps its pid.
+func TestRetuneAndReloadKeepTheProcess(t *testing.T) {
+	f := newFixture(t, "serve", Policy{StopTimeout: 5 * time.Second})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	old := f.waitState(api.StateActive, "")
+	spec := old.Spec
+	spec.Restart.Policy = PolicyAlways
+	if err := f.sup.Retune(f.ctx(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if st := f.sup.Status(); st.PID != old.PID || st.State != api.StateActive || st.Spec.Restart.Policy != PolicyAlways {
+		t.Fatalf("after retune %+v", st)
+	}
+	spec.Hash = "v2"
+	if err := f.sup.Reload(f.ctx(), spec); err != nil {
+		t.Fatal(err)
+	}
+	f.ringHas("reloaded serve")
+	if st := f.sup.Status(); st.PID != old.PID || st.State != api.StateActive || st.Spec.Hash != "v2" {
+		t.Fatalf("after reload %+v", st)
+	}
+}
+
+// A server an earlier daemon started is adopted: its output (also what it
+// printed while no daemon ran) reaches the ring, a live reload reaches it,
+// and its exit, seen without being its parent, applies the restart policy.
+func TestAdoptServerOfEarlierDaemon(t *testing.T) {
+	f := newFixture(t, "serve", Policy{Policy: PolicyOnFailure, Delay: time.Second, StopTimeout: 5 * time.Second})
+	st := f.sup.Status()
+	starter := f.sup.deps.Starter.(ExecStarter)
+	// The "earlier daemon": start the server the way ExecStarter does.
+	if err := os.MkdirAll(starter.LogDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	outPath, errPath := starter.OutputFiles("u")
+	var files []*os.File
+	for _, p := range []string{outPath, errPath} {
+		fl, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fl.Close()
+		files = append(files, fl)
+	}
+	cmd := exec.Command(starter.Path, "helper", st.Spec.UnitFile)
+	cmd.Env, cmd.Stdout, cmd.Stderr = starter.Env, files[0], files[1]
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(reaped)
+	}()
+	for !healthyAt(st.Spec.Listen) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start, err := proc.StartTime(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The fixture's supervisor already runs; adopt with a fresh one.
+	f.cancel()
+	<-f.sup.Done()
+	sup := New(st.Spec, f.sup.deps)
+	if err := sup.Adopt(cmd.Process.Pid, start, true); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go sup.Run(ctx)
+	defer func() {
+		cancel()
+		<-sup.Done()
+	}()
+	f.sup = sup
+	if got := sup.Status(); got.State != api.StateActive || got.PID != cmd.Process.Pid || !got.Adopted {
+		t.Fatalf("adopted %+v", got)
+	}
+	f.ringHas("listening on")
+	if err := sup.Reload(f.ctx(), st.Spec); err != nil {
+		t.Fatal(err)
+	}
+	f.ringHas("reloaded serve")
+
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-reaped
+	got := f.waitState(api.StateActivating, api.SubAutoRestart)
+	if got.LastExit != "code=unknown (adopted process)" || got.Adopted || got.RestartsTotal != 1 {
+		t.Fatalf("after the adopted server died %+v", got)
+	}
+	if !f.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no restart timer")
+	}
+	f.clk.Advance(time.Second)
+	if got := f.waitState(api.StateActive, ""); got.PID == cmd.Process.Pid || got.Adopted {
+		t.Fatalf("after restart %+v", got)
+	}
+}
+
+func healthyAt(listen string) bool { return HTTPProbe(context.Background(), listen) == nil }

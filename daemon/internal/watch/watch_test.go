@@ -76,6 +76,11 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// The tests in this file run the real fsnotify on real folders: they check
+// what inotify reports for each way a folder changes. The watcher's timing
+// (debounce, cap, rescan, retry) is replayed without sleeping in
+// machine_test.go.
+
 // Each editor save pattern (fsnotify probe in the daemon anchors, §2.1)
 // must produce exactly one change after the debounce.
 func TestEditorSavePatterns(t *testing.T) {
@@ -135,41 +140,6 @@ func TestEditorSavePatterns(t *testing.T) {
 			}
 			r.none(t, 200*time.Millisecond)
 		})
-	}
-}
-
-func TestChmodIsIgnored(t *testing.T) {
-	dir := t.TempDir()
-	a := filepath.Join(dir, "a.toml")
-	write(t, a, "x")
-	r := start(t, &Watcher{Dir: dir, Debounce: 20 * time.Millisecond, Rescan: time.Hour})
-	must(t, os.Chmod(a, 0o600))
-	r.none(t, 150*time.Millisecond)
-}
-
-func TestMaxWaitUnderSteadyWrites(t *testing.T) {
-	dir := t.TempDir()
-	a := filepath.Join(dir, "a.toml")
-	r := start(t, &Watcher{Dir: dir, Debounce: 100 * time.Millisecond, MaxWait: 200 * time.Millisecond, Rescan: time.Hour})
-	stop := time.Now().Add(600 * time.Millisecond)
-	got := 0
-	for time.Now().Before(stop) {
-		write(t, a, time.Now().String())
-		select {
-		case <-r.c:
-			got++
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	if got == 0 {
-		t.Fatal("a steady stream of writes starved the change report")
-	}
-}
-
-func TestPeriodicRescan(t *testing.T) {
-	r := start(t, &Watcher{Dir: t.TempDir(), Rescan: 30 * time.Millisecond})
-	if got := r.next(t, 2*time.Second); got != ReasonRescan {
-		t.Fatalf("reason %q", got)
 	}
 }
 
