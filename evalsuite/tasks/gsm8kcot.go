@@ -72,4 +72,3 @@ func buildGSM8KCoT(src Source) (*evalsuite.Task, error) {
 	}
 	return t, nil
 }
-
