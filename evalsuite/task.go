@@ -211,6 +211,15 @@ type Task struct {
 	// Process scores a generate_until document itself instead of
 	// filters+exact_match (lm-eval's process_results, used by IFEval).
 	Process func(doc Doc, response string) (Scores, error)
+	// ProcessFilter names the result keys' filter half for a Process task
+	// whose definition scores through a custom filter ("extract_code");
+	// empty means "none".
+	ProcessFilter string
+	// GenPrefix, when set, starts the answer (lm-eval's gen_prefix): the
+	// prompt ends with TargetDelimiter and the prefix, few-shot answers
+	// are preceded by the prefix and a space, and chat requests end with
+	// an assistant turn holding it.
+	GenPrefix func(Doc) (string, error)
 	// Config is echoed into the results file's configs entry.
 	Config map[string]any
 	// DescriptionFor, when set, gives each document its own description
@@ -354,12 +363,27 @@ func (t *Task) Context(doc Doc) (string, []Message, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("few-shot example: %w", err)
 		}
+		if t.GenPrefix != nil {
+			p, err := t.GenPrefix(e)
+			if err != nil {
+				return "", nil, fmt.Errorf("few-shot example: %w", err)
+			}
+			ea = p + " " + ea
+		}
 		b.WriteString(eq + t.TargetDelimiter + ea + t.FewshotDelimiter)
 		msgs = append(msgs, Message{Role: "user", Content: pendingDesc + eq}, Message{Role: "assistant", Content: ea})
 		pendingDesc = ""
 	}
 	b.WriteString(q)
 	msgs = append(msgs, Message{Role: "user", Content: pendingDesc + q})
+	if t.GenPrefix != nil {
+		p, err := t.GenPrefix(doc)
+		if err != nil {
+			return "", nil, err
+		}
+		b.WriteString(t.TargetDelimiter + p)
+		msgs = append(msgs, Message{Role: "assistant", Content: p})
+	}
 	return b.String(), msgs, nil
 }
 
@@ -405,14 +429,24 @@ func (t *Task) Target(doc Doc) (any, error) {
 
 // FilterNames lists the result keys' filter halves, in order.
 func (t *Task) FilterNames() []string {
-	if t.Output == MultipleChoice || t.Process != nil {
+	if t.Output == MultipleChoice {
 		return []string{"none"}
+	}
+	if t.Process != nil {
+		return []string{t.processFilter()}
 	}
 	out := make([]string, len(t.Filters))
 	for i, f := range t.Filters {
 		out[i] = f.Name
 	}
 	return out
+}
+
+func (t *Task) processFilter() string {
+	if t.ProcessFilter != "" {
+		return t.ProcessFilter
+	}
+	return "none"
 }
 
 // Scored is one document's outcome under one filter.
@@ -436,7 +470,7 @@ func (t *Task) Score(doc Doc, resps []Response) ([]Scored, error) {
 			if err != nil {
 				return nil, err
 			}
-			return []Scored{{Filter: "none", Filtered: resps[0].Text, Scores: s}}, nil
+			return []Scored{{Filter: t.processFilter(), Filtered: resps[0].Text, Scores: s}}, nil
 		}
 		target, err := t.DocToTarget(doc)
 		if err != nil {

@@ -68,7 +68,11 @@ func runOracle(t *testing.T, task *evalsuite.Task, api client.API, answer func(e
 		}
 		key := reqs[0].Context
 		if api == client.Chat {
-			key = reqs[0].Messages[len(reqs[0].Messages)-1].Content
+			for _, m := range reqs[0].Messages {
+				if m.Role == "user" {
+					key = m.Content
+				}
+			}
 		}
 		byPrompt[key] = answer(d)
 	}
