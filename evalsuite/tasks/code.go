@@ -153,9 +153,9 @@ func buildMBPPInstruct(src Source) (*evalsuite.Task, error) {
 		Metrics: []evalsuite.MetricSpec{{Name: "pass_at_1", Aggregation: "mean", HigherIsBetter: true}},
 		Config: map[string]any{
 			"task": "mbpp_instruct", "output_type": "generate_until", "num_fewshot": shots, "unsafe_code": true,
-			"doc_to_text":       "You are an expert Python programmer, and here is your task:\n{{text}}\nYour code should pass these tests:\n{{test_list[0]}}\n{{test_list[1]}}\n{{test_list[2]}}",
-			"doc_to_target":     "{% if is_fewshot is defined %}{{code}}\n```{% else %}{{test_list[0]}}\n{{test_list[1]}}\n{{test_list[2]}}{% endif %}",
-			"gen_prefix":        prefix, "target_delimiter": "",
+			"doc_to_text":   "You are an expert Python programmer, and here is your task:\n{{text}}\nYour code should pass these tests:\n{{test_list[0]}}\n{{test_list[1]}}\n{{test_list[2]}}",
+			"doc_to_target": "{% if is_fewshot is defined %}{{code}}\n```{% else %}{{test_list[0]}}\n{{test_list[1]}}\n{{test_list[2]}}{% endif %}",
+			"gen_prefix":    prefix, "target_delimiter": "",
 			"fewshot_config":    map[string]any{"sampler": "first_n", "samples": "utils.list_fewshot_samples"},
 			"generation_kwargs": map[string]any{"max_gen_toks": 256, "until": []string{}, "do_sample": false},
 			"filter_list":       []map[string]any{{"name": "extract_code", "filter": []map[string]any{{"function": "custom", "filter_fn": "utils.build_predictions (extract_code_blocks)"}}}},

@@ -40,8 +40,8 @@ func TestMBPPInstruct(t *testing.T) {
 		// starts with a word loses it as the fence's language, in lm-eval
 		// as here: the code left is not valid.
 		{canonical + "\n```", 0},
-		{"def remove_Occ(s, ch):\n    return s.replace(ch, '')\n```", 0}, // wrong: removes every occurrence
-		{"def remove_Occ(s, ch):\n    return s[", 0},                       // malformed: no closing fence, no code
+		{"def remove_Occ(s, ch):\n    return s.replace(ch, '')\n```", 0},    // wrong: removes every occurrence
+		{"def remove_Occ(s, ch):\n    return s[", 0},                        // malformed: no closing fence, no code
 		{"```python\ndef remove_Occ(s, ch):\n    while True: pass\n```", 0}, // never returns
 	})
 	right := func(d evalsuite.Doc) string { return "\n" + field(d, "code") + "\n```" }
