@@ -206,8 +206,12 @@ type Task struct {
 	DocToChoices func(Doc) ([]string, error)
 	DocToGold    func(Doc) (int, error)
 	Gen          GenKwargs
-	Filters      []filter.Chain
-	Metrics      []MetricSpec
+	// GenFor, when set, gives each document its own generation settings
+	// (a group whose subtasks differ, as LongBench's); Gen stays the
+	// default for callers that override the budget.
+	GenFor  func(Doc) (GenKwargs, error)
+	Filters []filter.Chain
+	Metrics []MetricSpec
 	// Process scores a generate_until document itself instead of
 	// filters+exact_match (lm-eval's process_results, used by IFEval).
 	Process func(doc Doc, response string) (Scores, error)
@@ -229,6 +233,10 @@ type Task struct {
 	// carry one entry per subtask plus this task as a group whose value is
 	// the size-weighted mean of its subtasks (lm-eval's weight_by_size).
 	SubtaskOf func(Doc) string
+	// GroupUnweighted makes the group's value the plain mean of its
+	// subtasks' values (lm-eval's weight_by_size: false) instead of the
+	// size-weighted mean.
+	GroupUnweighted bool
 
 	// matchers caches compiled exact_match options (shared by copies of
 	// the task, keyed by the options themselves).
@@ -396,6 +404,11 @@ func (t *Task) Requests(doc Doc) ([]Instance, error) {
 	switch t.Output {
 	case GenerateUntil:
 		g := t.Gen
+		if t.GenFor != nil {
+			if g, err = t.GenFor(doc); err != nil {
+				return nil, err
+			}
+		}
 		return []Instance{{Kind: KindGenerate, Context: ctx, Messages: msgs, Gen: &g}}, nil
 	case MultipleChoice:
 		choices, err := t.DocToChoices(doc)

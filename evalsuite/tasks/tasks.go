@@ -142,7 +142,7 @@ func Build(name string, src Source) (*evalsuite.Task, error) {
 	if b.info.NotRunnable != "" {
 		return nil, fmt.Errorf("task %s cannot run in ttis: %s", name, b.info.NotRunnable)
 	}
-	if !b.info.Builtin && src.Dataset == "" {
+	if !b.info.Builtin && src.Dataset == "" && len(src.Files) == 0 {
 		return nil, fmt.Errorf("task %s reads its dataset from a local file in the dataset's own column layout: pass its path (or pull %s)", name, describeData(b.info.Data))
 	}
 	t, err := b.build(src)
