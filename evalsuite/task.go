@@ -12,6 +12,7 @@
 package evalsuite
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -123,6 +124,35 @@ func (d Doc) Strings(field string) ([]string, error) {
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// Images are data URLs sent with the text (vision-language tasks);
+	// a message with images is written in OpenAI's content-parts form,
+	// the text first, as lmms-eval's openai_compatible model sends it.
+	Images []string `json:"-"`
+}
+
+// MarshalJSON writes Content as a string, or, with images, as a list of
+// a text part and image_url parts.
+func (m Message) MarshalJSON() ([]byte, error) {
+	if len(m.Images) == 0 {
+		type plain Message
+		return json.Marshal(plain(m))
+	}
+	type imageURL struct {
+		URL string `json:"url"`
+	}
+	type part struct {
+		Type     string    `json:"type"`
+		Text     *string   `json:"text,omitempty"`
+		ImageURL *imageURL `json:"image_url,omitempty"`
+	}
+	parts := []part{{Type: "text", Text: &m.Content}}
+	for _, u := range m.Images {
+		parts = append(parts, part{Type: "image_url", ImageURL: &imageURL{URL: u}})
+	}
+	return json.Marshal(struct {
+		Role    string `json:"role"`
+		Content []part `json:"content"`
+	}{m.Role, parts})
 }
 
 // GenKwargs are a generate_until task's generation settings.
@@ -219,6 +249,12 @@ type Task struct {
 	// whose definition scores through a custom filter ("extract_code");
 	// empty means "none".
 	ProcessFilter string
+	// DocToImages gives a document's images as data URLs (lmms-eval's
+	// doc_to_visual); they go with the last user message, so the task
+	// needs a chat endpoint (ChatOnly).
+	DocToImages func(Doc) ([]string, error)
+	// ChatOnly says the task cannot be sent to a completions endpoint.
+	ChatOnly bool
 	// GenPrefix, when set, starts the answer (lm-eval's gen_prefix): the
 	// prompt ends with TargetDelimiter and the prefix, few-shot answers
 	// are preceded by the prefix and a space, and chat requests end with
@@ -383,7 +419,13 @@ func (t *Task) Context(doc Doc) (string, []Message, error) {
 		pendingDesc = ""
 	}
 	b.WriteString(q)
-	msgs = append(msgs, Message{Role: "user", Content: pendingDesc + q})
+	last := Message{Role: "user", Content: pendingDesc + q}
+	if t.DocToImages != nil {
+		if last.Images, err = t.DocToImages(doc); err != nil {
+			return "", nil, err
+		}
+	}
+	msgs = append(msgs, last)
 	if t.GenPrefix != nil {
 		p, err := t.GenPrefix(doc)
 		if err != nil {

@@ -1,10 +1,14 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"image/png"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
@@ -33,12 +37,43 @@ func oracleServer(t *testing.T, reply func(prompt string) string) string {
 		}
 		prompt := body.Prompt
 		for _, m := range body.Messages {
-			if m.Role == "user" {
-				var s string
-				if json.Unmarshal(m.Content, &s) == nil {
-					prompt = s
-				} else {
-					prompt = string(m.Content)
+			if m.Role != "user" {
+				continue
+			}
+			var s string
+			if json.Unmarshal(m.Content, &s) == nil {
+				prompt = s
+				continue
+			}
+			// Content parts: the text is the prompt; every image must be
+			// a PNG data URL that decodes.
+			var parts []struct {
+				Type     string `json:"type"`
+				Text     string `json:"text"`
+				ImageURL struct {
+					URL string `json:"url"`
+				} `json:"image_url"`
+			}
+			if err := json.Unmarshal(m.Content, &parts); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			prompt = ""
+			for _, p := range parts {
+				switch p.Type {
+				case "text":
+					prompt += p.Text
+				case "image_url":
+					data, ok := strings.CutPrefix(p.ImageURL.URL, "data:image/png;base64,")
+					raw, err := base64.StdEncoding.DecodeString(data)
+					if !ok || err != nil {
+						http.Error(w, "image_url is not a PNG data URL", http.StatusBadRequest)
+						return
+					}
+					if _, err := png.Decode(bytes.NewReader(raw)); err != nil {
+						http.Error(w, "image: "+err.Error(), http.StatusBadRequest)
+						return
+					}
 				}
 			}
 		}
