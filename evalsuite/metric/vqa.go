@@ -38,6 +38,7 @@ func RelaxedCorrect(pred, target string) bool {
 	if pok && tok && t != 0 {
 		return math.Abs(p-t)/math.Abs(t) <= 0.05
 	}
+	//lint:ignore SA6005 Python lower() == lower(), not case folding
 	return strings.ToLower(pred) == strings.ToLower(target)
 }
 

@@ -49,20 +49,20 @@ type Source struct {
 
 // Info describes a registered task.
 type Info struct {
-	Name        string
-	Output      evalsuite.OutputType
-	Builtin     bool
-	Description string
+	Name        string               `json:"name"`
+	Output      evalsuite.OutputType `json:"output"`
+	Builtin     bool                 `json:"builtin,omitempty"`
+	Description string               `json:"description"`
 	// Follows names the public definition the task reproduces (file and
 	// version), so a reviewer can compare the two.
-	Follows string
+	Follows string `json:"follows,omitempty"`
 	// Data are the Hugging Face dataset splits the task reads, as the
 	// definition it follows loads them (empty for built-in tasks).
-	Data []HubData
+	Data []HubData `json:"data,omitempty"`
 	// NotRunnable, when set, says why ttis cannot run the task; such a
 	// task is listed so that verdicts count it as not measured, and Build
 	// refuses it with this reason.
-	NotRunnable string
+	NotRunnable string `json:"not_runnable,omitempty"`
 }
 
 type builder struct {

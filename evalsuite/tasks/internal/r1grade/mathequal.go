@@ -45,6 +45,7 @@ var (
 
 // MathEqual is the fork's math_equal(prediction, reference).
 func MathEqual(pred, ref string) bool {
+	//lint:ignore SA6005 Python lower() == lower(), not case folding
 	if strings.ToLower(pythonStrip(pred)) == strings.ToLower(pythonStrip(ref)) {
 		return true
 	}
@@ -75,6 +76,7 @@ func MathEqual(pred, ref string) bool {
 		refStr = strings.Trim(refStr, "[]()")
 	}
 	drop := strings.NewReplacer("{", "", "}", "", "(", "", ")", "")
+	//lint:ignore SA6005 Python lower() == lower(), not case folding
 	if strings.ToLower(drop.Replace(predStr)) == strings.ToLower(drop.Replace(refStr)) {
 		return true
 	}
