@@ -143,7 +143,7 @@ func Build(name string, src Source) (*evalsuite.Task, error) {
 		return nil, fmt.Errorf("task %s cannot run in ttis: %s", name, b.info.NotRunnable)
 	}
 	if !b.info.Builtin && src.Dataset == "" && len(src.Files) == 0 {
-		return nil, fmt.Errorf("task %s reads its dataset from a local file in the dataset's own column layout: pass its path (or pull %s)", name, describeData(b.info.Data))
+		return nil, fmt.Errorf("task %s reads a local dataset file in the dataset's own column layout: pass its path (or pull %s)", name, describeData(b.info.Data))
 	}
 	t, err := b.build(src)
 	if err != nil {
