@@ -486,21 +486,13 @@ func (p *parser) command() (node, error) {
 	p.pos += 1 + len(name)
 	switch name {
 	case "frac", "dfrac", "tfrac", "cfrac":
-		a, err := p.group()
-		if err != nil {
-			return nil, err
-		}
-		b, err := p.group()
+		a, b, err := p.twoGroups()
 		if err != nil {
 			return nil, err
 		}
 		return binary{'/', a, b}, nil
 	case "binom", "dbinom", "tbinom", "choose":
-		a, err := p.group()
-		if err != nil {
-			return nil, err
-		}
-		b, err := p.group()
+		a, b, err := p.twoGroups()
 		if err != nil {
 			return nil, err
 		}
@@ -557,6 +549,16 @@ func (p *parser) command() (node, error) {
 		return variable{`\` + name}, nil
 	}
 	return nil, fmt.Errorf("unsupported command \\%s", name)
+}
+
+// twoGroups reads the two arguments of \frac and \binom.
+func (p *parser) twoGroups() (node, node, error) {
+	a, err := p.group()
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := p.group()
+	return a, b, err
 }
 
 func (p *parser) delimited(fn, end string) (node, error) {
