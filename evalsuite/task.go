@@ -12,6 +12,7 @@
 package evalsuite
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -123,6 +124,35 @@ func (d Doc) Strings(field string) ([]string, error) {
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// Images are data URLs sent with the text (vision-language tasks);
+	// a message with images is written in OpenAI's content-parts form,
+	// the text first, as lmms-eval's openai_compatible model sends it.
+	Images []string `json:"-"`
+}
+
+// MarshalJSON writes Content as a string, or, with images, as a list of
+// a text part and image_url parts.
+func (m Message) MarshalJSON() ([]byte, error) {
+	if len(m.Images) == 0 {
+		type plain Message
+		return json.Marshal(plain(m))
+	}
+	type imageURL struct {
+		URL string `json:"url"`
+	}
+	type part struct {
+		Type     string    `json:"type"`
+		Text     *string   `json:"text,omitempty"`
+		ImageURL *imageURL `json:"image_url,omitempty"`
+	}
+	parts := []part{{Type: "text", Text: &m.Content}}
+	for _, u := range m.Images {
+		parts = append(parts, part{Type: "image_url", ImageURL: &imageURL{URL: u}})
+	}
+	return json.Marshal(struct {
+		Role    string `json:"role"`
+		Content []part `json:"content"`
+	}{m.Role, parts})
 }
 
 // GenKwargs are a generate_until task's generation settings.
@@ -206,11 +236,30 @@ type Task struct {
 	DocToChoices func(Doc) ([]string, error)
 	DocToGold    func(Doc) (int, error)
 	Gen          GenKwargs
-	Filters      []filter.Chain
-	Metrics      []MetricSpec
+	// GenFor, when set, gives each document its own generation settings
+	// (a group whose subtasks differ, as LongBench's); Gen stays the
+	// default for callers that override the budget.
+	GenFor  func(Doc) (GenKwargs, error)
+	Filters []filter.Chain
+	Metrics []MetricSpec
 	// Process scores a generate_until document itself instead of
 	// filters+exact_match (lm-eval's process_results, used by IFEval).
 	Process func(doc Doc, response string) (Scores, error)
+	// ProcessFilter names the result keys' filter half for a Process task
+	// whose definition scores through a custom filter ("extract_code");
+	// empty means "none".
+	ProcessFilter string
+	// DocToImages gives a document's images as data URLs (lmms-eval's
+	// doc_to_visual); they go with the last user message, so the task
+	// needs a chat endpoint (ChatOnly).
+	DocToImages func(Doc) ([]string, error)
+	// ChatOnly says the task cannot be sent to a completions endpoint.
+	ChatOnly bool
+	// GenPrefix, when set, starts the answer (lm-eval's gen_prefix): the
+	// prompt ends with TargetDelimiter and the prefix, few-shot answers
+	// are preceded by the prefix and a space, and chat requests end with
+	// an assistant turn holding it.
+	GenPrefix func(Doc) (string, error)
 	// Config is echoed into the results file's configs entry.
 	Config map[string]any
 	// DescriptionFor, when set, gives each document its own description
@@ -220,6 +269,10 @@ type Task struct {
 	// carry one entry per subtask plus this task as a group whose value is
 	// the size-weighted mean of its subtasks (lm-eval's weight_by_size).
 	SubtaskOf func(Doc) string
+	// GroupUnweighted makes the group's value the plain mean of its
+	// subtasks' values (lm-eval's weight_by_size: false) instead of the
+	// size-weighted mean.
+	GroupUnweighted bool
 
 	// matchers caches compiled exact_match options (shared by copies of
 	// the task, keyed by the options themselves).
@@ -354,12 +407,33 @@ func (t *Task) Context(doc Doc) (string, []Message, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("few-shot example: %w", err)
 		}
+		if t.GenPrefix != nil {
+			p, err := t.GenPrefix(e)
+			if err != nil {
+				return "", nil, fmt.Errorf("few-shot example: %w", err)
+			}
+			ea = p + " " + ea
+		}
 		b.WriteString(eq + t.TargetDelimiter + ea + t.FewshotDelimiter)
 		msgs = append(msgs, Message{Role: "user", Content: pendingDesc + eq}, Message{Role: "assistant", Content: ea})
 		pendingDesc = ""
 	}
 	b.WriteString(q)
-	msgs = append(msgs, Message{Role: "user", Content: pendingDesc + q})
+	last := Message{Role: "user", Content: pendingDesc + q}
+	if t.DocToImages != nil {
+		if last.Images, err = t.DocToImages(doc); err != nil {
+			return "", nil, err
+		}
+	}
+	msgs = append(msgs, last)
+	if t.GenPrefix != nil {
+		p, err := t.GenPrefix(doc)
+		if err != nil {
+			return "", nil, err
+		}
+		b.WriteString(t.TargetDelimiter + p)
+		msgs = append(msgs, Message{Role: "assistant", Content: p})
+	}
 	return b.String(), msgs, nil
 }
 
@@ -372,6 +446,11 @@ func (t *Task) Requests(doc Doc) ([]Instance, error) {
 	switch t.Output {
 	case GenerateUntil:
 		g := t.Gen
+		if t.GenFor != nil {
+			if g, err = t.GenFor(doc); err != nil {
+				return nil, err
+			}
+		}
 		return []Instance{{Kind: KindGenerate, Context: ctx, Messages: msgs, Gen: &g}}, nil
 	case MultipleChoice:
 		choices, err := t.DocToChoices(doc)
@@ -405,14 +484,24 @@ func (t *Task) Target(doc Doc) (any, error) {
 
 // FilterNames lists the result keys' filter halves, in order.
 func (t *Task) FilterNames() []string {
-	if t.Output == MultipleChoice || t.Process != nil {
+	if t.Output == MultipleChoice {
 		return []string{"none"}
+	}
+	if t.Process != nil {
+		return []string{t.processFilter()}
 	}
 	out := make([]string, len(t.Filters))
 	for i, f := range t.Filters {
 		out[i] = f.Name
 	}
 	return out
+}
+
+func (t *Task) processFilter() string {
+	if t.ProcessFilter != "" {
+		return t.ProcessFilter
+	}
+	return "none"
 }
 
 // Scored is one document's outcome under one filter.
@@ -436,7 +525,7 @@ func (t *Task) Score(doc Doc, resps []Response) ([]Scored, error) {
 			if err != nil {
 				return nil, err
 			}
-			return []Scored{{Filter: "none", Filtered: resps[0].Text, Scores: s}}, nil
+			return []Scored{{Filter: t.processFilter(), Filtered: resps[0].Text, Scores: s}}, nil
 		}
 		target, err := t.DocToTarget(doc)
 		if err != nil {

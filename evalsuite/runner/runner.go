@@ -144,6 +144,9 @@ func Run(ctx context.Context, task *evalsuite.Task, be Backend, opts Options) (*
 	if task.Output == evalsuite.MultipleChoice && be.API() == openai.Chat {
 		return nil, fmt.Errorf("task %s scores choices by log-likelihood, which chat endpoints cannot give; use the completions API or the task's _generative variant", task.Name)
 	}
+	if task.ChatOnly && be.API() != client.Chat {
+		return nil, fmt.Errorf("task %s sends images in chat messages: use the chat API", task.Name)
+	}
 	n := opts.Limit.Apply(len(task.Docs))
 	res := &Result{Task: task, NOriginal: len(task.Docs), NEffective: n, Samples: make([]Sample, n)}
 	if opts.Progress != nil {
@@ -330,12 +333,13 @@ func aggregate(res *Result, policy ErrorPolicy) {
 	for _, name := range names {
 		res.Subtasks = append(res.Subtasks, Subtask{Name: name, Size: subSize[name], Aggregates: evalsuite.AggregateScores(task.Metrics, filters, perSub[name])})
 	}
-	res.Aggregates = groupAggregates(res.Subtasks)
+	res.Aggregates = groupAggregates(res.Subtasks, !task.GroupUnweighted)
 }
 
-// groupAggregates combines subtasks as lm-eval does for a group with
-// weight_by_size: the size-weighted mean and the pooled standard error.
-func groupAggregates(subs []Subtask) []evalsuite.Aggregate {
+// groupAggregates combines subtasks as lm-eval does for a group: the
+// size-weighted mean (weight_by_size) or the plain mean, and the pooled
+// standard error.
+func groupAggregates(subs []Subtask, weightBySize bool) []evalsuite.Aggregate {
 	type key struct{ metric, filter string }
 	var order []key
 	parts := map[key][]metric.Subtask{}
@@ -359,7 +363,7 @@ func groupAggregates(subs []Subtask) []evalsuite.Aggregate {
 		if math.IsNaN(se) && len(p) == 1 {
 			se = p[0].Stderr
 		}
-		out = append(out, evalsuite.Aggregate{Metric: k.metric, Filter: k.filter, Value: metric.GroupMean(p, true), Stderr: se, N: n})
+		out = append(out, evalsuite.Aggregate{Metric: k.metric, Filter: k.filter, Value: metric.GroupMean(p, weightBySize), Stderr: se, N: n})
 	}
 	return out
 }

@@ -245,7 +245,7 @@ func TestGPQAErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `bad.csv:2: missing field "Incorrect Answer 3"`) {
 		t.Errorf("missing column: %v", err)
 	}
-	if _, err := Build("gpqa_diamond_cot_zeroshot", Source{NumFewShot: -1}); err == nil || !strings.Contains(err.Error(), "local dataset") {
+	if _, err := Build("gpqa_diamond_cot_zeroshot", Source{NumFewShot: -1}); err == nil || !strings.Contains(err.Error(), "Idavidrein/gpqa") {
 		t.Errorf("no dataset: %v", err)
 	}
 }

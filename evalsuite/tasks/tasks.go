@@ -1,8 +1,11 @@
-// Package tasks is the registry of evaluation tasks: lm-eval's gsm8k, mmlu,
-// mmlu_generative, ifeval, gpqa_* and mmlu_pro definitions applied to local
-// dataset files,
-// and the built-in generated tasks (ttis_arith, ttis_arith_mc,
-// ttis_arith_mc_generative, ttis_ifeval) that need no download.
+// Package tasks is the registry of evaluation tasks: the definitions of
+// lm-evaluation-harness, tt-inference-server's lm-eval fork and
+// llama-cookbook's meta_eval (each task cites the file it follows), read
+// from local files in the dataset's own column layout (the columns of the
+// Hugging Face copy, whose location each task declares as data), the
+// built-in generated tasks (ttis_arith, ttis_arith_mc,
+// ttis_arith_mc_generative, ttis_ifeval) that need no dataset, and the
+// tasks the catalog references that ttis cannot run, each with its reason.
 package tasks
 
 import (
@@ -38,14 +41,28 @@ type Source struct {
 	Size int
 	// Seed overrides a built-in task's generator seed (0 = default).
 	Seed uint64
+	// Files are local files of the task's other data roles (see
+	// Info.Data), by role; Dataset and FewShotDataset hold RoleTest and
+	// RoleFewShot.
+	Files map[string]string
 }
 
 // Info describes a registered task.
 type Info struct {
-	Name        string
-	Output      evalsuite.OutputType
-	Builtin     bool
-	Description string
+	Name        string               `json:"name"`
+	Output      evalsuite.OutputType `json:"output"`
+	Builtin     bool                 `json:"builtin,omitempty"`
+	Description string               `json:"description"`
+	// Follows names the public definition the task reproduces (file and
+	// version), so a reviewer can compare the two.
+	Follows string `json:"follows,omitempty"`
+	// Data are the Hugging Face dataset splits the task reads, as the
+	// definition it follows loads them (empty for built-in tasks).
+	Data []HubData `json:"data,omitempty"`
+	// NotRunnable, when set, says why ttis cannot run the task; such a
+	// task is listed so that verdicts count it as not measured, and Build
+	// refuses it with this reason.
+	NotRunnable string `json:"not_runnable,omitempty"`
 }
 
 type builder struct {
@@ -53,28 +70,52 @@ type builder struct {
 	build func(src Source) (*evalsuite.Task, error)
 }
 
-var registry = map[string]builder{
-	"gsm8k":                           {Info{"gsm8k", evalsuite.GenerateUntil, false, "grade-school math, lm-eval gsm8k v3 (fields question, answer); 5-shot when a few-shot file is given"}, buildGSM8K},
-	"mmlu":                            {Info{"mmlu", evalsuite.MultipleChoice, false, "MMLU by log-likelihood, lm-eval mmlu (fields question, choices or A-D, answer, optional subject); completions API only"}, buildMMLU},
-	"mmlu_generative":                 {Info{"mmlu_generative", evalsuite.GenerateUntil, false, "MMLU answered with a generated letter (chat-friendly)"}, buildMMLUGenerative},
-	"ifeval":                          {Info{"ifeval", evalsuite.GenerateUntil, false, "instruction following, a documented subset of IFEval's checks (fields prompt, instruction_id_list, kwargs)"}, buildIFEval},
-	"gpqa_diamond_cot_zeroshot":       {Info{"gpqa_diamond_cot_zeroshot", evalsuite.GenerateUntil, false, gpqaCoTInfo}, buildGPQACoT("gpqa_diamond_cot_zeroshot")},
-	"gpqa_main_cot_zeroshot":          {Info{"gpqa_main_cot_zeroshot", evalsuite.GenerateUntil, false, gpqaCoTInfo}, buildGPQACoT("gpqa_main_cot_zeroshot")},
-	"gpqa_extended_cot_zeroshot":      {Info{"gpqa_extended_cot_zeroshot", evalsuite.GenerateUntil, false, gpqaCoTInfo}, buildGPQACoT("gpqa_extended_cot_zeroshot")},
-	"gpqa_diamond_generative_n_shot":  {Info{"gpqa_diamond_generative_n_shot", evalsuite.GenerateUntil, false, gpqaGenInfo}, buildGPQAGenerativeNShot("gpqa_diamond_generative_n_shot")},
-	"gpqa_main_generative_n_shot":     {Info{"gpqa_main_generative_n_shot", evalsuite.GenerateUntil, false, gpqaGenInfo}, buildGPQAGenerativeNShot("gpqa_main_generative_n_shot")},
-	"gpqa_extended_generative_n_shot": {Info{"gpqa_extended_generative_n_shot", evalsuite.GenerateUntil, false, gpqaGenInfo}, buildGPQAGenerativeNShot("gpqa_extended_generative_n_shot")},
-	"gpqa_diamond_zeroshot":           {Info{"gpqa_diamond_zeroshot", evalsuite.MultipleChoice, false, gpqaMCInfo}, buildGPQAZeroShot("gpqa_diamond_zeroshot")},
-	"gpqa_main_zeroshot":              {Info{"gpqa_main_zeroshot", evalsuite.MultipleChoice, false, gpqaMCInfo}, buildGPQAZeroShot("gpqa_main_zeroshot")},
-	"gpqa_extended_zeroshot":          {Info{"gpqa_extended_zeroshot", evalsuite.MultipleChoice, false, gpqaMCInfo}, buildGPQAZeroShot("gpqa_extended_zeroshot")},
-	"meta_gpqa":                       {Info{"meta_gpqa", evalsuite.GenerateUntil, false, metaGPQAInfo}, metaGPQATask("meta_gpqa", ` ([A-Z])`, false)},
-	"meta_gpqa_cot":                   {Info{"meta_gpqa_cot", evalsuite.GenerateUntil, false, metaGPQACoTInfo}, metaGPQATask("meta_gpqa_cot", `best answer is ([A-Z])`, true)},
-	"r1_gpqa_diamond":                 {Info{"r1_gpqa_diamond", evalsuite.GenerateUntil, false, "GPQA diamond with a boxed-letter reasoning answer, the tt-inference-server lm-eval fork's r1_gpqa_diamond (exact_match,none); " + gpqaLayout}, buildR1GPQA},
-	"mmlu_pro":                        {Info{"mmlu_pro", evalsuite.GenerateUntil, false, "MMLU-Pro, lm-eval fork mmlu_pro v2.1: chain of thought per category, letter after \"answer is\" (fields question, options, answer, category; cot_content in the few-shot file); 5-shot when a few-shot file is given"}, buildMMLUPro},
-	"ttis_arith":                      {Info{"ttis_arith", evalsuite.GenerateUntil, true, "generated arithmetic word problems, GSM8K format and filters (default 200 docs, 3-shot)"}, buildArith},
-	"ttis_arith_mc":                   {Info{"ttis_arith_mc", evalsuite.MultipleChoice, true, "generated arithmetic multiple choice, MMLU format, by log-likelihood (default 200 docs)"}, buildArithMC},
-	"ttis_arith_mc_generative":        {Info{"ttis_arith_mc_generative", evalsuite.GenerateUntil, true, "generated arithmetic multiple choice answered with a letter (chat-friendly)"}, buildArithMCGen},
-	"ttis_ifeval":                     {Info{"ttis_ifeval", evalsuite.GenerateUntil, true, "generated IFEval-style prompts with one or two verifiable instructions (default 100 docs)"}, buildBuiltinIFEval},
+// registry holds every task; entries are added by register calls in the
+// files that define them.
+var registry = map[string]builder{}
+
+// register adds a task; a duplicate name is a programming error.
+func register(info Info, build func(Source) (*evalsuite.Task, error)) {
+	if _, dup := registry[info.Name]; dup {
+		panic("tasks: " + info.Name + " registered twice")
+	}
+	if build == nil && info.NotRunnable == "" {
+		panic("tasks: " + info.Name + " has no builder and no reason it cannot run")
+	}
+	registry[info.Name] = builder{info, build}
+}
+
+func init() {
+	gen, mc := evalsuite.GenerateUntil, evalsuite.MultipleChoice
+	register(Info{Name: "gsm8k", Output: gen, Description: "grade-school math, lm-eval gsm8k v3 (fields question, answer); 5-shot when a few-shot file is given",
+		Follows: "lm-eval lm_eval/tasks/gsm8k/gsm8k.yaml v3.0", Data: gsm8kData}, buildGSM8K)
+	register(Info{Name: "mmlu", Output: mc, Description: "MMLU by log-likelihood, lm-eval mmlu (fields question, choices or A-D, answer, optional subject); completions API only",
+		Follows: "lm-eval lm_eval/tasks/mmlu/default/_default_template_yaml v1.0", Data: mmluData}, buildMMLU)
+	register(Info{Name: "mmlu_generative", Output: gen, Description: "MMLU answered with a generated letter (chat-friendly)",
+		Follows: "lm-eval lm_eval/tasks/mmlu/generative/_default_template_yaml", Data: mmluData}, buildMMLUGenerative)
+	register(Info{Name: "ifeval", Output: gen, Description: "instruction following, a documented subset of IFEval's checks (fields prompt, instruction_id_list, kwargs)",
+		Follows: "lm-eval lm_eval/tasks/ifeval/ifeval.yaml v4.0", Data: []HubData{{Role: RoleTest, Repo: "google/IFEval", Split: "train", Files: "ifeval_input_data.jsonl"}}}, buildIFEval)
+	for _, sub := range []string{"diamond", "main", "extended"} {
+		data := gpqaData(sub)
+		register(Info{Name: "gpqa_" + sub + "_cot_zeroshot", Output: gen, Description: gpqaCoTInfo,
+			Follows: "lm-eval fork lm_eval/tasks/gpqa/cot_zeroshot v1.0", Data: data}, buildGPQACoT("gpqa_"+sub+"_cot_zeroshot"))
+		register(Info{Name: "gpqa_" + sub + "_generative_n_shot", Output: gen, Description: gpqaGenInfo,
+			Follows: "lm-eval fork lm_eval/tasks/gpqa/generative v2.0", Data: data}, buildGPQAGenerativeNShot("gpqa_"+sub+"_generative_n_shot"))
+		register(Info{Name: "gpqa_" + sub + "_zeroshot", Output: mc, Description: gpqaMCInfo,
+			Follows: "lm-eval fork lm_eval/tasks/gpqa/zeroshot v1.0", Data: data}, buildGPQAZeroShot("gpqa_"+sub+"_zeroshot"))
+	}
+	register(Info{Name: "meta_gpqa", Output: gen, Description: metaGPQAInfo,
+		Follows: "llama-cookbook meta_eval/meta_template/gpqa/gpqa_0shot.yaml v1.0", Data: metaDetails("gpqa")}, metaGPQATask("meta_gpqa", ` ([A-Z])`, false))
+	register(Info{Name: "meta_gpqa_cot", Output: gen, Description: metaGPQACoTInfo,
+		Follows: "llama-cookbook meta_eval/meta_template/gpqa_cot/gpqa_0shot_cot.yaml v1.0", Data: metaDetails("gpqa")}, metaGPQATask("meta_gpqa_cot", `best answer is ([A-Z])`, true))
+	register(Info{Name: "r1_gpqa_diamond", Output: gen, Description: "GPQA diamond with a boxed-letter reasoning answer, the tt-inference-server lm-eval fork's r1_gpqa_diamond (exact_match,none); " + gpqaLayout,
+		Follows: "lm-eval fork lm_eval/tasks/r1_evals/gpqa_reasoning_diamond.yaml v1.0", Data: gpqaData("diamond")}, buildR1GPQA)
+	register(Info{Name: "mmlu_pro", Output: gen, Description: "MMLU-Pro, lm-eval fork mmlu_pro v2.1: chain of thought per category, letter after \"answer is\" (fields question, options, answer, category; cot_content in the few-shot file); 5-shot when a few-shot file is given",
+		Follows: "lm-eval fork lm_eval/tasks/mmlu_pro/_default_template_yaml v2.1", Data: mmluProData}, buildMMLUPro)
+	register(Info{Name: "ttis_arith", Output: gen, Builtin: true, Description: "generated arithmetic word problems, GSM8K format and filters (default 200 docs, 3-shot)"}, buildArith)
+	register(Info{Name: "ttis_arith_mc", Output: mc, Builtin: true, Description: "generated arithmetic multiple choice, MMLU format, by log-likelihood (default 200 docs)"}, buildArithMC)
+	register(Info{Name: "ttis_arith_mc_generative", Output: gen, Builtin: true, Description: "generated arithmetic multiple choice answered with a letter (chat-friendly)"}, buildArithMCGen)
+	register(Info{Name: "ttis_ifeval", Output: gen, Builtin: true, Description: "generated IFEval-style prompts with one or two verifiable instructions (default 100 docs)"}, buildBuiltinIFEval)
 }
 
 // List returns every task, sorted by name.
@@ -98,8 +139,11 @@ func Build(name string, src Source) (*evalsuite.Task, error) {
 		sort.Strings(names)
 		return nil, fmt.Errorf("unknown task %q (known: %s)", name, strings.Join(names, ", "))
 	}
-	if !b.info.Builtin && src.Dataset == "" {
-		return nil, fmt.Errorf("task %s reads a local dataset file: pass its path (real benchmark data is never downloaded)", name)
+	if b.info.NotRunnable != "" {
+		return nil, fmt.Errorf("task %s cannot run in ttis: %s", name, b.info.NotRunnable)
+	}
+	if !b.info.Builtin && src.Dataset == "" && len(src.Files) == 0 {
+		return nil, fmt.Errorf("task %s reads a local dataset file in the dataset's own column layout: pass its path (or pull %s)", name, describeData(b.info.Data))
 	}
 	t, err := b.build(src)
 	if err != nil {

@@ -104,7 +104,7 @@ func TestBuildErrors(t *testing.T) {
 	if _, err := Build("nope", Source{}); err == nil || !strings.Contains(err.Error(), "known:") {
 		t.Errorf("unknown task: %v", err)
 	}
-	if _, err := Build("gsm8k", Source{}); err == nil || !strings.Contains(err.Error(), "never downloaded") {
+	if _, err := Build("gsm8k", Source{}); err == nil || !strings.Contains(err.Error(), "openai/gsm8k") {
 		t.Errorf("missing dataset: %v", err)
 	}
 	if _, err := Build("gsm8k", Source{Dataset: "testdata/gsm8k_test.jsonl", FewShotDataset: "testdata/gsm8k_train.jsonl", NumFewShot: 5}); err == nil {

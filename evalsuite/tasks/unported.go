@@ -1,0 +1,22 @@
+package tasks
+
+import "github.com/ttis-dev/ttis/evalsuite"
+
+// Tasks the catalog references that ttis does not run yet, each with the
+// reason; verdicts count them as not measured.
+func init() {
+	gen := evalsuite.GenerateUntil
+	register(Info{Name: "ruler", Output: gen,
+		Description: "RULER long-context retrieval, aggregation and QA at 4K-64K tokens",
+		Follows:     "lm-eval fork lm_eval/tasks/ruler/ruler.yaml",
+		NotRunnable: "not implemented yet: RULER generates its documents at run time with the model's own tokenizer (haystacks cut to exact token lengths, Paul Graham essays fetched at run time), which ttis has not reproduced"}, nil)
+	register(Info{Name: "longbench2_generate", Output: gen,
+		Description: "LongBench v2 answered by generation on the chat API",
+		Follows:     "tt-inference-server's lm-eval fork, branch evals-common (not published in a source ttis could read)",
+		NotRunnable: "its definition lives only in tt-inference-server's unpublished lm-eval fork branch (evals-common); upstream lm-eval's longbench2 scores choices by log-likelihood, a different task, so ttis cannot reproduce it honestly"}, nil)
+	register(Info{Name: "livecodebench", Output: gen,
+		Description: "LiveCodeBench code generation, graded by running stdin/stdout and functional tests",
+		Follows:     "lm-eval fork lm_eval/tasks/livecodebench/livecodebench.yaml",
+		Data:        []HubData{{Role: RoleTest, Repo: "livecodebench/code_generation_lite", Split: "test", Files: "test*.jsonl"}},
+		NotRunnable: "not implemented yet: its private tests are zlib-compressed Python pickles and its grader runs stdin/stdout and call-based tests through the fork's testing_util, which ttis has not ported to the sandbox"}, nil)
+}
