@@ -65,23 +65,10 @@ again.
 	}
 }
 
-// taskListing is one task of --list-tasks.
-type taskListing struct {
-	Name        string `json:"name"`
-	Output      string `json:"output"`
-	Data        string `json:"data"`
-	Description string `json:"description"`
-}
-
+// listTasks prints every task ttis knows, including those it lists as
+// not runnable (with why), and where each one's data comes from.
 func listTasks(c *cli.Context) error {
-	var list []taskListing
-	for _, t := range tasks.List() {
-		data := "local file"
-		if t.Builtin {
-			data = "built-in"
-		}
-		list = append(list, taskListing{t.Name, string(t.Output), data, t.Description})
-	}
+	list := tasks.List()
 	if asJSON, err := jsonOutput(c); err != nil {
 		return err
 	} else if asJSON {
@@ -90,7 +77,16 @@ func listTasks(c *cli.Context) error {
 	tw := tabwriter.NewWriter(c.App.Writer, 4, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tTYPE\tDATA\tDESCRIPTION")
 	for _, t := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Output, t.Data, t.Description)
+		data := "local file"
+		switch {
+		case t.NotRunnable != "":
+			data, t.Description = "not runnable", t.NotRunnable
+		case t.Builtin:
+			data = "built-in"
+		case len(t.Data) > 0:
+			data = "hf:" + t.Data[0].Repo
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Output, data, t.Description)
 	}
 	return tw.Flush()
 }

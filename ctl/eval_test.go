@@ -18,6 +18,7 @@ import (
 	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/daemon/api"
 	daemonclient "github.com/ttis-dev/ttis/daemon/api/client"
+	"github.com/ttis-dev/ttis/evalsuite/tasks"
 )
 
 // zeroServer answers every question with "#### 0" (always wrong for the
@@ -64,7 +65,7 @@ func TestEvalURL(t *testing.T) {
 		t.Errorf("list: %d %s", code, out)
 	}
 	out, _, code = runCtlStdout(t, "eval", "--list-tasks", "-o", "json")
-	var list []taskListing
+	var list []tasks.Info
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) == 0 {
 		t.Errorf("list -o json: %d %s", code, out)
 	}

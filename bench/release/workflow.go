@@ -146,9 +146,9 @@ type EvalChoice struct {
 // as not selected). When no reference runs, the built-in smoke tasks do, so
 // the plumbing is still checked.
 func PlanEvals(catalogModel string, datasets map[string]string, explicit []string) []EvalChoice {
-	known := map[string]bool{}
+	known := map[string]tasks.Info{}
 	for _, t := range tasks.List() {
-		known[t.Name] = t.Builtin
+		known[t.Name] = t
 	}
 	refs := map[string]bool{}
 	var out []EvalChoice
@@ -158,14 +158,16 @@ func PlanEvals(catalogModel string, datasets map[string]string, explicit []strin
 		}
 		refs[ref.Task] = true
 		c := EvalChoice{Task: ref.Task, Role: RoleReference}
-		builtin, implemented := known[ref.Task]
+		info, known := known[ref.Task]
 		_, hasData := datasets[ref.Task]
 		switch {
 		case len(explicit) > 0 && !slices.Contains(explicit, ref.Task):
 			c.NotRun = "not selected (--task)"
-		case !implemented:
+		case !known:
 			c.NotRun = "ttis does not implement this task yet"
-		case !builtin && !hasData:
+		case info.NotRunnable != "":
+			c.NotRun = "ttis cannot run it: " + info.NotRunnable
+		case !info.Builtin && !hasData:
 			c.NotRun = "needs its dataset: pass --dataset " + ref.Task + "=PATH"
 		}
 		out = append(out, c)

@@ -144,7 +144,7 @@ func Run(ctx context.Context, task *evalsuite.Task, be Backend, opts Options) (*
 	if task.Output == evalsuite.MultipleChoice && be.API() == openai.Chat {
 		return nil, fmt.Errorf("task %s scores choices by log-likelihood, which chat endpoints cannot give; use the completions API or the task's _generative variant", task.Name)
 	}
-	if task.ChatOnly && be.API() != client.Chat {
+	if task.ChatOnly && be.API() != openai.Chat {
 		return nil, fmt.Errorf("task %s sends images in chat messages: use the chat API", task.Name)
 	}
 	n := opts.Limit.Apply(len(task.Docs))

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
 	"github.com/ttis-dev/ttis/evalsuite/sandbox"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 func needPython(t *testing.T) {
@@ -46,7 +46,7 @@ func TestMBPPInstruct(t *testing.T) {
 	})
 	right := func(d evalsuite.Doc) string { return "\n" + field(d, "code") + "\n```" }
 	wrong := func(evalsuite.Doc) string { return "def f():\n    return 1\n```" }
-	checkOracle(t, task, client.Completions, "pass_at_1,extract_code", right, wrong)
+	checkOracle(t, task, openai.Completions, "pass_at_1,extract_code", right, wrong)
 }
 
 func TestHumanEvalInstruct(t *testing.T) {
@@ -70,5 +70,5 @@ func TestHumanEvalInstruct(t *testing.T) {
 	})
 	right := func(d evalsuite.Doc) string { return field(d, "canonical_solution") + "```" }
 	wrong := func(evalsuite.Doc) string { return "    return None\n```" }
-	checkOracle(t, task, client.Chat, "pass@1,create_test", right, wrong)
+	checkOracle(t, task, openai.Chat, "pass@1,create_test", right, wrong)
 }

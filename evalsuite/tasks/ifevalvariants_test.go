@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // ifevalReplies follow the two fixture rows' instructions (no commas; at
@@ -46,7 +46,7 @@ func TestLeaderboardIFEval(t *testing.T) {
 	checkScores(t, task, task.Docs[0], "none", "prompt_level_strict_acc", []scoreCase{
 		{ifevalRight["Japan"], 1}, {ifevalWrong["Japan"], 0}, {"   ", 0}, // an empty response follows nothing
 	})
-	checkOracle(t, task, client.Completions, "prompt_level_strict_acc,none", ifevalReply(ifevalRight), ifevalReply(ifevalWrong))
+	checkOracle(t, task, openai.Completions, "prompt_level_strict_acc,none", ifevalReply(ifevalRight), ifevalReply(ifevalWrong))
 }
 
 func TestMetaIFEval(t *testing.T) {
@@ -67,7 +67,7 @@ func TestMetaIFEval(t *testing.T) {
 		{ifevalRight["resume"], 1}, {ifevalWrong["resume"], 0}, {"", 0},
 	})
 	for _, key := range []string{"prompt_level_strict_acc,none", "inst_level_strict_acc,none", "prompt_level_loose_acc,none", "inst_level_loose_acc,none"} {
-		checkOracle(t, task, client.Completions, key, ifevalReply(ifevalRight), ifevalReply(ifevalWrong))
+		checkOracle(t, task, openai.Completions, key, ifevalReply(ifevalRight), ifevalReply(ifevalWrong))
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 func firstAnswer(d evalsuite.Doc) string {
@@ -41,7 +41,7 @@ func TestLongBenchSingle(t *testing.T) {
 	})
 	right := func(d evalsuite.Doc) string { return firstAnswer(d) }
 	wrong := func(evalsuite.Doc) string { return "zebra" }
-	checkOracle(t, task, client.Completions, "score,none", right, wrong)
+	checkOracle(t, task, openai.Completions, "score,none", right, wrong)
 	// The group value is the plain mean of the subtasks: one of two
 	// qasper rows right and the multifieldqa row right is (0.5+1)/2.
 	half := func(d evalsuite.Doc) string {
@@ -50,7 +50,7 @@ func TestLongBenchSingle(t *testing.T) {
 		}
 		return firstAnswer(d)
 	}
-	if got := runOracle(t, task, client.Completions, half)["score,none"]; got != 0.75 {
+	if got := runOracle(t, task, openai.Completions, half)["score,none"]; got != 0.75 {
 		t.Errorf("group score %v, want the unweighted mean 0.75", got)
 	}
 }
@@ -69,7 +69,7 @@ func TestLongBenchFewShotAndCode(t *testing.T) {
 		t.Errorf("trec_e's generation settings: %+v", g)
 	}
 	checkScores(t, task, task.Docs[0], "none", "score", []scoreCase{{" City", 1}, {"City or Country", 0.5}, {"Date", 0}, {"", 0}})
-	checkOracle(t, task, client.Completions, "score,none", firstAnswer, func(evalsuite.Doc) string { return "Date" })
+	checkOracle(t, task, openai.Completions, "score,none", firstAnswer, func(evalsuite.Doc) string { return "Date" })
 
 	code, err := Build("longbench_code_e", Source{NumFewShot: -1, Files: map[string]string{"test:lcc_e": "testdata/longbench_lcc_e.jsonl"}})
 	if err != nil {
@@ -81,7 +81,7 @@ func TestLongBenchFewShotAndCode(t *testing.T) {
 	}
 	checkGolden(t, "longbench_code_e.txt", reqs[0].Context)
 	checkScores(t, code, code.Docs[0], "none", "score", []scoreCase{{"```python\n    return math.pi * r * r\n```", 1}, {"", 0}})
-	checkOracle(t, code, client.Completions, "score,none", firstAnswer, func(evalsuite.Doc) string { return "}" })
+	checkOracle(t, code, openai.Completions, "score,none", firstAnswer, func(evalsuite.Doc) string { return "}" })
 	if _, err := Build("longbench_code_e", Source{NumFewShot: -1, Files: map[string]string{"test:trec_e": "testdata/longbench_trec_e.jsonl"}}); err == nil {
 		t.Error("a file for another group's subtask must be refused")
 	}

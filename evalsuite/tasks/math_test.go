@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // scoreOne scores one response and returns the named metric under the
@@ -72,8 +72,8 @@ func TestLeaderboardMathHard(t *testing.T) {
 		return "Final Answer: The final answer is $" + field(d, "answer") + "$. I hope it is correct."
 	}
 	wrong := func(evalsuite.Doc) string { return "Final Answer: The final answer is $17$. I hope it is correct." }
-	checkOracle(t, task, client.Completions, "exact_match,none", right, wrong)
-	checkOracle(t, task, client.Completions, "exact_match_original,none", right, wrong)
+	checkOracle(t, task, openai.Completions, "exact_match,none", right, wrong)
+	checkOracle(t, task, openai.Completions, "exact_match_original,none", right, wrong)
 }
 
 func TestMetaMath(t *testing.T) {
@@ -102,7 +102,7 @@ func TestMetaMath(t *testing.T) {
 	}
 	right := func(d evalsuite.Doc) string { return "So $\\boxed{" + field(d, "answer") + "}$." }
 	wrong := func(evalsuite.Doc) string { return "$\\boxed{-1}$" }
-	checkOracle(t, task, client.Completions, "exact_match,none", right, wrong)
+	checkOracle(t, task, openai.Completions, "exact_match,none", right, wrong)
 }
 
 func TestR1Math(t *testing.T) {
@@ -151,7 +151,7 @@ func TestR1Math(t *testing.T) {
 		checkGolden(t, name+".txt", reqs[0].Context)
 		right := func(d evalsuite.Doc) string { return "<think>work</think>\\boxed{" + field(d, "answer") + "}" }
 		wrong := func(evalsuite.Doc) string { return "\\boxed{999}" }
-		checkOracle(t, task, client.Completions, "exact_match,none", right, wrong)
+		checkOracle(t, task, openai.Completions, "exact_match,none", right, wrong)
 	}
 }
 
@@ -174,7 +174,7 @@ func TestAIME25(t *testing.T) {
 	})
 	right := func(d evalsuite.Doc) string { return "Thus $\\boxed{" + field(d, "answer") + "}$" }
 	wrong := func(evalsuite.Doc) string { return "$\\boxed{1}$" }
-	checkOracle(t, task, client.Chat, "exact_match,none", right, wrong)
+	checkOracle(t, task, openai.Chat, "exact_match,none", right, wrong)
 }
 
 func TestGSM8KCoT(t *testing.T) {
@@ -198,5 +198,5 @@ func TestGSM8KCoT(t *testing.T) {
 		return " Some steps. The answer is " + strings.TrimSpace(a[strings.LastIndex(a, "####")+4:]) + "."
 	}
 	wrong := func(evalsuite.Doc) string { return " The answer is 123456." }
-	checkOracle(t, task, client.Completions, "exact_match,strict-match", right, wrong)
+	checkOracle(t, task, openai.Completions, "exact_match,strict-match", right, wrong)
 }

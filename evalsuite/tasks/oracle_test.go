@@ -12,8 +12,9 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
+	"github.com/ttis-dev/ttis/evalsuite/backend"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // oracleServer is a real OpenAI-compatible HTTP server on 127.0.0.1 that
@@ -93,7 +94,7 @@ func oracleServer(t *testing.T, reply func(prompt string) string) string {
 
 // runOracle runs task against an oracle that answers every document's
 // prompt with answer(doc), and returns the result's aggregate values.
-func runOracle(t *testing.T, task *evalsuite.Task, api client.API, answer func(evalsuite.Doc) string) map[string]float64 {
+func runOracle(t *testing.T, task *evalsuite.Task, api openai.API, answer func(evalsuite.Doc) string) map[string]float64 {
 	t.Helper()
 	byPrompt := map[string]string{}
 	for _, d := range task.Docs {
@@ -102,7 +103,7 @@ func runOracle(t *testing.T, task *evalsuite.Task, api client.API, answer func(e
 			t.Fatalf("%s: %v", d.Source, err)
 		}
 		key := reqs[0].Context
-		if api == client.Chat {
+		if api == openai.Chat {
 			for _, m := range reqs[0].Messages {
 				if m.Role == "user" {
 					key = m.Content
@@ -117,7 +118,12 @@ func runOracle(t *testing.T, task *evalsuite.Task, api client.API, answer func(e
 		}
 		return "unknown prompt"
 	})
-	cl, err := client.New(client.Config{BaseURL: url, Model: "oracle", API: api, MaxRetries: 1})
+	srv, err := openai.New(openai.Config{BaseURL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cl, err := backend.New(srv, "oracle", api, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +138,7 @@ func runOracle(t *testing.T, task *evalsuite.Task, api client.API, answer func(e
 }
 
 // checkOracle runs right and wrong oracles and checks key scores 1 and 0.
-func checkOracle(t *testing.T, task *evalsuite.Task, api client.API, key string, right, wrong func(evalsuite.Doc) string) {
+func checkOracle(t *testing.T, task *evalsuite.Task, api openai.API, key string, right, wrong func(evalsuite.Doc) string) {
 	t.Helper()
 	if got := runOracle(t, task, api, right); got[key] != 1 {
 		t.Errorf("%s: the gold oracle scores %s = %v, want 1 (all: %v)", task.Name, key, got[key], got)

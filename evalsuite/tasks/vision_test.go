@@ -7,8 +7,9 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/client"
+	"github.com/ttis-dev/ttis/evalsuite/backend"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
+	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 func TestChartQA(t *testing.T) {
@@ -33,13 +34,17 @@ func TestChartQA(t *testing.T) {
 	checkScores(t, task, task.Docs[1], "none", "relaxed_overall", []scoreCase{{"peru", 1}, {"Peru.", 0}})
 	right := func(d evalsuite.Doc) string { return field(d, "answer") }
 	wrong := func(evalsuite.Doc) string { return "banana" }
-	checkOracle(t, task, client.Chat, "relaxed_overall,none", right, wrong)
-	got := runOracle(t, task, client.Chat, right)
+	checkOracle(t, task, openai.Chat, "relaxed_overall,none", right, wrong)
+	got := runOracle(t, task, openai.Chat, right)
 	if got["relaxed_human_split,none"] != 1 || got["relaxed_augmented_split,none"] != 1 {
 		t.Errorf("splits %v", got)
 	}
 	// Images cannot go to a completions endpoint.
-	cl, err := client.New(client.Config{BaseURL: "http://127.0.0.1:1", Model: "m", API: client.Completions})
+	srv, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := backend.New(srv, "m", openai.Completions, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +66,7 @@ func TestDocVQAVal(t *testing.T) {
 	checkScores(t, task, task.Docs[1], "none", "anls", []scoreCase{{"ITC Limited", 1}, {"itc limited.", 1 - 1.0/12}, {"Acme", 0}, {"", 0}})
 	right := func(d evalsuite.Doc) string { a, _ := d.Strings("answers"); return a[0] }
 	wrong := func(evalsuite.Doc) string { return "zzzzzzzz" }
-	checkOracle(t, task, client.Chat, "anls,none", right, wrong)
+	checkOracle(t, task, openai.Chat, "anls,none", right, wrong)
 }
 
 func TestImageDataURLErrors(t *testing.T) {
