@@ -42,6 +42,7 @@ again.
 ` + workflowExitHelp,
 		Flags: append(workflowFlags(),
 			&cli.StringFlag{Name: "api", Value: "completions", Usage: "completions or chat"},
+			&cli.BoolFlag{Name: "apply-chat-template", Usage: "completions API: send the prompt through the server's chat template as one user turn (lm-eval's --apply_chat_template; releases do this)"},
 			&cli.StringSliceFlag{Name: "task", Aliases: []string{"t"}, Usage: "task to run (repeatable or comma-separated; default: the catalog's references)"},
 			&cli.StringSliceFlag{Name: "dataset", Usage: "local dataset file: PATH (one task) or TASK=PATH"},
 			&cli.StringSliceFlag{Name: "fewshot-dataset", Usage: "local file of few-shot examples: PATH or TASK=PATH"},
@@ -139,7 +140,7 @@ func evalTemplate(c *cli.Context) (workflow.Config, limit.Mode, error) {
 	if s := c.String("columns"); s != "" {
 		columns = splitList([]string{s})
 	}
-	ec := workflow.Config{API: api, Tasks: splitList(c.StringSlice("task")),
+	ec := workflow.Config{API: api, ApplyChatTemplate: c.Bool("apply-chat-template"), Tasks: splitList(c.StringSlice("task")),
 		Datasets: splitTaskPaths(c.StringSlice("dataset")), FewShot: splitTaskPaths(c.StringSlice("fewshot-dataset")),
 		NumFewShot: c.Int("num-fewshot"), Format: c.String("format"), Mapping: mapping, Columns: columns,
 		BuiltinSize: c.Int("size"), MaxGenToks: c.Int("max-gen-toks"), Concurrency: c.Int("concurrency"),

@@ -536,10 +536,11 @@ func evalTaskNames(e *EvalSection) []string {
 }
 
 // DefaultEvals is the eval template of releases and schedules: lm-eval's
-// defaults over the completions API (the catalog's reference tasks are
-// chosen per run).
+// defaults over the completions API with the chat template applied, as
+// tt-inference-server's EvalTask runs them (the catalog's reference tasks
+// are chosen per run).
 func DefaultEvals() workflow.Config {
-	return workflow.Config{API: openai.Completions, NumFewShot: -1, Concurrency: 8, MaxRetries: 3,
+	return workflow.Config{API: openai.Completions, ApplyChatTemplate: true, NumFewShot: -1, Concurrency: 8, MaxRetries: 3,
 		Timeout: 10 * time.Minute, Seed: 1234, ErrorPolicy: runner.ErrorsAsWrong}
 }
 

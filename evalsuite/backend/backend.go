@@ -19,28 +19,45 @@ import (
 	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
-// Backend answers a task's requests for one server and model.
-type Backend struct {
-	srv   *openai.Client
-	model string
-	api   openai.API
-	seed  int
+// Config says how a Backend asks.
+type Config struct {
+	// Model is the name sent; API the generation endpoint (default
+	// completions); Seed is sent with every request.
+	Model string
+	API   openai.API
+	Seed  int
+	// ApplyChatTemplate sends generation requests of the completions API
+	// through the server's chat template, the whole prompt (few-shot
+	// examples included) as one user turn: what lm-eval's
+	// local-completions does with --apply_chat_template (and without
+	// --fewshot_as_multiturn), which tt-inference-server passes by default.
+	// The server renders the template, since ttis has no tokenizer of its
+	// own for the model. Log-likelihood requests stay raw completions.
+	ApplyChatTemplate bool
 }
 
-// New returns a Backend sending model's requests through srv on api,
-// with seed in every request.
-func New(srv *openai.Client, model string, api openai.API, seed int) (*Backend, error) {
-	if model == "" {
+// Backend answers a task's requests for one server and model.
+type Backend struct {
+	srv      *openai.Client
+	model    string
+	api      openai.API
+	seed     int
+	template bool
+}
+
+// New returns a Backend sending requests through srv as cfg says.
+func New(srv *openai.Client, cfg Config) (*Backend, error) {
+	if cfg.Model == "" {
 		return nil, errors.New("no model name to send")
 	}
-	switch api {
+	switch cfg.API {
 	case "":
-		api = openai.Completions
+		cfg.API = openai.Completions
 	case openai.Completions, openai.Chat:
 	default:
-		return nil, fmt.Errorf("unknown API %q (want completions or chat)", api)
+		return nil, fmt.Errorf("unknown API %q (want completions or chat)", cfg.API)
 	}
-	return &Backend{srv: srv, model: model, api: api, seed: seed}, nil
+	return &Backend{srv: srv, model: cfg.Model, api: cfg.API, seed: cfg.Seed, template: cfg.ApplyChatTemplate}, nil
 }
 
 // API reports the generation endpoint in use.
@@ -56,8 +73,11 @@ func (c *Backend) BaseURL() string { return c.srv.BaseURL() }
 func (c *Backend) Do(ctx context.Context, inst evalsuite.Instance) (evalsuite.Response, json.RawMessage, error) {
 	switch inst.Kind {
 	case evalsuite.KindGenerate:
-		if c.api == openai.Chat {
-			return c.chat(ctx, inst)
+		switch {
+		case c.api == openai.Chat:
+			return c.chat(ctx, inst, inst.Messages)
+		case c.template:
+			return c.chat(ctx, inst, []evalsuite.Message{{Role: "user", Content: inst.Context}})
 		}
 		return c.complete(ctx, inst)
 	case evalsuite.KindLoglikelihood:
@@ -115,12 +135,11 @@ func ParseCompletion(raw []byte) (evalsuite.Response, *openai.Error) {
 	return evalsuite.Response{Text: *body.Choices[0].Text}, nil
 }
 
-func (c *Backend) chat(ctx context.Context, inst evalsuite.Instance) (evalsuite.Response, json.RawMessage, error) {
+func (c *Backend) chat(ctx context.Context, inst evalsuite.Instance, msgs []evalsuite.Message) (evalsuite.Response, json.RawMessage, error) {
 	p := c.genPayload(inst.Gen)
 	if stop, ok := p["stop"].([]string); ok && len(stop) > 4 {
 		p["stop"] = stop[:4] // OpenAI's limit, as lm-eval truncates
 	}
-	msgs := inst.Messages
 	if len(msgs) == 0 {
 		msgs = []evalsuite.Message{{Role: "user", Content: inst.Context}}
 	}

@@ -116,7 +116,7 @@ func recorder(t *testing.T, answer string) (*openai.Client, *map[string]any) {
 func TestRequestsAsLMEvalSendsThem(t *testing.T) {
 	gen := &evalsuite.GenKwargs{Until: []string{"a", "b", "c", "d", "e"}, MaxGenToks: 5}
 	srv, last := recorder(t, `{"choices":[{"text":"ok","message":{"content":"ok"}}]}`)
-	comp, err := New(srv, "m", openai.Completions, 7)
+	comp, err := New(srv, Config{Model: "m", API: openai.Completions, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestRequestsAsLMEvalSendsThem(t *testing.T) {
 	if b := *last; b["path"] != "/v1/completions" || b["prompt"] != "Q" || b["max_tokens"] != 5.0 || b["seed"] != 7.0 || b["model"] != "m" || len(b["stop"].([]any)) != 5 {
 		t.Errorf("completions body %v", b)
 	}
-	chat, _ := New(srv, "m", openai.Chat, 7)
+	chat, _ := New(srv, Config{Model: "m", API: openai.Chat, Seed: 7})
 	if _, _, err := chat.Do(context.Background(), evalsuite.Instance{Kind: evalsuite.KindGenerate, Context: "Q", Gen: gen}); err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +136,21 @@ func TestRequestsAsLMEvalSendsThem(t *testing.T) {
 	if _, _, err := chat.Do(context.Background(), evalsuite.Instance{Kind: evalsuite.KindLoglikelihood}); err == nil {
 		t.Error("log-likelihood over chat must be refused")
 	}
+	// With the chat template, completions-API generation goes through the
+	// chat endpoint, the whole prompt as one user turn, even when the
+	// task built a multi-turn few-shot conversation.
+	tmpl, _ := New(srv, Config{Model: "m", API: openai.Completions, Seed: 7, ApplyChatTemplate: true})
+	inst := evalsuite.Instance{Kind: evalsuite.KindGenerate, Context: "Q1 A1\nQ2", Gen: gen,
+		Messages: []evalsuite.Message{{Role: "user", Content: "Q1"}, {Role: "assistant", Content: "A1"}, {Role: "user", Content: "Q2"}}}
+	if _, _, err := tmpl.Do(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	if b := *last; b["path"] != "/v1/chat/completions" || len(b["messages"].([]any)) != 1 ||
+		b["messages"].([]any)[0].(map[string]any)["content"] != "Q1 A1\nQ2" {
+		t.Errorf("chat-template body %v", b)
+	}
 	llSrv, last := recorder(t, `{"choices":[{"logprobs":{"tokens":["Q"," A"," x"],"token_logprobs":[null,-0.5,-2],"text_offset":[0,1,3]}}]}`)
-	ll, _ := New(llSrv, "m", openai.Completions, 7)
+	ll, _ := New(llSrv, Config{Model: "m", API: openai.Completions, Seed: 7})
 	r, _, err := ll.Do(context.Background(), evalsuite.Instance{Kind: evalsuite.KindLoglikelihood, Context: "Q", Continuation: " A"})
 	if err != nil || r.LogLikelihood != -0.5 {
 		t.Fatalf("%+v %v", r, err)
@@ -149,10 +162,10 @@ func TestRequestsAsLMEvalSendsThem(t *testing.T) {
 
 func TestNewValidates(t *testing.T) {
 	srv, _ := recorder(t, `{}`)
-	if _, err := New(srv, "", openai.Completions, 0); err == nil {
+	if _, err := New(srv, Config{API: openai.Completions}); err == nil {
 		t.Error("want an error for an empty model")
 	}
-	if _, err := New(srv, "m", "grpc", 0); err == nil {
+	if _, err := New(srv, Config{Model: "m", API: "grpc"}); err == nil {
 		t.Error("want an error for an unknown API")
 	}
 }

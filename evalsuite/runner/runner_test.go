@@ -210,7 +210,7 @@ func newClient(t *testing.T, url string, api openai.API) *backend.Backend {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	c, err := backend.New(srv, "test-model", api, 0)
+	c, err := backend.New(srv, backend.Config{Model: "test-model", API: api})
 	if err != nil {
 		t.Fatal(err)
 	}

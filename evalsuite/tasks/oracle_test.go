@@ -123,7 +123,7 @@ func runOracle(t *testing.T, task *evalsuite.Task, api openai.API, answer func(e
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	cl, err := backend.New(srv, "oracle", api, 0)
+	cl, err := backend.New(srv, backend.Config{Model: "oracle", API: api})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestChartQA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := backend.New(srv, "m", openai.Completions, 0)
+	cl, err := backend.New(srv, backend.Config{Model: "m", API: openai.Completions})
 	if err != nil {
 		t.Fatal(err)
 	}

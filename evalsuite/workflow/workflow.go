@@ -29,6 +29,10 @@ type Config struct {
 	BaseURL string
 	Model   string
 	API     openai.API
+	// ApplyChatTemplate sends completions-API generation through the
+	// server's chat template, as lm-eval's --apply_chat_template does
+	// (see evalsuite/backend.Config).
+	ApplyChatTemplate bool
 	// APIKey (a bearer token) and Header are sent with every request;
 	// neither is ever written to a file.
 	APIKey string      `json:"-"`
@@ -150,7 +154,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, err
 	}
 	defer srv.Close()
-	cl, err := backend.New(srv, cfg.Model, cfg.API, cfg.Seed)
+	cl, err := backend.New(srv, backend.Config{Model: cfg.Model, API: cfg.API, Seed: cfg.Seed, ApplyChatTemplate: cfg.ApplyChatTemplate})
 	if err != nil {
 		return nil, err
 	}
