@@ -149,7 +149,7 @@ func TestEvalUnitThroughDaemon(t *testing.T) {
 	// The unit's model has catalog references that this run does not
 	// select, so it cannot certify the model: INCOMPLETE, exit 5.
 	out, code := runCtl(t, "--socket", sock, "eval", "evsim", "--task", "ttis_arith_mc", "--limit", "3", "--no-progress")
-	if code != exitIncomplete || !strings.Contains(out, "not selected (--task)") {
+	if code != exitIncomplete || !strings.Contains(out, "not selected (--task") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	matches, _ := filepath.Glob(filepath.Join(state, "runs", "evsim", "*-evals-*", "evals", "results_*.json"))

@@ -96,8 +96,12 @@ func daemonUnit(c *cli.Context, name string) (*target.Unit, string, error) {
 	if runsDir == "" {
 		runsDir = filepath.Join(info.StateDir, "runs")
 	}
-	return &target.Unit{Name: name, Listen: d.Listen, Model: d.Model, Device: d.Device, Chips: d.Chips, Runtime: d.Runtime,
-		AuthMode: d.AuthMode, SecretFile: d.AuthSecretFile}, runsDir, nil
+	u := &target.Unit{Name: name, Listen: d.Listen, Model: d.Model, Device: d.Device, Chips: d.Chips, Runtime: d.Runtime,
+		AuthMode: d.AuthMode, SecretFile: d.AuthSecretFile}
+	if d.Evals != nil {
+		u.Evals = *d.Evals
+	}
+	return u, runsDir, nil
 }
 
 // apiKey is --api-key, or the contents of --api-key-file.

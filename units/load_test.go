@@ -28,9 +28,15 @@ func matchParts(s, want string) bool {
 // them.
 func TestBadFiles(t *testing.T) {
 	want := map[string][]string{
-		"bad-cron.toml":                {"bad-cron.toml:8:1: schedule[0].calendar: invalid calendar \"0 2 * * * *\": expected exactly 5 fields"},
-		"bad-listen.toml":              {"bad-listen.toml:4:1: listen: \"localhost\" is not host:port"},
-		"bad-policy.toml":              {"bad-policy.toml:7:1: restart.policy: unknown policy \"sometimes\""},
+		"bad-cron.toml":   {"bad-cron.toml:8:1: schedule[0].calendar: invalid calendar \"0 2 * * * *\": expected exactly 5 fields"},
+		"bad-listen.toml": {"bad-listen.toml:4:1: listen: \"localhost\" is not host:port"},
+		"bad-policy.toml": {"bad-policy.toml:7:1: restart.policy: unknown policy \"sometimes\""},
+		"evals-bad.toml": {
+			"evals-bad.toml:7:19: evals.tasks[1]: empty task name",
+			"evals-bad.toml:8:1: evals.api: unknown API \"grpc\"",
+			"evals-bad.toml:9:12: evals.limits.gsm8k: want a count (a whole number ≥ 1) or a fraction in (0, 1), got 1.5",
+			"evals-bad.toml:9:25: evals.limits.ifeval: want a count",
+		},
 		"bad-port.toml":                {"bad-port.toml:4:1: listen: invalid port \"70000\""},
 		"bad-runtime.toml":             {"bad-runtime.toml:3:1: runtime: unknown runtime \"tpu\""},
 		"broken.toml":                  {"broken.toml:2:9: unexpected character"},

@@ -43,6 +43,9 @@ type Unit struct {
 	Sim      Sim        `toml:"sim" json:"sim"`
 	CPU      CPU        `toml:"cpu" json:"cpu"`
 	Vllm     Vllm       `toml:"vllm" json:"vllm"`
+	// Evals shapes the eval step of the unit's releases and scheduled runs
+	// (the catalog's reference tasks by default).
+	Evals Evals `toml:"evals" json:"evals"`
 
 	// Spec is the catalog entry of a sim or vllm unit's (model, device);
 	// Load sets it. Nil for cpu units.
@@ -111,6 +114,24 @@ type Schedule struct {
 	Limit limit.Mode `toml:"limit" json:"limit"`
 	// Timezone is the IANA zone the calendar is read in ("UTC" when empty).
 	Timezone string `toml:"timezone" json:"timezone,omitempty"`
+}
+
+// Evals overrides, for one unit, what its releases and scheduled runs
+// evaluate. Without it they run the catalog's reference tasks for the
+// model with the run size's limits; a reference left out of Tasks is
+// reported as not measured, so a unit cannot pass by skipping one.
+type Evals struct {
+	// Tasks replaces the catalog's reference tasks.
+	Tasks []string `toml:"tasks" json:"tasks,omitempty"`
+	// API is "completions" (default; the chat template applied, as
+	// tt-inference-server does) or "chat".
+	API string `toml:"api" json:"api,omitempty"`
+	// Limits maps a task to its documents: a count (≥ 1) or a fraction
+	// in (0, 1), instead of the run size's.
+	Limits map[string]float64 `toml:"limits" json:"limits,omitempty"`
+	// Datasets maps a task to a local dataset file in the dataset's own
+	// column layout (relative paths are from the unit file's folder).
+	Datasets map[string]string `toml:"datasets" json:"datasets,omitempty"`
 }
 
 // Sim configures the simulated accelerator.

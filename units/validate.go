@@ -88,6 +88,37 @@ func validate(c *errorsOf, u *Unit, dir string) {
 	validateRestart(c, u)
 	validateSchedules(c, u)
 	validateSections(c, u)
+	validateEvals(c, u, dir)
+}
+
+// validateEvals checks the eval overrides' shape; whether a task exists
+// is the eval suite's to say when a run plans it (units knows no tasks).
+func validateEvals(c *errorsOf, u *Unit, dir string) {
+	e := &u.Evals
+	for i, t := range e.Tasks {
+		if strings.TrimSpace(t) == "" {
+			c.add("evals.tasks."+strconv.Itoa(i), "empty task name")
+		}
+	}
+	switch e.API {
+	case "", "completions", "chat":
+	default:
+		c.add("evals.api", "unknown API %q (want completions or chat)", e.API)
+	}
+	for task, v := range e.Limits {
+		if !(v > 0 && v < 1) && !(v >= 1 && v == math.Trunc(v)) {
+			c.add("evals.limits."+task, "want a count (a whole number ≥ 1) or a fraction in (0, 1), got %v", v)
+		}
+	}
+	for task, p := range e.Datasets {
+		if p == "" {
+			c.add("evals.datasets."+task, "empty path")
+			continue
+		}
+		if !filepath.IsAbs(p) {
+			e.Datasets[task] = filepath.Join(dir, p)
+		}
+	}
 }
 
 func validateDevice(c *errorsOf, u *Unit) (catalog.DeviceType, bool) {

@@ -19,6 +19,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/release"
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/bench/target"
+	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/limit"
 )
 
@@ -243,5 +244,39 @@ func TestBenchSIGINTThenResume(t *testing.T) {
 	all, _ := filepath.Glob(filepath.Join(dir, "benchmarks", "benchmark_*.json"))
 	if man.Status != runs.StatusComplete || man.Verdict != release.VerdictPass || len(all) <= len(results) {
 		t.Errorf("after resume: %+v, %d point files (had %d)", man, len(all), len(results))
+	}
+}
+
+// A unit's [evals] overrides shape its releases: the tasks it names run
+// with its limits, and the references it leaves out are not measured.
+func TestUnitEvalOverrides(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ttisd serve")
+	}
+	url := serveSim(t, "0.0")
+	tgt, err := target.Resolve(context.Background(), target.Query{URL: url, Device: "n150"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgt.Evals = units.Evals{Tasks: []string{"ttis_arith"}, Limits: map[string]float64{"ttis_arith": 2}}
+	store := &runs.Store{Root: filepath.Join(t.TempDir(), "runs")}
+	out, err := release.Run(context.Background(), release.Config{Target: tgt, Workflow: release.WorkflowEvals, Limit: limit.Full, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran, notSelected int
+	for _, r := range out.Report.Evals.Rows {
+		switch {
+		case r.Task == "ttis_arith":
+			ran++
+			if r.Samples != 2 {
+				t.Errorf("ttis_arith ran %d documents, want the unit's limit 2", r.Samples)
+			}
+		case r.Role == release.RoleReference && strings.HasPrefix(r.NotRun, "not selected"):
+			notSelected++
+		}
+	}
+	if ran != 1 || notSelected == 0 || out.Report.Acceptance.Verdict != release.VerdictIncomplete {
+		t.Errorf("ran %d, references not selected %d, verdict %s", ran, notSelected, out.Report.Acceptance.Verdict)
 	}
 }

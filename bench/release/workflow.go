@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/evalsuite/workflow"
 	"github.com/ttis-dev/ttis/runtime/openai"
+	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
 	"github.com/ttis-dev/ttis/units/limit"
 )
@@ -162,7 +164,7 @@ func PlanEvals(catalogModel string, datasets map[string]string, explicit []strin
 		_, hasData := datasets[ref.Task]
 		switch {
 		case len(explicit) > 0 && !slices.Contains(explicit, ref.Task):
-			c.NotRun = "not selected (--task)"
+			c.NotRun = "not selected (--task, or the unit's [evals] tasks)"
 		case !known:
 			c.NotRun = "ttis does not implement this task yet"
 		case info.NotRunnable != "":
@@ -551,6 +553,8 @@ func evalConfig(cfg *Config, run *runs.Run) workflow.Config {
 	ec := DefaultEvals()
 	if cfg.Evals != nil {
 		ec = *cfg.Evals
+	} else {
+		applyUnitEvals(&ec, t.Evals)
 	}
 	if t.MaxModelLen > 0 && t.MaxModelLen < smallContext && ec.NumFewShot < 0 && ec.MaxGenToks == 0 {
 		// Few-shot prompts and a 256-token budget overflow a small
@@ -569,6 +573,30 @@ func evalConfig(cfg *Config, run *runs.Run) workflow.Config {
 		ec.Progress = cfg.Progress
 	}
 	return ec
+}
+
+// applyUnitEvals puts a unit's [evals] overrides into the eval template
+// of its releases and scheduled runs (an explicit template from the
+// command line wins over them).
+func applyUnitEvals(ec *workflow.Config, e units.Evals) {
+	if len(e.Tasks) > 0 {
+		ec.Tasks = slices.Clone(e.Tasks)
+	}
+	if e.API == string(openai.Chat) {
+		ec.API, ec.ApplyChatTemplate = openai.Chat, false
+	}
+	for task, v := range e.Limits {
+		if ec.TaskLimits == nil {
+			ec.TaskLimits = map[string]string{}
+		}
+		ec.TaskLimits[task] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	for task, p := range e.Datasets {
+		if ec.Datasets == nil {
+			ec.Datasets = map[string]string{}
+		}
+		ec.Datasets[task] = p
+	}
 }
 
 func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *workflow.Outcome) {

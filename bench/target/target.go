@@ -43,12 +43,14 @@ type Unit struct {
 	// the JWT secret.
 	AuthMode   string
 	SecretFile string
+	// Evals are the unit's eval overrides ([evals]).
+	Evals units.Evals
 }
 
 // UnitOf describes a parsed unit file.
 func UnitOf(u *units.Unit) Unit {
 	return Unit{Name: u.Name, Listen: u.Listen, Model: u.Model, Device: u.Device, Chips: slices.Clone(u.Chips),
-		Runtime: u.Runtime, AuthMode: u.Auth.Mode, SecretFile: u.Auth.SecretFile}
+		Runtime: u.Runtime, AuthMode: u.Auth.Mode, SecretFile: u.Auth.SecretFile, Evals: u.Evals}
 }
 
 // Query says which server to resolve: Unit or URL, not both.
@@ -99,6 +101,8 @@ type Target struct {
 	// Spec is the catalog entry of (CatalogModel, Device), nil when there
 	// is none.
 	Spec *catalog.Spec
+	// Evals are the unit's eval overrides (a URL target has none).
+	Evals units.Evals
 	// Conditions is what shapes the numbers, recorded with every result:
 	// the server's own account (GET /version of a ttis server: runtime,
 	// engine, time scale, model file and its hash) and the unit's device
@@ -139,7 +143,7 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("unit %s: %w", u.Name, err)
 		}
-		t.Unit, t.BaseURL, t.Runtime, t.Chips = u.Name, base, u.Runtime, slices.Clone(u.Chips)
+		t.Unit, t.BaseURL, t.Runtime, t.Chips, t.Evals = u.Name, base, u.Runtime, slices.Clone(u.Chips), u.Evals
 		if t.Device == "" {
 			t.Device = u.Device
 		}

@@ -25,7 +25,11 @@
 // fields, and the meaning of an existing field never changes.
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/ttis-dev/ttis/units"
+)
 
 // Version is the control API version, sent in the HeaderAPI response header.
 const Version = "1"
@@ -133,6 +137,9 @@ type UnitDetail struct {
 	// file clients need to authenticate (bench, eval).
 	AuthMode       string `json:"auth_mode,omitempty"`
 	AuthSecretFile string `json:"auth_secret_file,omitempty"`
+	// Evals are the unit's eval overrides ([evals]), which releases of the
+	// unit follow whoever starts them.
+	Evals *units.Evals `json:"evals,omitempty"`
 	// MemoryBytes is the resident memory of the server process (Linux
 	// VmRSS), 0 when no server runs or it cannot be read.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`

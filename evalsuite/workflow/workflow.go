@@ -52,9 +52,11 @@ type Config struct {
 	// BuiltinSize is the number of documents of built-in tasks (0 = default).
 	BuiltinSize int
 	// LimitMode is the run size (default full); Limit a count or fraction
-	// that overrides it.
-	LimitMode limit.Mode
-	Limit     string
+	// that overrides it; TaskLimits one task's count or fraction, over
+	// both.
+	LimitMode  limit.Mode
+	Limit      string
+	TaskLimits map[string]string
 	// MaxGenToks overrides the tasks' generation budget (0 = task default).
 	MaxGenToks  int
 	Concurrency int
@@ -86,7 +88,11 @@ type Outcome struct {
 
 // resolveLimit picks a task's limit from the explicit flag, the catalog
 // reference's limit_samples for the mode, or the mode's default.
-func resolveLimit(cfg Config, ref *catalog.EvalRef) (runner.Limit, string, error) {
+func resolveLimit(cfg Config, task string, ref *catalog.EvalRef) (runner.Limit, string, error) {
+	if v, ok := cfg.TaskLimits[task]; ok {
+		l, err := runner.ParseLimit(v)
+		return l, l.String(), err
+	}
 	if cfg.Limit != "" {
 		l, err := runner.ParseLimit(cfg.Limit)
 		return l, l.String(), err
@@ -193,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		if ref, ok := catalog.EvalRefFor(refModel, name); ok {
 			refp = &ref
 		}
-		limit, limitStr, err := resolveLimit(cfg, refp)
+		limit, limitStr, err := resolveLimit(cfg, name, refp)
 		if err != nil {
 			return nil, err
 		}

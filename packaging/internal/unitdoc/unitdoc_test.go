@@ -99,7 +99,7 @@ func TestSchemaIsTheDecoders(t *testing.T) {
 			t.Errorf("%s: %q (%s), want it to mention %q", name, k.Doc, k.Type, want)
 		}
 	}
-	if tb := s.Tables[len(s.Tables)-1]; tb.Name != "vllm" {
-		t.Errorf("last table %q, want vllm (struct order)", tb.Name)
+	if tb := s.Tables[len(s.Tables)-1]; tb.Name != "evals" {
+		t.Errorf("last table %q, want evals (struct order)", tb.Name)
 	}
 }
