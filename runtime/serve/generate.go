@@ -213,6 +213,10 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 			j.stopIDs[id] = true
 		}
 	}
+	ix, e := st.constraintIndex(r.constraint)
+	if e != nil {
+		return nil, e
+	}
 	what := "prompt"
 	if r.chat {
 		what = "messages"
@@ -249,6 +253,9 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 			}
 			if r.echo && r.logprobs >= 0 {
 				q.req.PromptLogprobs = r.logprobs
+			}
+			if ix != nil {
+				q.req.Constraint = ix.NewMatcher()
 			}
 			j.seqs = append(j.seqs, q)
 		}

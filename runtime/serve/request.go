@@ -47,6 +47,8 @@ type genRequest struct {
 	// logprobs is -1 for none, else the number of alternatives.
 	logprobs int
 	echo     bool
+	// constraint is the structured-output constraint, nil for none.
+	constraint *constraintSpec
 }
 
 // streamOptions is OpenAI's stream_options object.
@@ -83,6 +85,7 @@ type samplingBody struct {
 	UseBeamSearch     *bool              `json:"use_beam_search"`
 	PromptLogprobs    *int64             `json:"prompt_logprobs"`
 	ResponseFormat    json.RawMessage    `json:"response_format"`
+	structuredBody
 	// Accepted and ignored: they do not change results.
 	SpacesBetweenSpecialTokens *bool           `json:"spaces_between_special_tokens"`
 	Metadata                   json.RawMessage `json:"metadata"`
@@ -147,8 +150,8 @@ func jsonError(err error) *apiError {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		// Fields of the embedded struct are reported with its Go name.
-		field := strings.TrimPrefix(te.Field, "samplingBody.")
+		// Fields of embedded structs are reported with their Go names.
+		field := strings.TrimPrefix(strings.TrimPrefix(te.Field, "samplingBody."), "structuredBody.")
 		if field == "" {
 			return badRequest("", "invalid JSON: expected an object, got %s", te.Value)
 		}
@@ -498,15 +501,9 @@ func applySampling(b *samplingBody, r *genRequest, maxTokens *int64, maxArg stri
 	case b.PromptLogprobs != nil:
 		return badRequest("prompt_logprobs", "prompt_logprobs is not supported; use echo=true with logprobs on /v1/completions")
 	}
-	if rf := bytes.TrimSpace(b.ResponseFormat); len(rf) > 0 && !bytes.Equal(rf, []byte("null")) {
-		var f struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(rf, &f); err != nil || f.Type != "text" {
-			return badRequest("response_format", "only response_format {\"type\":\"text\"} is supported")
-		}
-	}
-	return nil
+	var e *apiError
+	r.constraint, e = parseStructured(b)
+	return e
 }
 
 func parseStop(raw json.RawMessage, r *genRequest) *apiError {

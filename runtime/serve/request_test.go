@@ -80,7 +80,13 @@ func TestDecodeCompletion(t *testing.T) {
 		{"beam search", `{"prompt":"x","use_beam_search":true}`, "use_beam_search", nil},
 		{"min_tokens", `{"prompt":"x","min_tokens":3}`, "min_tokens", nil},
 		{"prompt_logprobs", `{"prompt":"x","prompt_logprobs":1}`, "prompt_logprobs", nil},
-		{"response_format json", `{"prompt":"x","response_format":{"type":"json_object"}}`, "response_format", nil},
+		{"response_format json", `{"prompt":"x","response_format":{"type":"json_object"}}`, "", func(t *testing.T, r *genRequest) {
+			if r.constraint == nil || r.constraint.kind != "json_object" {
+				t.Errorf("constraint %+v", r.constraint)
+			}
+		}},
+		{"guided_regex wrong type", `{"prompt":"x","guided_regex":5}`, "guided_regex", nil},
+		{"response_format unknown", `{"prompt":"x","response_format":{"type":"xml"}}`, "response_format.type", nil},
 		{"skip_special_tokens false", `{"prompt":"x","skip_special_tokens":false}`, "skip_special_tokens", nil},
 		{"harmless extras", `{"prompt":"x","user":"u","metadata":{"a":1},"store":false,"priority":1,"response_format":{"type":"text"},"skip_special_tokens":true,"best_of":1}`, "", nil},
 	}

@@ -107,6 +107,7 @@ type engineState struct {
 	names      map[string]bool
 	maxContext int
 	eos        map[int]bool
+	grammars   *grammarCache
 }
 
 // New validates cfg and builds a server with no engine yet.
@@ -169,6 +170,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) SetEngine(e runtime.Engine) {
 	info := e.Info()
 	st := &engineState{eng: e, info: info, tok: e.Tokenizer(), names: map[string]bool{s.cfg.Model: true, info.Model: true}, eos: map[int]bool{}}
+	st.grammars = newGrammarCache(st.tok)
 	for _, a := range s.cfg.Aliases {
 		st.names[a] = true
 	}
