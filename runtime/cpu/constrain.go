@@ -1,14 +1,17 @@
 package cpu
 
-import "math"
+import (
+	"math"
+	"math/bits"
 
-// sample draws the next token of s from its logits row. A request with a
-// constraint (structured outputs, tool calls) samples from the row with
-// every token the constraint does not allow at -Inf; the row itself, from
-// which logprobs are reported, is left as the model wrote it.
+	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/cpu/internal/sample"
+)
+
+// sample draws the next token of s from its logits row, through the
+// request's constraint (structured outputs, tool calls) when it has one.
 func (e *Engine) sample(s *sequence, row []float32) (int, error) {
-	c := s.req.Constraint
-	if c == nil {
+	if s.req.Constraint == nil {
 		id := s.sampler.Sample(row)
 		s.sampler.Accept(id)
 		return id, nil
@@ -16,29 +19,47 @@ func (e *Engine) sample(s *sequence, row []float32) (int, error) {
 	// Tokens the sequence may still produce: its limit, and the context
 	// window (which ends the sequence once cache.Len()+1 reaches it).
 	remaining := min(s.req.MaxTokens-s.generated, e.info.MaxContext-s.cache.Len())
+	return sampleConstrained(s.sampler, s.req.Constraint, row, remaining, &s.masked, s.req.Logprobs >= 0)
+}
+
+// sampleConstrained samples from row with every token c does not allow at
+// -Inf. When the row is still needed afterwards (keepRow: its logprobs are
+// reported, and they are the model's own) the masking happens on a copy
+// in buf; otherwise in place, which saves copying the vocabulary.
+func sampleConstrained(smp *sample.Sampler, c runtime.Constraint, row []float32, remaining int, buf *[]float32, keepRow bool) (int, error) {
 	allowed, err := c.Allowed(remaining)
 	if err != nil {
 		return 0, err
 	}
-	s.masked = maskLogits(s.masked, row, allowed)
-	id := s.sampler.Sample(s.masked)
+	masked := row
+	if keepRow {
+		if cap(*buf) < len(row) {
+			*buf = make([]float32, len(row))
+		}
+		masked = (*buf)[:len(row)]
+		copy(masked, row)
+	}
+	maskLogits(masked, allowed)
+	id := smp.Sample(masked)
 	if err := c.Accept(id); err != nil {
 		return 0, err
 	}
-	s.sampler.Accept(id)
+	smp.Accept(id)
 	return id, nil
 }
 
-// maskLogits copies row into buf with the logits of tokens not in allowed
-// set to -Inf.
-func maskLogits(buf, row []float32, allowed []uint64) []float32 {
-	if cap(buf) < len(row) {
-		buf = make([]float32, len(row))
+// ninf64 is a block of -Inf logits, copied over fully disallowed blocks.
+var ninf64 = func() (b [64]float32) {
+	for i := range b {
+		b[i] = float32(math.Inf(-1))
 	}
-	buf = buf[:len(row)]
-	copy(buf, row)
+	return b
+}()
+
+// maskLogits sets the logits of tokens not in allowed to -Inf.
+func maskLogits(logits []float32, allowed []uint64) {
 	ninf := float32(math.Inf(-1))
-	for w := 0; w*64 < len(buf); w++ {
+	for w := 0; w*64 < len(logits); w++ {
 		var word uint64
 		if w < len(allowed) {
 			word = allowed[w]
@@ -46,18 +67,15 @@ func maskLogits(buf, row []float32, allowed []uint64) []float32 {
 		if word == math.MaxUint64 {
 			continue
 		}
-		block := buf[w*64 : min(len(buf), w*64+64)]
+		block := logits[w*64 : min(len(logits), w*64+64)]
 		if word == 0 {
-			for i := range block {
-				block[i] = ninf
-			}
+			copy(block, ninf64[:])
 			continue
 		}
-		for i := range block {
-			if word>>i&1 == 0 {
+		for off := ^word; off != 0; off &= off - 1 {
+			if i := bits.TrailingZeros64(off); i < len(block) {
 				block[i] = ninf
 			}
 		}
 	}
-	return buf
 }

@@ -16,15 +16,12 @@ func TestMaskLogits(t *testing.T) {
 		row[i] = float32(i)
 	}
 	allowed := []uint64{1<<3 | 1<<63, math.MaxUint64} // third word missing: none allowed
-	got := maskLogits(nil, row, allowed)
-	for i, v := range got {
+	maskLogits(row, allowed)
+	for i, v := range row {
 		want := i == 3 || i == 63 || (i >= 64 && i < 128)
-		if want != (v == row[i]) || (!want && !math.IsInf(float64(v), -1)) {
+		if want != (v == float32(i)) || (!want && !math.IsInf(float64(v), -1)) {
 			t.Fatalf("token %d: %v", i, v)
 		}
-	}
-	if row[0] != 0 {
-		t.Fatal("row modified")
 	}
 }
 
