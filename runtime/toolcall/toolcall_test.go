@@ -180,3 +180,42 @@ func FuzzParser(f *testing.F) {
 		}
 	})
 }
+
+func TestPythonJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"b":1,"a":[1.5,true,null,"x<y é"],"c":{}}`: `{"b": 1, "a": [1.5, true, null, "x<y é"], "c": {}}`,
+		`[1e-5, 1e16, 2.0, 100.25, 1E400]`:           `[1e-05, 1e+16, 2.0, 100.25, Infinity]`,
+		`{"q": "a\"b"}`:                              `{"q": "a\"b"}`,
+		`not json`:                                   `not json`,
+	} {
+		if got := PythonJSON([]byte(in), 0); got != want {
+			t.Errorf("%s: got %s, want %s", in, got, want)
+		}
+	}
+	if got := PythonJSON([]byte(`{"a":[1,{"b":2}],"e":[]}`), 4); got != "{\n    \"a\": [\n        1,\n        {\n            \"b\": 2\n        }\n    ],\n    \"e\": []\n}" {
+		t.Errorf("indent: %q", got)
+	}
+}
+
+func TestGenericMessages(t *testing.T) {
+	tools := []runtime.Tool{{Name: "f", Description: "does f", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}}}`)}}
+	msgs := []runtime.ChatMessage{
+		{Role: "user", Content: "hi"},
+		{Role: "assistant", ToolCalls: []runtime.ToolCall{{ID: "1", Name: "f", Arguments: `{"x":1}`}, {ID: "2", Name: "f", Arguments: `{"x":2}`}}},
+		{Role: "tool", ToolCallID: "1", Content: "one"},
+		{Role: "tool", ToolCallID: "2", Content: "two"},
+	}
+	got := GenericMessages(msgs, tools)
+	want := []runtime.ChatMessage{
+		{Role: "system", Content: GenericToolsText(tools)},
+		{Role: "user", Content: "hi"},
+		{Role: "assistant", Content: "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 2}}\n</tool_call>"},
+		{Role: "user", Content: "<tool_response>\none\n</tool_response>\n<tool_response>\ntwo\n</tool_response>"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %#v", got)
+	}
+	if !strings.Contains(got[0].Content, `{"type": "function", "function": {"name": "f", "description": "does f", "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}}}`) {
+		t.Errorf("tools text %q", got[0].Content)
+	}
+}
