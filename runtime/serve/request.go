@@ -49,6 +49,10 @@ type genRequest struct {
 	echo     bool
 	// constraint is the structured-output constraint, nil for none.
 	constraint *constraintSpec
+	// tools are the chat request's tool settings (nil: none); toolTurns
+	// says the conversation holds tool calls or results.
+	tools     *toolSpec
+	toolTurns bool
 }
 
 // streamOptions is OpenAI's stream_options object.
@@ -104,9 +108,19 @@ type completionBody struct {
 }
 
 type chatMessageBody struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Name    *string         `json:"name"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       *string         `json:"name"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID *string         `json:"tool_call_id"`
+	// Accepted and ignored: fields of an answer's message that SDKs send
+	// back when a client appends that message to the conversation.
+	Refusal          json.RawMessage `json:"refusal"`
+	Annotations      json.RawMessage `json:"annotations"`
+	Audio            json.RawMessage `json:"audio"`
+	FunctionCall     json.RawMessage `json:"function_call"`
+	Parsed           json.RawMessage `json:"parsed"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
 }
 
 type chatBody struct {
@@ -224,33 +238,37 @@ func decodeChat(body []byte) (*genRequest, *apiError) {
 	if len(b.Messages) == 0 {
 		return nil, badRequest("messages", "messages must be a non-empty array")
 	}
+	calls := map[string]string{} // tool call id -> function, so far
 	for i, m := range b.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
-		case "system", "user", "assistant", "developer":
+		case "system", "user", "assistant", "developer", "tool":
 		case "":
 			return nil, badRequest(param+".role", "%s.role is required", param)
 		default:
-			return nil, badRequest(param+".role", "%s.role %q is not supported (want system, developer, user or assistant)", param, m.Role)
+			return nil, badRequest(param+".role", "%s.role %q is not supported (want system, developer, user, assistant or tool)", param, m.Role)
 		}
-		text, e := messageText(m.Content, param+".content")
-		if e != nil {
-			return nil, e
+		var text string
+		if m.Role != "assistant" || isNull(m.ToolCalls) || !isNull(m.Content) {
+			var e *apiError
+			if text, e = messageText(m.Content, param+".content"); e != nil {
+				return nil, e
+			}
 		}
 		role := m.Role
 		if role == "developer" {
 			role = "system"
 		}
-		r.messages = append(r.messages, runtime.ChatMessage{Role: role, Content: text})
-	}
-	if len(b.Tools) > 0 && !bytes.Equal(bytes.TrimSpace(b.Tools), []byte("null")) && !bytes.Equal(bytes.TrimSpace(b.Tools), []byte("[]")) {
-		return nil, badRequest("tools", "tools are not supported")
-	}
-	if len(b.ToolChoice) > 0 {
-		tc := string(bytes.TrimSpace(b.ToolChoice))
-		if tc != "null" && tc != `"none"` && tc != `"auto"` {
-			return nil, badRequest("tool_choice", "tool_choice %s is not supported (no tools)", tc)
+		msg := runtime.ChatMessage{Role: role, Content: text}
+		if e := toolMessage(&b.Messages[i], &msg, param, calls); e != nil {
+			return nil, e
 		}
+		r.toolTurns = r.toolTurns || role == "tool" || len(msg.ToolCalls) > 0
+		r.messages = append(r.messages, msg)
+	}
+	var e *apiError
+	if r.tools, e = parseTools(&b); e != nil {
+		return nil, e
 	}
 	if b.ContinueFinalMessage != nil && *b.ContinueFinalMessage {
 		return nil, badRequest("continue_final_message", "continue_final_message is not supported")
@@ -295,6 +313,14 @@ func decodeChat(body []byte) (*genRequest, *apiError) {
 	}
 	if limit == nil {
 		r.maxTokens = -1
+	}
+	if r.tools != nil {
+		if c := r.tools.constraint(); c != nil {
+			if r.constraint != nil {
+				return nil, badRequest(r.constraint.param, "%s and tool_choice %s both constrain the output; give only one", r.constraint.param, r.tools.choice)
+			}
+			r.constraint = c
+		}
 	}
 	return r, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/ttis-dev/ttis/runtime/grammar"
+	"github.com/ttis-dev/ttis/runtime/toolcall"
 )
 
 // Structured outputs: the request fields of OpenAI (response_format), vLLM
@@ -285,7 +286,13 @@ func (c *grammarCache) index(spec *constraintSpec) (*grammar.Index, *apiError) {
 		delete(c.byKey, key)
 	}
 	c.mu.Unlock()
-	g, err := grammar.Compile(spec.kind, spec.source, c.lim)
+	var g *grammar.Grammar
+	var err error
+	if spec.kind == kindToolCalls {
+		g, err = toolcall.RequiredGrammar(spec.source, c.lim)
+	} else {
+		g, err = grammar.Compile(spec.kind, spec.source, c.lim)
+	}
 	var ix *grammar.Index
 	if err == nil {
 		ix, err = grammar.NewIndex(g, c.vocab, c.lim)

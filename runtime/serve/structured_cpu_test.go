@@ -36,16 +36,7 @@ func TestStructuredOutputsRandomModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 500 generations on the 24m model")
 	}
-	path := filepath.Join(t.TempDir(), "24m.gguf")
-	if err := synth.Create(path, synth.Options{Preset: "24m", Type: gguf.TypeQ8_0, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	eng, err := cpu.New(path, cpu.Options{Name: "m", Threads: 2, MaxSeqs: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	url := startServer(t, Config{Model: "m", MaxConcurrency: 8, MaxQueue: 64}, eng)
+	url := randomModelServer(t)
 	const seeds = 50
 	for i, schema := range randomModelSchemas {
 		val := compileValidator(t, schema)
@@ -62,11 +53,7 @@ func TestStructuredOutputsRandomModel(t *testing.T) {
 					return
 				}
 				out := chatContent(t, v)
-				inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
-				if err == nil {
-					err = val.Validate(inst)
-				}
-				if err != nil {
+				if err := validateWith(val, out); err != nil {
 					errs <- fmt.Errorf("seed %d: output %q: %v", seed, out, err)
 				}
 			}(seed)
@@ -77,6 +64,60 @@ func TestStructuredOutputsRandomModel(t *testing.T) {
 			t.Errorf("schema %d %s: %v", i, schema, err)
 		}
 	}
+}
+
+// randomModelServer serves the random-weight 24m model (q8_0, 2 threads,
+// 8 sequences) in-process.
+func randomModelServer(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "24m.gguf")
+	if err := synth.Create(path, synth.Options{Preset: "24m", Type: gguf.TypeQ8_0, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := cpu.New(path, cpu.Options{Name: "m", Threads: 2, MaxSeqs: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	return startServer(t, Config{Model: "m", MaxConcurrency: 8, MaxQueue: 64}, eng)
+}
+
+// TestToolCallsRandomModel: with tool_choice required or a named
+// function, the random-weight model's tool calls always name a declared
+// function and carry arguments valid for its parameters.
+func TestToolCallsRandomModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs generations on the 24m model")
+	}
+	url := randomModelServer(t)
+	var wg sync.WaitGroup
+	for seed := 0; seed < 10; seed++ {
+		for _, choice := range []string{`"required"`, `{"type":"function","function":{"name":"get_weather"}}`} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				body := fmt.Sprintf(`{"messages":[{"role":"user","content":"Weather in Paris?"}],"tools":%s,"tool_choice":%s,"max_tokens":80,"temperature":1,"seed":%d}`, weatherTools, choice, seed)
+				code, a, raw := postChat(t, url, body)
+				if code != 200 || len(a.Choices[0].Message.ToolCalls) == 0 {
+					t.Errorf("%d %s", code, raw)
+					return
+				}
+				if err := callsError(t, a.Choices[0].Message.ToolCalls); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// validateWith parses doc and validates it.
+func validateWith(val *jsonschema.Schema, doc string) error {
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+	if err != nil {
+		return err
+	}
+	return val.Validate(inst)
 }
 
 func compileValidator(t testing.TB, schema string) *jsonschema.Schema {
