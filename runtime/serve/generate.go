@@ -124,23 +124,11 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 		writeError(ctx, badRequest("n", "the request needs %d sequences (prompts × n) but the unit has %d slots (limits.max_concurrency)", n, s.cfg.MaxConcurrency))
 		return
 	}
-	if s.sem.TryAcquire(n) {
-		j.held = n
-		s.m.running.Add(n)
-	} else {
-		if s.m.waiting.Add(n) > int64(s.cfg.MaxQueue) {
-			s.m.waiting.Add(-n)
-			retryAfter(ctx, time.Second)
-			writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
-				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, s.cfg.MaxQueue)})
-			return
-		}
-		j.queued = n
-	}
-	if s.cfg.RequestTimeout > 0 {
-		j.ctx, j.cancel = context.WithTimeout(s.genCtx, s.cfg.RequestTimeout-time.Since(arrival))
-	} else {
-		j.ctx, j.cancel = context.WithCancel(s.genCtx)
+	if !s.admit(j, arrival) {
+		retryAfter(ctx, time.Second)
+		writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
+			Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, s.cfg.MaxQueue)})
+		return
 	}
 	if r.stream {
 		// The stream is written straight to the connection from this
@@ -174,6 +162,29 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 	}
 	ctx.SetContentType("application/json")
 	ctx.SetBody(j.appendResponse(make([]byte, 0, 1024)))
+}
+
+// admit takes the job's slots, or puts it in the wait queue; it reports
+// false when the queue is full. It starts the job's context, bounded by
+// limits.request_timeout from the request's arrival.
+func (s *Server) admit(j *job, arrival time.Time) bool {
+	n := int64(len(j.seqs))
+	if s.sem.TryAcquire(n) {
+		j.held = n
+		s.m.running.Add(n)
+	} else {
+		if s.m.waiting.Add(n) > int64(s.cfg.MaxQueue) {
+			s.m.waiting.Add(-n)
+			return false
+		}
+		j.queued = n
+	}
+	if s.cfg.RequestTimeout > 0 {
+		j.ctx, j.cancel = context.WithTimeout(s.genCtx, s.cfg.RequestTimeout-time.Since(arrival))
+	} else {
+		j.ctx, j.cancel = context.WithCancel(s.genCtx)
+	}
+	return true
 }
 
 // newJob tokenizes the prompts and resolves max_tokens per prompt.

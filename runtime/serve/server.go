@@ -69,6 +69,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// Version is ttis's version, shown by GET /version.
 	Version string
+	// LegacyRoute, when not empty, serves the older Tenstorrent inference
+	// API at this path (legacy.go).
+	LegacyRoute string
 	// Logger receives one debug line per request and errors; nil discards.
 	Logger *slog.Logger
 }

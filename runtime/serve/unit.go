@@ -47,6 +47,9 @@ func ConfigFor(u *units.Unit, o Options) (Config, error) {
 		RequestTimeout: u.Limits.RequestTimeout.Duration, MaxBodyBytes: u.Limits.MaxBodyBytes,
 		ShutdownGrace: o.Grace, Heartbeat: o.Heartbeat, Version: o.Version, Logger: o.Logger,
 	}
+	if u.API.Legacy {
+		cfg.LegacyRoute = u.API.LegacyRoute
+	}
 	if u.Name != "" && u.Name != u.Model {
 		cfg.Aliases = append(cfg.Aliases, u.Name)
 	}
