@@ -467,8 +467,9 @@ func (ix *Index) NewMatcher() *Matcher { return &Matcher{ix: ix, state: ix.initi
 // Allowed returns the tokens that may come next, as a bitset over the
 // vocabulary, given that at most remaining tokens (this one included) may
 // still be generated: a token is allowed only if the output can still be
-// finished after it within the tokens left. EOS tokens are allowed exactly
-// when the output is complete. The bitset is never empty (with nothing
+// finished after it, and an EOS written, within the tokens left, so that
+// a sequence ends by EOS (finish_reason stop) rather than by its limit.
+// EOS tokens are allowed exactly when the output is complete. The bitset is never empty (with nothing
 // else left it holds the EOS tokens) and must not be modified; it is valid
 // until the next call.
 func (m *Matcher) Allowed(remaining int) ([]uint64, error) {
@@ -485,7 +486,9 @@ func (m *Matcher) Allowed(remaining int) ([]uint64, error) {
 	if e == nil {
 		return nil, ix.err
 	}
-	budget := int32(min(remaining-1, inf))
+	// After this token: the bytes still to write, one token each at worst,
+	// and the EOS.
+	budget := int32(min(remaining-2, inf))
 	if e.maxDist <= budget {
 		return nonEmpty(e.bits, ix.v.eosMask), nil
 	}

@@ -53,6 +53,9 @@ func TestStructuredOutputsRandomModel(t *testing.T) {
 					return
 				}
 				out := chatContent(t, v)
+				if f := v["choices"].([]any)[0].(map[string]any)["finish_reason"]; f != "stop" {
+					errs <- fmt.Errorf("seed %d: finish_reason %v: the output did not end with EOS", seed, f)
+				}
 				if err := validateWith(val, out); err != nil {
 					errs <- fmt.Errorf("seed %d: output %q: %v", seed, out, err)
 				}
