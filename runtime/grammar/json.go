@@ -8,6 +8,11 @@ package grammar
 // fits a float64.
 type jsonRules struct {
 	ws, char, str, integer, number, value, object, array int
+	// charBMP is char without characters past U+FFFF: a string whose
+	// length is bounded holds only these, so its length is the same in
+	// code points (JSON Schema, Python) and in UTF-16 units (JavaScript's
+	// validators, Zod).
+	charBMP int
 }
 
 // maxJSONDigits bounds the digits of an integer part or a fraction.
@@ -20,11 +25,13 @@ func (b *Builder) jsonRules() *jsonRules {
 	j := &jsonRules{
 		ws: b.Rule("ws"), char: b.Rule("char"), str: b.Rule("string"), integer: b.Rule("integer"),
 		number: b.Rule("number"), value: b.Rule("value"), object: b.Rule("object"), array: b.Rule("array"),
+		charBMP: b.Rule("char-bmp"),
 	}
 	b.json = j
 	blank := charsExpr(newCharset([]span{{' ', ' '}, {'\t', '\t'}}))
 	b.Define(j.ws, Opt(Alt(Lit(" "), Seq(Lit("\n"), Repeat(blank, 0, 16)))))
 	b.Define(j.char, jsonChar(nil))
+	b.Define(j.charBMP, Alt(charsExpr(intersect(rawJSONChars, newCharset([]span{{0, 0xFFFF}}))), jsonEscape()))
 	b.Define(j.str, Seq(Lit(`"`), Repeat(b.Ref(j.char), 0, -1), Lit(`"`)))
 	digit := Range('0', '9')
 	b.Define(j.integer, Seq(Opt(Lit("-")), Alt(Lit("0"), Seq(Range('1', '9'), Repeat(digit, 0, maxJSONDigits-1)))))
@@ -58,14 +65,7 @@ func jsonChar(only *charset) *Expr {
 		alts = append(alts, charsExpr(raw))
 	}
 	if only == nil {
-		hex := newCharset([]span{{'0', '9'}, {'a', 'f'}, {'A', 'F'}})
-		hexNoD := newCharset([]span{{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}})
-		alts = append(alts, Seq(Lit(`\`), Alt(
-			charsExpr(newCharset([]span{{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}})),
-			Seq(Lit("u"), Alt(
-				Seq(charsExpr(hexNoD), charsExpr(hex), charsExpr(hex), charsExpr(hex)),
-				Seq(charsExpr(newCharset([]span{{'d', 'd'}, {'D', 'D'}})), Range('0', '7'), charsExpr(hex), charsExpr(hex)))))))
-		return Alt(alts...)
+		return Alt(append(alts, jsonEscape())...)
 	}
 	// Characters of the set that JSON must escape, one canonical escape
 	// each.
@@ -81,6 +81,19 @@ func jsonChar(only *charset) *Expr {
 		}
 	}
 	return Alt(alts...)
+}
+
+// jsonEscape matches one escape sequence of a JSON string, except those of
+// surrogate code points, so that each match is one character (of the
+// Basic Multilingual Plane).
+func jsonEscape() *Expr {
+	hex := newCharset([]span{{'0', '9'}, {'a', 'f'}, {'A', 'F'}})
+	hexNoD := newCharset([]span{{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}})
+	return Seq(Lit(`\`), Alt(
+		charsExpr(newCharset([]span{{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}})),
+		Seq(Lit("u"), Alt(
+			Seq(charsExpr(hexNoD), charsExpr(hex), charsExpr(hex), charsExpr(hex)),
+			Seq(charsExpr(newCharset([]span{{'d', 'd'}, {'D', 'D'}})), Range('0', '7'), charsExpr(hex), charsExpr(hex))))))
 }
 
 func escapeRune(r rune) string {

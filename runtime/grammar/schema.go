@@ -21,9 +21,12 @@ import (
 //     properties are written (every output is still valid); an object
 //     schema that declares nothing allows any object;
 //   - arrays: items, prefixItems (or items as a list), minItems, maxItems;
-//   - strings: minLength, maxLength, pattern (searched, as JSON Schema
-//     says, unless anchored) and the formats date, time, date-time, uuid,
-//     ipv4, email and hostname (other formats are annotations);
+//   - strings: minLength, maxLength (a bounded string holds only
+//     characters up to U+FFFF, so that its length is the same counted in
+//     code points, as JSON Schema does, and in UTF-16 units, as
+//     JavaScript validators do), pattern (searched, as JSON Schema says,
+//     unless anchored) and the formats date, time, date-time, uuid, ipv4,
+//     email and hostname (other formats are annotations);
 //   - numbers and integers: minimum, maximum and their exclusive forms,
 //     exactly, with decimals written without an exponent.
 //
@@ -953,7 +956,7 @@ func (c *schemaCompiler) str(n *jnode, path string) (*Expr, error) {
 	if !hasLen {
 		return b.JSONString(), nil
 	}
-	return Seq(Lit(`"`), Repeat(b.Ref(b.jsonRules().char), minL, maxL), Lit(`"`)), nil
+	return Seq(Lit(`"`), Repeat(b.Ref(b.jsonRules().charBMP), minL, maxL), Lit(`"`)), nil
 }
 
 // numBound reads the lower or upper bound of a number schema, honouring

@@ -196,3 +196,12 @@ func TestRegexAndChoice(t *testing.T) {
 		t.Errorf("inner anchor: %v", err)
 	}
 }
+
+func TestBoundedStringsStayInTheBMP(t *testing.T) {
+	ix := mustIndex(t, mustCompile(t, KindJSONSchema, `{"type":"string","maxLength":3}`), testVocab(t))
+	for s, want := range map[string]bool{`"é日x"`: true, `"😀"`: false, `"\u00e9"`: true} {
+		if matches(t, ix, s) != want {
+			t.Errorf("%s: match %v", s, !want)
+		}
+	}
+}
