@@ -63,6 +63,13 @@ func TestLegacyAPIOnUpstream(t *testing.T) {
 	if code, body, _ := legacyPost(t, url, `{"text":"x","top_p":2}`); code != 400 || !strings.Contains(body, `"status_code":400`) {
 		t.Errorf("bounds on upstream: %d %s", code, body)
 	}
+	// Structured-output and tool fields pass through to the upstream
+	// untouched (vLLM applies them; here the upstream ttis does).
+	code, v := postJSON(t, "http://"+ln.Addr().String()+"/v1/chat/completions",
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":30,"guided_choice":["alpha","beta"]}`)
+	if out := chatContent(t, v); code != 200 || (out != "alpha" && out != "beta") {
+		t.Errorf("guided_choice through the upstream: %d %v", code, v)
+	}
 	if got := front.m.running.Load(); got != 0 {
 		t.Errorf("running = %d after legacy requests", got)
 	}
