@@ -15,6 +15,14 @@ const (
 	tUnknown int32 = -2
 )
 
+// ctxParent is the frame below a truncated stack: the context it was cut
+// from, unknown (see maskOf).
+const ctxParent int32 = -3
+
+// truncDepth is how many frames of each stack a context mask keeps: enough
+// for a token to stay inside a string, a number or a literal.
+const truncDepth = 4
+
 // stackNode is one frame of a parse stack: the element position to match
 // next (always a character set at the top; a return position below), the
 // frame below (-1 at the bottom) and the fewest bytes that finish the
@@ -38,11 +46,26 @@ type pstate struct {
 	dist   int32
 	next   []int32 // 256 transitions, filled lazily
 	mask   *maskEntry
+	// esc marks a state reached by a path that popped into the unknown
+	// context below a truncated stack.
+	esc bool
+	// trunc is the state of the stacks cut to truncDepth frames (-2 until
+	// computed); ctxDist bounds what the context cut off adds to dist.
+	trunc   int32
+	ctxDist int32
 }
+
+// maskKey names a cached mask: a state's own (budget -1) or one cut to a
+// budget.
+type maskKey struct{ state, budget int32 }
 
 type maskEntry struct {
 	bits    []uint64 // allowed tokens, EOS included when the output may end
 	maxDist int32    // the most bytes any allowed token leaves to finish
+	// uncertain lists, in a context mask, the tokens whose fate depends
+	// on the context cut off; bits then holds the tokens allowed whatever
+	// it is.
+	uncertain []int32
 }
 
 // Index is a grammar paired with a vocabulary. It is safe for concurrent
@@ -58,13 +81,19 @@ type Index struct {
 	stackIdx  map[uint64]int32
 	succ      [][]int32 // per stack: the stacks after its top character matched
 	succAcc   []bool    // per stack: whether that also ends the output
+	succEsc   []bool    // per stack: whether that pops into a cut-off context
 	succDone  []bool
+	truncOf   []int32 // per stack: the stack cut to truncDepth frames (-1 until known)
+	escaped   bool    // set by settle on popping into a cut-off context
 	states    []*pstate
 	stateIdx  map[string]int32
 	initial   int32
 	seen      map[uint64]struct{} // (pos, parent) pairs one settle visited
 	maskBytes int
-	maskFIFO  []int32
+	maskFIFO  []maskKey
+	// forced holds masks cut to a token budget (see Allowed), by state
+	// and budget.
+	forced    map[maskKey]*maskEntry
 	nextBytes int
 	err       error
 	keyBuf    []byte
@@ -73,7 +102,7 @@ type Index struct {
 
 // NewIndex pairs g with v. lim bounds the states and masks it keeps.
 func NewIndex(g *Grammar, v *Vocab, lim Limits) (*Index, error) {
-	ix := &Index{g: g, v: v, lim: lim.withDefaults(), stackIdx: map[uint64]int32{}, stateIdx: map[string]int32{}, seen: map[uint64]struct{}{}}
+	ix := &Index{g: g, v: v, lim: lim.withDefaults(), stackIdx: map[uint64]int32{}, stateIdx: map[string]int32{}, seen: map[uint64]struct{}{}, forced: map[maskKey]*maskEntry{}}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	var out []int32
@@ -81,7 +110,7 @@ func NewIndex(g *Grammar, v *Vocab, lim Limits) (*Index, error) {
 	for _, a := range g.alts[g.root] {
 		ix.settle(a, -1, &out, &acc, 0)
 	}
-	ix.initial = ix.state(out, acc, 0, 0, 0, nil)
+	ix.initial = ix.state(out, acc, 0, 0, 0, nil, false)
 	if ix.err != nil {
 		return nil, ix.err
 	}
@@ -94,6 +123,19 @@ func (ix *Index) Err() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	return ix.err
+}
+
+// Stats reports how many parse states the index knows and how many of
+// them have a cached mask.
+func (ix *Index) Stats() (states, masks int) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, st := range ix.states {
+		if st.mask != nil {
+			masks++
+		}
+	}
+	return len(ix.states), masks
 }
 
 // Bytes estimates the memory the index holds.
@@ -126,7 +168,9 @@ func (ix *Index) stack(pos, parent int32) int32 {
 	ix.stacks = append(ix.stacks, stackNode{pos: pos, parent: parent, dist: d})
 	ix.succ = append(ix.succ, nil)
 	ix.succAcc = append(ix.succAcc, false)
+	ix.succEsc = append(ix.succEsc, false)
 	ix.succDone = append(ix.succDone, false)
+	ix.truncOf = append(ix.truncOf, -1)
 	ix.stackIdx[key] = id
 	return id
 }
@@ -157,6 +201,10 @@ func (ix *Index) settle(pos, parent int32, out *[]int32, acc *bool, depth int) {
 		e := g.elems[pos]
 		switch e.kind {
 		case eEnd:
+			if parent == ctxParent {
+				ix.escaped = true
+				return
+			}
 			if parent < 0 {
 				*acc = true
 				return
@@ -185,28 +233,56 @@ func (ix *Index) settle(pos, parent int32, out *[]int32, acc *bool, depth int) {
 	}
 }
 
-// successors returns what stack s becomes after its top character matched.
-func (ix *Index) successors(s int32) ([]int32, bool) {
+// successors returns what stack s becomes after its top character
+// matched, whether that ends the output, and whether it pops into a
+// cut-off context.
+func (ix *Index) successors(s int32) ([]int32, bool, bool) {
 	if !ix.succDone[s] {
 		var out []int32
 		acc := false
 		ix.work = 0
+		ix.escaped = false
 		clear(ix.seen)
 		n := ix.stacks[s]
 		ix.settle(n.pos+1, n.parent, &out, &acc, 0)
-		ix.succ[s], ix.succAcc[s], ix.succDone[s] = out, acc, true
+		ix.succ[s], ix.succAcc[s], ix.succEsc[s], ix.succDone[s] = out, acc, ix.escaped, true
 	}
-	return ix.succ[s], ix.succAcc[s]
+	return ix.succ[s], ix.succAcc[s], ix.succEsc[s]
+}
+
+// truncate cuts stack s to its top truncDepth frames over ctxParent (a
+// stack that short is itself).
+func (ix *Index) truncate(s int32) int32 {
+	if t := ix.truncOf[s]; t >= 0 {
+		return t
+	}
+	var frames []int32
+	cur := s
+	for cur >= 0 && len(frames) < truncDepth {
+		frames = append(frames, ix.stacks[cur].pos)
+		cur = ix.stacks[cur].parent
+	}
+	t := s
+	if cur >= 0 {
+		t = ctxParent
+		for i := len(frames) - 1; i >= 0 && t != -1; i-- {
+			t = ix.stack(frames[i], t)
+		}
+	}
+	if t >= 0 {
+		ix.truncOf[s] = t
+	}
+	return t
 }
 
 // state interns a parse state.
-func (ix *Index) state(stacks []int32, acc bool, need uint8, lo, hi byte, prefix []byte) int32 {
+func (ix *Index) state(stacks []int32, acc bool, need uint8, lo, hi byte, prefix []byte, esc bool) int32 {
 	if ix.err != nil {
 		return tDead
 	}
 	slices.Sort(stacks)
 	stacks = slices.Compact(stacks)
-	if len(stacks) == 0 && !acc {
+	if len(stacks) == 0 && !acc && !esc {
 		return tDead
 	}
 	k := ix.keyBuf[:0]
@@ -218,6 +294,9 @@ func (ix *Index) state(stacks []int32, acc bool, need uint8, lo, hi byte, prefix
 	if acc {
 		k = append(k, 1)
 	}
+	if esc {
+		k = append(k, 2)
+	}
 	ix.keyBuf = k
 	if id, ok := ix.stateIdx[string(k)]; ok {
 		return id
@@ -226,7 +305,7 @@ func (ix *Index) state(stacks []int32, acc bool, need uint8, lo, hi byte, prefix
 		ix.fail(errorf(ErrLimit, "", "the parse needs more than %d states (limit); the grammar is too large for constrained decoding", ix.lim.MaxStates))
 		return tDead
 	}
-	st := &pstate{stacks: slices.Clone(stacks), accept: acc, need: need, lo: lo, hi: hi}
+	st := &pstate{stacks: slices.Clone(stacks), accept: acc, need: need, lo: lo, hi: hi, esc: esc, trunc: tUnknown}
 	if prefix != nil {
 		st.prefix = slices.Clone(prefix)
 	}
@@ -328,13 +407,13 @@ func (ix *Index) step(st *pstate, b byte) int32 {
 	ix.work = 0
 	if st.need == 0 {
 		if b < 0x80 {
-			return ix.advance(st.stacks, rune(b), true)
+			return ix.advance(st.stacks, rune(b), true, st.esc)
 		}
 		need, lo, hi, ok := utf8Lead(b)
 		if !ok {
 			return tDead
 		}
-		return ix.partial(st.stacks, []byte{b}, need, lo, hi)
+		return ix.partial(st.stacks, []byte{b}, need, lo, hi, st.esc)
 	}
 	if b < st.lo || b > st.hi {
 		return tDead
@@ -342,19 +421,19 @@ func (ix *Index) step(st *pstate, b byte) int32 {
 	if st.prefix == nil {
 		// Every stack takes every character this can become.
 		if st.need == 1 {
-			return ix.advance(st.stacks, 0, false)
+			return ix.advance(st.stacks, 0, false, st.esc)
 		}
-		return ix.state(st.stacks, false, st.need-1, 0x80, 0xBF, nil)
+		return ix.state(st.stacks, false, st.need-1, 0x80, 0xBF, nil, st.esc)
 	}
 	p := append(append([]byte(nil), st.prefix...), b)
 	if st.need == 1 {
-		return ix.advance(st.stacks, runeOf(p), true)
+		return ix.advance(st.stacks, runeOf(p), true, st.esc)
 	}
-	return ix.partial(st.stacks, p, st.need-1, 0x80, 0xBF)
+	return ix.partial(st.stacks, p, st.need-1, 0x80, 0xBF, st.esc)
 }
 
 // partial is the state inside a character begun with prefix.
-func (ix *Index) partial(stacks []int32, prefix []byte, need uint8, lo, hi byte) int32 {
+func (ix *Index) partial(stacks []int32, prefix []byte, need uint8, lo, hi byte, esc bool) int32 {
 	rlo, rhi := runeSpan(prefix, need, lo, hi)
 	var compat []int32
 	uniform := true
@@ -366,32 +445,33 @@ func (ix *Index) partial(stacks []int32, prefix []byte, need uint8, lo, hi byte)
 			uniform = uniform && all
 		}
 	}
-	if len(compat) == 0 {
+	if len(compat) == 0 && !esc {
 		return tDead
 	}
 	if uniform {
 		prefix = nil
 	}
-	return ix.state(compat, false, need, lo, hi, prefix)
+	return ix.state(compat, false, need, lo, hi, prefix, esc)
 }
 
 // advance is the state after a whole character r (any character, when
 // check is false) from the given stacks.
-func (ix *Index) advance(stacks []int32, r rune, check bool) int32 {
+func (ix *Index) advance(stacks []int32, r rune, check, esc bool) int32 {
 	var out []int32
 	acc := false
 	for _, s := range stacks {
 		if check && !ix.g.sets[ix.g.elems[ix.stacks[s].pos].arg].contains(r) {
 			continue
 		}
-		succ, a := ix.successors(s)
+		succ, a, e := ix.successors(s)
 		out = append(out, succ...)
 		acc = acc || a
+		esc = esc || e
 		if ix.err != nil {
 			return tDead
 		}
 	}
-	return ix.state(out, acc, 0, 0, 0, nil)
+	return ix.state(out, acc, 0, 0, 0, nil, esc)
 }
 
 // walk follows a token's bytes from state s.
@@ -405,24 +485,43 @@ func (ix *Index) walk(s int32, tok []byte) int32 {
 }
 
 // maskOf returns the cached mask of state s, computing it if needed.
+//
+// A mask is built from the context mask of the state's stacks cut to
+// their top truncDepth frames: tokens that stay within those frames are
+// allowed or refused whatever lies below, so states that differ only
+// deeper (the strings of two properties, say) share that work; only the
+// tokens that reach below the cut are walked from the state itself.
 func (ix *Index) maskOf(s int32) *maskEntry {
 	st := ix.states[s]
 	if st.mask != nil {
 		return st.mask
 	}
+	if st.trunc == tUnknown {
+		cut := make([]int32, 0, len(st.stacks))
+		for _, x := range st.stacks {
+			t := ix.truncate(x)
+			cut = append(cut, t)
+			st.ctxDist = max(st.ctxDist, ix.stacks[x].dist-ix.stacks[t].dist)
+		}
+		if ix.err != nil {
+			return nil
+		}
+		st.trunc = ix.state(cut, false, st.need, st.lo, st.hi, st.prefix, false)
+		if st.trunc < 0 { // no stacks: the output can only end
+			st.trunc = tDead
+		}
+	}
 	v := ix.v
 	m := &maskEntry{bits: make([]uint64, v.words)}
-	for b := 0; b < 256; b++ {
-		toks := v.byFirst[b]
-		if len(toks) == 0 {
-			continue
+	if st.trunc >= 0 {
+		cm := ix.contextMask(st.trunc)
+		if cm == nil {
+			return nil
 		}
-		ns := ix.trans(s, byte(b))
-		if ns < 0 {
-			continue
-		}
-		for _, t := range toks {
-			end := ix.walk(ns, v.token(int(t))[1:])
+		copy(m.bits, cm.bits)
+		m.maxDist = cm.maxDist + st.ctxDist
+		for _, t := range cm.uncertain {
+			end := ix.walk(s, v.token(int(t)))
 			if end < 0 {
 				continue
 			}
@@ -439,18 +538,68 @@ func (ix *Index) maskOf(s int32) *maskEntry {
 		return nil
 	}
 	st.mask = m
-	ix.maskBytes += len(m.bits) * 8
-	ix.maskFIFO = append(ix.maskFIFO, s)
+	ix.cache(maskKey{s, -1}, m)
+	return m
+}
+
+// contextMask is the mask of a cut state: bits holds the tokens allowed
+// whatever the context below the cut, uncertain those that reach it.
+func (ix *Index) contextMask(c int32) *maskEntry {
+	st := ix.states[c]
+	if st.mask != nil {
+		return st.mask
+	}
+	v := ix.v
+	m := &maskEntry{bits: make([]uint64, v.words)}
+	for b := 0; b < 256; b++ {
+		toks := v.byFirst[b]
+		if len(toks) == 0 {
+			continue
+		}
+		ns := ix.trans(c, byte(b))
+		if ns < 0 {
+			continue
+		}
+		for _, t := range toks {
+			end := ix.walk(ns, v.token(int(t))[1:])
+			switch {
+			case end < 0:
+			case ix.states[end].esc:
+				m.uncertain = append(m.uncertain, t)
+			default:
+				m.bits[t/64] |= 1 << (t % 64)
+				m.maxDist = max(m.maxDist, ix.states[end].dist)
+			}
+		}
+	}
+	if ix.err != nil {
+		return nil
+	}
+	st.mask = m
+	ix.cache(maskKey{c, -1}, m)
+	return m
+}
+
+// cache records a computed mask and drops the oldest beyond the limit.
+func (ix *Index) cache(k maskKey, m *maskEntry) {
+	ix.maskBytes += maskSize(m)
+	ix.maskFIFO = append(ix.maskFIFO, k)
 	for ix.maskBytes > ix.lim.MaxMaskBytes && len(ix.maskFIFO) > 1 {
 		old := ix.maskFIFO[0]
 		ix.maskFIFO = ix.maskFIFO[1:]
-		if ix.states[old].mask != nil {
-			ix.maskBytes -= len(ix.states[old].mask.bits) * 8
-			ix.states[old].mask = nil
+		if old.budget >= 0 {
+			if om := ix.forced[old]; om != nil {
+				ix.maskBytes -= maskSize(om)
+				delete(ix.forced, old)
+			}
+		} else if om := ix.states[old.state].mask; om != nil {
+			ix.maskBytes -= maskSize(om)
+			ix.states[old.state].mask = nil
 		}
 	}
-	return m
 }
+
+func maskSize(m *maskEntry) int { return len(m.bits)*8 + len(m.uncertain)*4 }
 
 // Matcher is one sequence's position in an Index. It implements
 // runtime.Constraint; use it from one goroutine at a time.
@@ -458,7 +607,6 @@ type Matcher struct {
 	ix    *Index
 	state int32
 	ended bool
-	buf   []uint64
 }
 
 // NewMatcher starts a sequence at the beginning of the output.
@@ -494,12 +642,13 @@ func (m *Matcher) Allowed(remaining int) ([]uint64, error) {
 	}
 	// Near the end of the budget: keep only tokens after which the output
 	// can still be finished in time, or, if none can, those that leave the
-	// least to write.
-	if cap(m.buf) < ix.v.words {
-		m.buf = make([]uint64, ix.v.words)
+	// least to write. The same state meets the same budget again in later
+	// requests, so these masks are cached too.
+	key := maskKey{m.state, budget}
+	if f := ix.forced[key]; f != nil {
+		return f.bits, nil
 	}
-	out := m.buf[:ix.v.words]
-	clear(out)
+	out := make([]uint64, ix.v.words)
 	best := int32(inf)
 	st := ix.states[m.state]
 	canEnd := st.accept && st.need == 0
@@ -539,7 +688,11 @@ func (m *Matcher) Allowed(remaining int) ([]uint64, error) {
 			out[i] |= w
 		}
 	}
-	return nonEmpty(out, ix.v.eosMask), nil
+	out = nonEmpty(out, ix.v.eosMask)
+	f := &maskEntry{bits: out}
+	ix.forced[key] = f
+	ix.cache(key, f)
+	return out, nil
 }
 
 func nonEmpty(bits, eos []uint64) []uint64 {
