@@ -24,6 +24,26 @@ const benchSchema = `{"type":"object","properties":{
  "address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}},"required":["street","city"],"additionalProperties":false}},
  "required":["name","age","tags","address"],"additionalProperties":false}`
 
+// benchSetup writes the 24m preset in typ, opens an engine on it with
+// the given threads (one sequence at a time), and compiles benchSchema.
+func benchSetup(b *testing.B, typ gguf.TensorType, threads int) (*Engine, *grammar.Vocab, *grammar.Grammar) {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "model.gguf")
+	if err := synth.Create(path, synth.Options{Preset: "24m", Type: typ, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	e := newEngine(b, path, Options{Threads: threads, MaxSeqs: 1})
+	v, err := grammar.NewVocab(e.Tokenizer())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := grammar.Compile(grammar.KindJSONSchema, benchSchema, grammar.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, v, g
+}
+
 // BenchmarkConstrainedDecode measures what structured outputs add to a
 // decode step on the 24m preset (2 threads, one sequence, temperature 1):
 // each iteration generates 96 tokens unconstrained, 96 under a JSON schema
@@ -36,19 +56,7 @@ const benchSchema = `{"type":"object","properties":{
 func BenchmarkConstrainedDecode(b *testing.B) {
 	for _, typ := range []gguf.TensorType{gguf.TypeQ8_0, gguf.TypeF32} {
 		b.Run("24m-"+strings.ToLower(typ.String()), func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "model.gguf")
-			if err := synth.Create(path, synth.Options{Preset: "24m", Type: typ, Seed: 1}); err != nil {
-				b.Fatal(err)
-			}
-			e := newEngine(b, path, Options{Threads: 2, MaxSeqs: 1})
-			v, err := grammar.NewVocab(e.Tokenizer())
-			if err != nil {
-				b.Fatal(err)
-			}
-			g, err := grammar.Compile(grammar.KindJSONSchema, benchSchema, grammar.Limits{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			e, v, g := benchSetup(b, typ, 2)
 			index := func() *grammar.Index {
 				ix, err := grammar.NewIndex(g, v, grammar.Limits{})
 				if err != nil {
@@ -128,20 +136,8 @@ func (f fixed) Accept(int) error                        { return nil }
 // and without logprobs (which need the row kept, so the mask goes on a
 // copy). Compare with BenchmarkForward's tg128 step time.
 func BenchmarkConstrainedSample(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "model.gguf")
-	if err := synth.Create(path, synth.Options{Preset: "24m", Type: gguf.TypeQ8_0, Seed: 1}); err != nil {
-		b.Fatal(err)
-	}
-	e := newEngine(b, path, Options{Threads: 1, MaxSeqs: 1})
+	e, v, g := benchSetup(b, gguf.TypeQ8_0, 1)
 	vocab := e.model.Cfg.Vocab
-	v, err := grammar.NewVocab(e.Tokenizer())
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := grammar.Compile(grammar.KindJSONSchema, benchSchema, grammar.Limits{})
-	if err != nil {
-		b.Fatal(err)
-	}
 	ix, err := grammar.NewIndex(g, v, grammar.Limits{})
 	if err != nil {
 		b.Fatal(err)

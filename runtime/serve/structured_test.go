@@ -19,6 +19,14 @@ import (
 // ends and returns the base URL.
 func startServer(t testing.TB, cfg Config, eng runtime.Engine) string {
 	t.Helper()
+	_, addr := serveEngine(t, cfg, eng)
+	return "http://" + addr
+}
+
+// serveEngine serves eng in-process on a loopback port until the test
+// ends (then shuts the server down) and returns the server and address.
+func serveEngine(t testing.TB, cfg Config, eng runtime.Engine) (*Server, string) {
+	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -36,10 +44,12 @@ func startServer(t testing.TB, cfg Config, eng runtime.Engine) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = s.Shutdown(ctx)
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
 		<-served
 	})
-	return "http://" + ln.Addr().String()
+	return s, ln.Addr().String()
 }
 
 // postJSON posts body and returns the status and decoded answer.
