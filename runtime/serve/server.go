@@ -6,7 +6,10 @@
 //
 // Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
 // POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health,
-// GET /version, GET /metrics. /health, /version and /metrics need no auth.
+// GET /version, GET /metrics, and with Config.LegacyRoute the older
+// inference API (legacy.go). /health, /version and /metrics need no auth.
+// Generation requests may constrain their output (structured.go) and call
+// tools (tools.go).
 //
 // Streaming responses are written straight to the connection as HTTP/1.1
 // chunks, one write per batch of pending tokens; the connection then serves
