@@ -11,6 +11,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -78,6 +79,55 @@ type Tokenizer interface {
 type ChatMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are the function calls an assistant turn made.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the call a "tool" message answers, Name the function
+	// that answered (when the client says).
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+}
+
+// ToolCall is one function call written by the model.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON text of the arguments object.
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON Schema of the arguments object (nil: none).
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ToolSyntax names the way a chat template asks the model to write tool
+// calls, after the vLLM tool parser that reads it.
+type ToolSyntax string
+
+// Tool-call syntaxes.
+const (
+	// ToolHermes: <tool_call>{"name": …, "arguments": {…}}</tool_call>,
+	// one block per call (Qwen 2.5 and 3, Hermes; also ttis's format for
+	// templates that do not present tools themselves).
+	ToolHermes ToolSyntax = "hermes"
+	// ToolLlama3JSON: {"name": …, "parameters": {…}}, calls separated by
+	// "; ", optionally after <|python_tag|> (Llama 3.1, 3.2, 3.3).
+	ToolLlama3JSON ToolSyntax = "llama3_json"
+	// ToolMistral: [TOOL_CALLS] [{"name": …, "arguments": {…}}, …]
+	// (Mistral 7B v0.3 and later).
+	ToolMistral ToolSyntax = "mistral"
+)
+
+// ToolPrompter is implemented by tokenizers whose chat template can
+// present tools to the model and render tool calls and their results.
+type ToolPrompter interface {
+	// ToolChatPrompt renders messages (tool calls and role "tool" results
+	// included) and tools with the chat template and reports the syntax
+	// the model was asked to write calls in.
+	ToolChatPrompt(messages []ChatMessage, tools []Tool, addGenerationPrompt bool) (string, ToolSyntax, error)
 }
 
 // Sampling holds the sampling parameters of one sequence. The zero value is
@@ -123,6 +173,31 @@ type Request struct {
 	// prompt token has none); -1 asks for none. Used for echo+logprobs
 	// log-likelihood scoring.
 	PromptLogprobs int
+	// Constraint, when not nil, restricts the tokens the sequence may
+	// generate (structured outputs, tool calls). The server makes one per
+	// sequence.
+	Constraint Constraint
+}
+
+// Constraint restricts the tokens one sequence may generate: constrained
+// decoding for structured outputs and tool calls. Before sampling each
+// token the engine asks Allowed and gives every other token a logit of
+// -Inf (reported logprobs stay those of the unconstrained distribution);
+// after sampling it calls Accept. Calls come from one goroutine at a
+// time.
+type Constraint interface {
+	// Allowed returns the tokens that may come next as a bitset over the
+	// vocabulary: token t is allowed when bits[t/64]>>(t%64)&1 == 1 (ids
+	// past the bitset are not). remaining is the most tokens, this one
+	// included, the sequence may still generate (its max_tokens or context
+	// window), so that the output can be finished in time. The bitset is
+	// never empty (EOS only, once the output is complete) and the engine
+	// must not modify it.
+	Allowed(remaining int) ([]uint64, error)
+	// Accept records the sampled token. An error (the token was not
+	// allowed, or the constraint ran into a limit) ends the sequence with
+	// FinishAbort and that error.
+	Accept(id int) error
 }
 
 // TokenLogprob is a token id with its log-probability.

@@ -28,9 +28,11 @@ func matchParts(s, want string) bool {
 // them.
 func TestBadFiles(t *testing.T) {
 	want := map[string][]string{
-		"bad-cron.toml":   {"bad-cron.toml:8:1: schedule[0].calendar: invalid calendar \"0 2 * * * *\": expected exactly 5 fields"},
-		"bad-listen.toml": {"bad-listen.toml:4:1: listen: \"localhost\" is not host:port"},
-		"bad-policy.toml": {"bad-policy.toml:7:1: restart.policy: unknown policy \"sometimes\""},
+		"api-legacy-route.toml": {"api-legacy-route.toml:8:1: api.legacy_route: \"/v1/completions\" is a path of the OpenAI API"},
+		"api-legacy-type.toml":  {"api-legacy-type.toml:7:10: api.legacy: wrong type: got string, want boolean"},
+		"bad-cron.toml":         {"bad-cron.toml:8:1: schedule[0].calendar: invalid calendar \"0 2 * * * *\": expected exactly 5 fields"},
+		"bad-listen.toml":       {"bad-listen.toml:4:1: listen: \"localhost\" is not host:port"},
+		"bad-policy.toml":       {"bad-policy.toml:7:1: restart.policy: unknown policy \"sometimes\""},
 		"evals-bad.toml": {
 			"evals-bad.toml:7:19: evals.tasks[1]: empty task name",
 			"evals-bad.toml:8:1: evals.api: unknown API \"grpc\"",
@@ -121,7 +123,7 @@ func TestGoodFiles(t *testing.T) {
 	for _, u := range set.Units() {
 		names = append(names, u.Name)
 	}
-	want := []string{"cpu-tiny", "sim-llama", "sim-qwen-galaxy", "vllm-n300", "vllm-p150x4"}
+	want := []string{"cpu-tiny", "sim-legacy-api", "sim-llama", "sim-qwen-galaxy", "vllm-n300", "vllm-p150x4"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("units %v, want %v", names, want)
 	}
@@ -412,5 +414,27 @@ limit = "ci-nightly"                  # smoke | ci-commit | ci-nightly | full
 	_, err = Parse("llama-8b", filepath.Join(dir, "llama-8b.toml"), []byte(strings.Replace(doc, "[0, 1]", "[0]   ", 1)))
 	if err == nil || !strings.Contains(err.Error(), "llama-8b.toml:5:1: chips: device n300 has 2 chips, but 1 is listed") {
 		t.Errorf("one chip on n300: %v", err)
+	}
+}
+
+func TestLegacyAPIRoute(t *testing.T) {
+	base := "model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8300\"\n"
+	u, err := Parse("falcon", "falcon.toml", []byte(base+"[api]\nlegacy = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.API.LegacyRoute != "/inference/falcon" {
+		t.Errorf("default route %q", u.API.LegacyRoute)
+	}
+	for text, want := range map[string]string{
+		"[api]\nlegacy_route = \"/inference/x\"\n":             "falcon.toml:6:1: api.legacy_route: is set but api.legacy is false",
+		"[api]\nlegacy = true\nlegacy_route = \"inference\"\n": "falcon.toml:7:1: api.legacy_route: \"inference\" is not a URL path",
+		"[api]\nlegacy = true\nlegacy_route = \"/health\"\n":   "is a path of the OpenAI API",
+		"[api]\nlegacy = true\nlegacy_routes = \"/x\"\n":       "falcon.toml:7:1: api.legacy_routes: unknown key (did you mean legacy_route?)",
+	} {
+		_, err := Parse("falcon", "falcon.toml", []byte(base+text))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", text, err, want)
+		}
 	}
 }

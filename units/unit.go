@@ -43,6 +43,7 @@ type Unit struct {
 	Sim      Sim        `toml:"sim" json:"sim"`
 	CPU      CPU        `toml:"cpu" json:"cpu"`
 	Vllm     Vllm       `toml:"vllm" json:"vllm"`
+	API      API        `toml:"api" json:"api"`
 	// Evals shapes the eval step of the unit's releases and scheduled runs
 	// (the catalog's reference tasks by default).
 	Evals Evals `toml:"evals" json:"evals"`
@@ -169,6 +170,17 @@ type Vllm struct {
 	// StallTimeout fails the start when the upstream neither prints output
 	// nor becomes healthy for this long (0 = 10m).
 	StallTimeout Duration `toml:"stall_timeout" json:"stall_timeout"`
+}
+
+// API selects the inference APIs a unit serves besides the OpenAI one.
+type API struct {
+	// Legacy serves the older Tenstorrent inference API (raw text
+	// streamed with HTTP/1.1 chunked encoding, {"status_code","message"}
+	// errors) at LegacyRoute, on every runtime.
+	Legacy bool `toml:"legacy" json:"legacy,omitempty"`
+	// LegacyRoute is its path; "" means "/inference/<unit name>", as the
+	// original served "/inference/<model route name>".
+	LegacyRoute string `toml:"legacy_route" json:"legacy_route,omitempty"`
 }
 
 // Duration is a time.Duration written in TOML as a string with a unit

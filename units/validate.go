@@ -89,6 +89,7 @@ func validate(c *errorsOf, u *Unit, dir string) {
 	validateSchedules(c, u)
 	validateSections(c, u)
 	validateEvals(c, u, dir)
+	validateAPI(c, u)
 }
 
 // validateEvals checks the eval overrides' shape; whether a task exists
@@ -117,6 +118,37 @@ func validateEvals(c *errorsOf, u *Unit, dir string) {
 		}
 		if !filepath.IsAbs(p) {
 			e.Datasets[task] = filepath.Join(dir, p)
+		}
+	}
+}
+
+// reservedRoutes are the OpenAI API's paths; the legacy route may not
+// shadow them.
+var reservedRoutes = []string{"/v1/", "/health", "/version", "/metrics", "/tokenize", "/detokenize", "/tokenizer_info"}
+
+var routeRE = regexp.MustCompile(`^/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$`)
+
+func validateAPI(c *errorsOf, u *Unit) {
+	a := &u.API
+	if a.LegacyRoute != "" && !a.Legacy {
+		c.add("api.legacy_route", "is set but api.legacy is false; set legacy = true to serve the legacy API")
+		return
+	}
+	if !a.Legacy {
+		return
+	}
+	if a.LegacyRoute == "" {
+		a.LegacyRoute = "/inference/" + u.Name
+		return
+	}
+	if !routeRE.MatchString(a.LegacyRoute) || strings.Contains(a.LegacyRoute, "//") || len(a.LegacyRoute) > 256 {
+		c.add("api.legacy_route", "%q is not a URL path (want e.g. \"/inference/falcon40b\")", a.LegacyRoute)
+		return
+	}
+	for _, r := range reservedRoutes {
+		if a.LegacyRoute == strings.TrimSuffix(r, "/") || strings.HasPrefix(a.LegacyRoute, r) || (strings.HasSuffix(r, "/") && a.LegacyRoute+"/" == r) {
+			c.add("api.legacy_route", "%q is a path of the OpenAI API; choose another, e.g. \"/inference/%s\"", a.LegacyRoute, u.Name)
+			return
 		}
 	}
 }

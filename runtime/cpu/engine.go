@@ -102,6 +102,7 @@ type sequence struct {
 	last      int // last sampled token, fed on the next step
 	promptLP  []runtime.Token
 	ended     bool
+	masked    []float32 // logits under the request's constraint (constrain.go)
 }
 
 // rowRef ties a logits row of the current batch to its sequence: the
@@ -460,8 +461,12 @@ func (e *Engine) promptRow(s *sequence, i int, row []float32, now time.Time) {
 // emit samples a token from row, pushes it and ends the sequence on a stop
 // token, EOS, its token limit or a full context window.
 func (e *Engine) emit(s *sequence, row []float32, now time.Time) {
-	id := s.sampler.Sample(row)
-	s.sampler.Accept(id)
+	id, err := e.sample(s, row)
+	if err != nil {
+		s.stream.Finish(runtime.FinishAbort, err)
+		s.ended = true
+		return
+	}
 	t := runtime.Token{ID: id, Time: now}
 	if n := s.req.Logprobs; n >= 0 {
 		var top []runtime.TokenLogprob

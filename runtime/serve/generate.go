@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/toolcall"
 )
 
 // errClientGone ends a stream whose client stopped reading.
@@ -41,6 +42,9 @@ type job struct {
 	promptToks  int
 	seqs        []*seqState
 	stopIDs     map[int]bool
+
+	// toolSyntax is how the chat template asked for tool calls.
+	toolSyntax runtime.ToolSyntax
 
 	head []byte // SSE chunk head, see appendChunkHead
 
@@ -76,12 +80,19 @@ type seqState struct {
 	// Non-streaming accumulation.
 	text []byte
 	lps  []runtime.Token
+
+	// tools reads tool calls out of the output (tools.go); callIDs are
+	// the ids given to them, sawCalls says some were reported.
+	tools    *toolcall.Parser
+	callIDs  []string
+	sawCalls bool
 }
 
 // event is a piece of output: text and, with logprobs, the token it came
 // from.
 type event struct {
 	text   []byte
+	calls  []toolcall.Delta
 	tok    runtime.Token
 	hasTok bool
 }
@@ -114,25 +125,11 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 		writeError(ctx, badRequest("n", "the request needs %d sequences (prompts × n) but the unit has %d slots (limits.max_concurrency)", n, s.cfg.MaxConcurrency))
 		return
 	}
-	lv := s.live.Load()
-	if s.sem.TryAcquire(n) {
-		j.held = n
-		s.m.running.Add(n)
-	} else {
-		if s.m.waiting.Add(n) > int64(lv.MaxQueue) {
-			s.m.waiting.Add(-n)
-			retryAfter(ctx, time.Second)
-			writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
-				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
-			return
-		}
-		j.queued = n
-	}
-	j.timeout = lv.RequestTimeout
-	if lv.RequestTimeout > 0 {
-		j.ctx, j.cancel = context.WithTimeout(s.genCtx, lv.RequestTimeout-time.Since(arrival))
-	} else {
-		j.ctx, j.cancel = context.WithCancel(s.genCtx)
+	if lv, ok := s.admit(j, arrival); !ok {
+		retryAfter(ctx, time.Second)
+		writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
+			Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
+		return
 	}
 	if r.stream {
 		// The stream is written straight to the connection from this
@@ -168,15 +165,43 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 	ctx.SetBody(j.appendResponse(make([]byte, 0, 1024)))
 }
 
+// admit takes the job's slots, or puts it in the wait queue; it reports
+// false when the queue is full. It starts the job's context, bounded by
+// limits.request_timeout from the request's arrival. Both limits are the
+// live ones (a SIGHUP may change them while the server runs), returned
+// for messages.
+func (s *Server) admit(j *job, arrival time.Time) (Live, bool) {
+	lv := *s.live.Load()
+	n := int64(len(j.seqs))
+	if s.sem.TryAcquire(n) {
+		j.held = n
+		s.m.running.Add(n)
+	} else {
+		if s.m.waiting.Add(n) > int64(lv.MaxQueue) {
+			s.m.waiting.Add(-n)
+			return lv, false
+		}
+		j.queued = n
+	}
+	j.timeout = lv.RequestTimeout
+	if lv.RequestTimeout > 0 {
+		j.ctx, j.cancel = context.WithTimeout(s.genCtx, lv.RequestTimeout-time.Since(arrival))
+	} else {
+		j.ctx, j.cancel = context.WithCancel(s.genCtx)
+	}
+	return lv, true
+}
+
 // newJob tokenizes the prompts and resolves max_tokens per prompt.
 func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival time.Time) (*job, *apiError) {
 	j := &job{s: s, st: st, r: r, id: reqID, created: arrival.Unix(), arrival: arrival}
 	if r.chat {
 		j.respID = "chatcmpl-" + newID()
-		text, err := st.tok.ChatPrompt(r.messages, r.addGenPrompt)
-		if err != nil {
-			return nil, badRequest("messages", "%v", err)
+		text, syntax, e := chatPrompt(st, r)
+		if e != nil {
+			return nil, e
 		}
+		j.toolSyntax = syntax
 		ids, err := st.tok.Encode(text, r.addSpecial)
 		if err != nil {
 			return nil, badRequest("messages", "tokenize: %v", err)
@@ -216,6 +241,10 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 			j.stopIDs[id] = true
 		}
 	}
+	ix, e := st.constraintIndex(r.constraint)
+	if e != nil {
+		return nil, e
+	}
 	what := "prompt"
 	if r.chat {
 		what = "messages"
@@ -239,6 +268,7 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 		}
 		for c := 0; c < r.n; c++ {
 			q := &seqState{index: pi*r.n + c, prompt: pi, m: newStopMatcher(r.stop)}
+			q.tools = j.newToolParser()
 			q.req = runtime.Request{
 				ID: j.id, Prompt: p, MaxTokens: mt, Sampling: r.sampling, StopTokenIDs: r.stopTokenIDs,
 				IgnoreEOS: r.ignoreEOS, Logprobs: r.logprobs, PromptLogprobs: -1,
@@ -252,6 +282,9 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 			}
 			if r.echo && r.logprobs >= 0 {
 				q.req.PromptLogprobs = r.logprobs
+			}
+			if ix != nil {
+				q.req.Constraint = ix.NewMatcher()
 			}
 			j.seqs = append(j.seqs, q)
 		}
@@ -410,9 +443,7 @@ func (j *job) pump(out sink) error {
 			for _, q := range j.seqs {
 				if !q.done {
 					q.finish, q.err = "abort", err
-					if rest := q.m.flush(); len(rest) > 0 {
-						q.events = append(q.events, event{text: rest})
-					}
+					j.endText(q, q.m.flush())
 					j.emit(out, q, true)
 					j.finishSeq(q)
 				}
@@ -461,6 +492,7 @@ func (j *job) drain(q *seqState) bool {
 		q.buf = toks
 		if len(toks) > 0 {
 			if j.process(q, toks) {
+				j.endText(q, nil)
 				return true
 			}
 			continue
@@ -468,9 +500,7 @@ func (j *job) drain(q *seqState) bool {
 		if !done {
 			return false
 		}
-		if rest := q.m.flush(); len(rest) > 0 {
-			q.events = append(q.events, event{text: rest})
-		}
+		j.endText(q, q.m.flush())
 		switch reason {
 		case runtime.FinishStop, runtime.FinishLength:
 			q.finish = reason.String()
@@ -499,7 +529,7 @@ func (j *job) process(q *seqState, toks []runtime.Token) bool {
 		q.last = t.Time
 		if j.stopIDs[t.ID] && !j.st.eos[t.ID] {
 			q.finish, q.stop = "stop", t.ID
-			q.events = append(q.events, event{tok: t, hasTok: j.r.logprobs >= 0})
+			j.addEvent(q, nil, t, j.r.logprobs >= 0)
 			q.cancel()
 			return true
 		}
@@ -512,14 +542,16 @@ func (j *job) process(q *seqState, toks []runtime.Token) bool {
 					text = append(append([]byte(nil), text...), j.r.stop[hit]...)
 				}
 				q.finish, q.stop = "stop", j.r.stop[hit]
-				q.events = append(q.events, event{text: text, tok: t, hasTok: j.r.logprobs >= 0})
+				j.addEvent(q, text, t, j.r.logprobs >= 0)
 				q.cancel()
 				return true
 			}
+		} else if q.tools != nil && !j.st.eos[t.ID] {
+			// A control token such as Mistral's [TOOL_CALLS] marks tool
+			// calls: the parser reads its name (it is never content).
+			text = []byte(tokenString(j.st.tok, t.ID))
 		}
-		if len(text) > 0 || j.r.logprobs >= 0 {
-			q.events = append(q.events, event{text: text, tok: t, hasTok: j.r.logprobs >= 0})
-		}
+		j.addEvent(q, text, t, j.r.logprobs >= 0)
 	}
 	return false
 }
@@ -775,9 +807,15 @@ func (j *job) appendChunks(b []byte, q *seqState, final bool) []byte {
 		b = strconv.AppendInt(b, int64(q.index), 10)
 		if j.r.chat {
 			b = append(b, `,"delta":{`...)
-			if len(e.text) > 0 || !last {
+			if len(e.text) > 0 || (!last && len(e.calls) == 0) {
 				b = append(b, `"content":`...)
 				b = appendJSONString(b, e.text)
+				if len(e.calls) > 0 {
+					b = append(b, ',')
+				}
+			}
+			if len(e.calls) > 0 {
+				b = j.appendToolCallDeltas(b, q, e.calls)
 			}
 			b = append(b, `},"logprobs":`...)
 			if e.hasTok {
@@ -799,7 +837,7 @@ func (j *job) appendChunks(b []byte, q *seqState, final bool) []byte {
 		}
 		b = append(b, `,"finish_reason":`...)
 		if last {
-			b = appendJSONString(b, q.finish)
+			b = appendJSONString(b, j.finishReason(q))
 			b = append(b, `,"stop_reason":`...)
 			b = appendStopReason(b, q.stop)
 		} else {
@@ -942,9 +980,9 @@ func (j *job) appendResponse(b []byte) []byte {
 		b = append(b, `{"index":`...)
 		b = strconv.AppendInt(b, int64(q.index), 10)
 		if j.r.chat {
-			b = append(b, `,"message":{"role":"assistant","content":`...)
-			b = appendJSONString(b, q.text)
-			b = append(b, `},"logprobs":`...)
+			b = append(b, ',')
+			b = j.appendMessage(b, q)
+			b = append(b, `,"logprobs":`...)
 			if j.r.logprobs >= 0 {
 				b = append(b, `{"content":[`...)
 				for k, t := range q.lps {
@@ -980,7 +1018,7 @@ func (j *job) appendResponse(b []byte) []byte {
 			}
 		}
 		b = append(b, `,"finish_reason":`...)
-		b = appendJSONString(b, q.finish)
+		b = appendJSONString(b, j.finishReason(q))
 		b = append(b, `,"stop_reason":`...)
 		b = appendStopReason(b, q.stop)
 		b = append(b, '}')

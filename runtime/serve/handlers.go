@@ -48,6 +48,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.metrics(ctx)
 		return
 	}
+	if s.cfg.LegacyRoute != "" && path == s.cfg.LegacyRoute {
+		s.legacy(ctx, reqID, start)
+		return
+	}
 	type route struct {
 		method string
 		fn     func(*fasthttp.RequestCtx, *engineState, string)

@@ -22,29 +22,7 @@ func startKeepAlive(t *testing.T) (*Server, string) {
 
 func startKeepAliveConfig(t *testing.T, cfg Config) (*Server, string) {
 	t.Helper()
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.SetEngine(newSim(t))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = s.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		<-served
-	})
-	return s, ln.Addr().String()
+	return serveEngine(t, cfg, newSim(t))
 }
 
 const streamBody = `{"prompt":"the sun","max_tokens":5,"ignore_eos":true,"stream":true}`

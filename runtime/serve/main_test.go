@@ -64,7 +64,13 @@ listen = %q
 time_scale = %g
 seed = 7
 %s`, addr, timeScale, extra)
-	path := filepath.Join(dir, "sim-test.toml")
+	return startUnitFile(t, filepath.Join(dir, "sim-test.toml"), addr, text)
+}
+
+// startUnitFile writes a unit file listening on addr and runs `ttisd
+// serve` on it until /health answers 200.
+func startUnitFile(t testing.TB, path, addr, text string) *unit {
+	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,12 @@ type genRequest struct {
 	// logprobs is -1 for none, else the number of alternatives.
 	logprobs int
 	echo     bool
+	// constraint is the structured-output constraint, nil for none.
+	constraint *constraintSpec
+	// tools are the chat request's tool settings (nil: none); toolTurns
+	// says the conversation holds tool calls or results.
+	tools     *toolSpec
+	toolTurns bool
 }
 
 // streamOptions is OpenAI's stream_options object.
@@ -83,6 +89,7 @@ type samplingBody struct {
 	UseBeamSearch     *bool              `json:"use_beam_search"`
 	PromptLogprobs    *int64             `json:"prompt_logprobs"`
 	ResponseFormat    json.RawMessage    `json:"response_format"`
+	structuredBody
 	// Accepted and ignored: they do not change results.
 	SpacesBetweenSpecialTokens *bool           `json:"spaces_between_special_tokens"`
 	Metadata                   json.RawMessage `json:"metadata"`
@@ -101,9 +108,19 @@ type completionBody struct {
 }
 
 type chatMessageBody struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Name    *string         `json:"name"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       *string         `json:"name"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID *string         `json:"tool_call_id"`
+	// Accepted and ignored: fields of an answer's message that SDKs send
+	// back when a client appends that message to the conversation.
+	Refusal          json.RawMessage `json:"refusal"`
+	Annotations      json.RawMessage `json:"annotations"`
+	Audio            json.RawMessage `json:"audio"`
+	FunctionCall     json.RawMessage `json:"function_call"`
+	Parsed           json.RawMessage `json:"parsed"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
 }
 
 type chatBody struct {
@@ -147,8 +164,8 @@ func jsonError(err error) *apiError {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		// Fields of the embedded struct are reported with its Go name.
-		field := strings.TrimPrefix(te.Field, "samplingBody.")
+		// Fields of embedded structs are reported with their Go names.
+		field := strings.TrimPrefix(strings.TrimPrefix(te.Field, "samplingBody."), "structuredBody.")
 		if field == "" {
 			return badRequest("", "invalid JSON: expected an object, got %s", te.Value)
 		}
@@ -221,33 +238,37 @@ func decodeChat(body []byte) (*genRequest, *apiError) {
 	if len(b.Messages) == 0 {
 		return nil, badRequest("messages", "messages must be a non-empty array")
 	}
+	calls := map[string]string{} // tool call id -> function, so far
 	for i, m := range b.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
-		case "system", "user", "assistant", "developer":
+		case "system", "user", "assistant", "developer", "tool":
 		case "":
 			return nil, badRequest(param+".role", "%s.role is required", param)
 		default:
-			return nil, badRequest(param+".role", "%s.role %q is not supported (want system, developer, user or assistant)", param, m.Role)
+			return nil, badRequest(param+".role", "%s.role %q is not supported (want system, developer, user, assistant or tool)", param, m.Role)
 		}
-		text, e := messageText(m.Content, param+".content")
-		if e != nil {
-			return nil, e
+		var text string
+		if m.Role != "assistant" || isNull(m.ToolCalls) || !isNull(m.Content) {
+			var e *apiError
+			if text, e = messageText(m.Content, param+".content"); e != nil {
+				return nil, e
+			}
 		}
 		role := m.Role
 		if role == "developer" {
 			role = "system"
 		}
-		r.messages = append(r.messages, runtime.ChatMessage{Role: role, Content: text})
-	}
-	if len(b.Tools) > 0 && !bytes.Equal(bytes.TrimSpace(b.Tools), []byte("null")) && !bytes.Equal(bytes.TrimSpace(b.Tools), []byte("[]")) {
-		return nil, badRequest("tools", "tools are not supported")
-	}
-	if len(b.ToolChoice) > 0 {
-		tc := string(bytes.TrimSpace(b.ToolChoice))
-		if tc != "null" && tc != `"none"` && tc != `"auto"` {
-			return nil, badRequest("tool_choice", "tool_choice %s is not supported (no tools)", tc)
+		msg := runtime.ChatMessage{Role: role, Content: text}
+		if e := toolMessage(&b.Messages[i], &msg, param, calls); e != nil {
+			return nil, e
 		}
+		r.toolTurns = r.toolTurns || role == "tool" || len(msg.ToolCalls) > 0
+		r.messages = append(r.messages, msg)
+	}
+	var e *apiError
+	if r.tools, e = parseTools(&b); e != nil {
+		return nil, e
 	}
 	if b.ContinueFinalMessage != nil && *b.ContinueFinalMessage {
 		return nil, badRequest("continue_final_message", "continue_final_message is not supported")
@@ -292,6 +313,14 @@ func decodeChat(body []byte) (*genRequest, *apiError) {
 	}
 	if limit == nil {
 		r.maxTokens = -1
+	}
+	if r.tools != nil {
+		if c := r.tools.constraint(); c != nil {
+			if r.constraint != nil {
+				return nil, badRequest(r.constraint.param, "%s and tool_choice %s both constrain the output; give only one", r.constraint.param, r.tools.choice)
+			}
+			r.constraint = c
+		}
 	}
 	return r, nil
 }
@@ -498,15 +527,9 @@ func applySampling(b *samplingBody, r *genRequest, maxTokens *int64, maxArg stri
 	case b.PromptLogprobs != nil:
 		return badRequest("prompt_logprobs", "prompt_logprobs is not supported; use echo=true with logprobs on /v1/completions")
 	}
-	if rf := bytes.TrimSpace(b.ResponseFormat); len(rf) > 0 && !bytes.Equal(rf, []byte("null")) {
-		var f struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(rf, &f); err != nil || f.Type != "text" {
-			return badRequest("response_format", "only response_format {\"type\":\"text\"} is supported")
-		}
-	}
-	return nil
+	var e *apiError
+	r.constraint, e = parseStructured(b)
+	return e
 }
 
 func parseStop(raw json.RawMessage, r *genRequest) *apiError {

@@ -80,7 +80,13 @@ func TestDecodeCompletion(t *testing.T) {
 		{"beam search", `{"prompt":"x","use_beam_search":true}`, "use_beam_search", nil},
 		{"min_tokens", `{"prompt":"x","min_tokens":3}`, "min_tokens", nil},
 		{"prompt_logprobs", `{"prompt":"x","prompt_logprobs":1}`, "prompt_logprobs", nil},
-		{"response_format json", `{"prompt":"x","response_format":{"type":"json_object"}}`, "response_format", nil},
+		{"response_format json", `{"prompt":"x","response_format":{"type":"json_object"}}`, "", func(t *testing.T, r *genRequest) {
+			if r.constraint == nil || r.constraint.kind != "json_object" {
+				t.Errorf("constraint %+v", r.constraint)
+			}
+		}},
+		{"guided_regex wrong type", `{"prompt":"x","guided_regex":5}`, "guided_regex", nil},
+		{"response_format unknown", `{"prompt":"x","response_format":{"type":"xml"}}`, "response_format.type", nil},
 		{"skip_special_tokens false", `{"prompt":"x","skip_special_tokens":false}`, "skip_special_tokens", nil},
 		{"harmless extras", `{"prompt":"x","user":"u","metadata":{"a":1},"store":false,"priority":1,"response_format":{"type":"text"},"skip_special_tokens":true,"best_of":1}`, "", nil},
 	}
@@ -136,11 +142,12 @@ func TestDecodeChat(t *testing.T) {
 			}
 		}},
 		{"no messages", `{"messages":[]}`, "messages", false, nil},
-		{"bad role", `{"messages":[{"role":"tool","content":"x"}]}`, "messages[0].role", false, nil},
+		{"bad role", `{"messages":[{"role":"function","content":"x"}]}`, "messages[0].role", false, nil},
+		{"tool result without a call", `{"messages":[{"role":"tool","content":"x","tool_call_id":"c1"}]}`, "messages[0].tool_call_id", false, nil},
 		{"missing content", `{"messages":[{"role":"user"}]}`, "messages[0].content", false, nil},
 		{"image part", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}`, "messages[0].content[0]", false, nil},
 		{"top_logprobs without logprobs", `{"messages":[{"role":"user","content":"x"}],"top_logprobs":2}`, "top_logprobs", false, nil},
-		{"tools", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, "tools", false, nil},
+		{"tool without function", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, "tools[0].function", false, nil},
 		{"echo", `{"messages":[{"role":"user","content":"x"}],"echo":true}`, "echo", false, nil},
 		{"disagreeing limits", `{"messages":[{"role":"user","content":"x"}],"max_tokens":3,"max_completion_tokens":4}`, "max_tokens", false, nil},
 		{"messages wrong type", `{"messages":"hi"}`, "messages", false, nil},

@@ -6,7 +6,10 @@
 //
 // Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
 // POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health,
-// GET /version, GET /metrics. /health, /version and /metrics need no auth.
+// GET /version, GET /metrics, and with Config.LegacyRoute the older
+// inference API (legacy.go). /health, /version and /metrics need no auth.
+// Generation requests may constrain their output (structured.go) and call
+// tools (tools.go).
 //
 // Streaming responses are written straight to the connection as HTTP/1.1
 // chunks, one write per batch of pending tokens; the connection then serves
@@ -71,6 +74,9 @@ type Config struct {
 	Version string
 	// Conditions are shown by GET /version (nil: none).
 	Conditions *Conditions
+	// LegacyRoute, when not empty, serves the older Tenstorrent inference
+	// API at this path (legacy.go).
+	LegacyRoute string
 	// Logger receives one debug line per request and errors; nil discards.
 	Logger *slog.Logger
 	// UnitHash identifies the unit text the server runs (hex SHA-256);
@@ -137,6 +143,7 @@ type engineState struct {
 	names      map[string]bool
 	maxContext int
 	eos        map[int]bool
+	grammars   *grammarCache
 }
 
 // New validates cfg and builds a server with no engine yet.
@@ -201,6 +208,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) SetEngine(e runtime.Engine) {
 	info := e.Info()
 	st := &engineState{eng: e, info: info, tok: e.Tokenizer(), names: map[string]bool{s.cfg.Model: true, info.Model: true}, eos: map[int]bool{}}
+	st.grammars = newGrammarCache(st.tok)
 	for _, a := range s.cfg.Aliases {
 		st.names[a] = true
 	}

@@ -49,6 +49,9 @@ func ConfigFor(u *units.Unit, o Options) (Config, error) {
 		ShutdownGrace: shutdownGrace(u, o), Heartbeat: o.Heartbeat, Version: o.Version, Logger: o.Logger,
 		UnitHash: o.UnitHash, Reload: o.Reload, Conditions: ConditionsOf(u),
 	}
+	if u.API.Legacy {
+		cfg.LegacyRoute = u.API.LegacyRoute
+	}
 	if u.Name != "" && u.Name != u.Model {
 		cfg.Aliases = append(cfg.Aliases, u.Name)
 	}

@@ -533,7 +533,12 @@ func (e *Engine) prefillDone(s *sequence) {
 // emit samples and pushes one token, finishing the stream when a limit or
 // a stop token is hit.
 func (e *Engine) emit(s *sequence, now time.Time) {
-	id := s.smp.next(e.model, s.prev, s.req.IgnoreEOS)
+	id, err := e.next(s)
+	if err != nil {
+		s.st.Finish(runtime.FinishAbort, err)
+		s.produced = -1
+		return
+	}
 	t := runtime.Token{ID: id, Time: now}
 	if n := s.req.Logprobs; n >= 0 {
 		t.Logprob = float32(e.model.logprob(s.prev, id))

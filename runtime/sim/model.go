@@ -190,12 +190,21 @@ func newSampler(p runtime.Sampling, prompt []int, rng *rand.Rand) *sampler {
 
 // next picks the token after prev.
 func (s *sampler) next(m *textModel, prev int, ignoreEOS bool) int {
+	return s.nextAllowed(m, prev, ignoreEOS, nil)
+}
+
+// nextAllowed picks the token after prev among those allowed (every token
+// when allowed is nil; see runtime.Constraint).
+func (s *sampler) nextAllowed(m *textModel, prev int, ignoreEOS bool, allowed []uint64) int {
 	if prev < 0 || prev >= m.vocab {
 		prev = bosID
 	}
 	s.logits, s.ids = s.logits[:0], s.ids[:0]
 	for _, c := range m.succ[prev] {
 		if ignoreEOS && c.id == eosID {
+			continue
+		}
+		if allowed != nil && !isAllowed(allowed, c.id) {
 			continue
 		}
 		l := c.logp
@@ -216,6 +225,16 @@ func (s *sampler) next(m *textModel, prev int, ignoreEOS bool) int {
 		}
 		s.logits = append(s.logits, l)
 		s.ids = append(s.ids, c.id)
+	}
+	if len(s.logits) == 0 {
+		// No successor is allowed: draw from the model's floor, the
+		// unigram distribution, over the allowed tokens.
+		for _, id := range m.byUnigram {
+			if isAllowed(allowed, id) {
+				s.logits = append(s.logits, math.Log(m.unigram[id]))
+				s.ids = append(s.ids, id)
+			}
+		}
 	}
 	id := s.pick()
 	if s.counts != nil {
@@ -299,4 +318,8 @@ func (s *sampler) pick() int {
 		}
 	}
 	return s.ids[order[keep-1]]
+}
+
+func isAllowed(bits []uint64, id int) bool {
+	return id/64 < len(bits) && bits[id/64]>>(id%64)&1 == 1
 }

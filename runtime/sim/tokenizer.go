@@ -6,6 +6,7 @@ import (
 	"unicode"
 
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/toolcall"
 )
 
 // Token ids of the sim tokenizer. Ids 2..257 are the 256 byte-fallback
@@ -154,3 +155,13 @@ func (t *Tokenizer) ChatPrompt(messages []runtime.ChatMessage, addGenerationProm
 }
 
 var _ runtime.Tokenizer = (*Tokenizer)(nil)
+
+// ToolChatPrompt renders a conversation with tools: the sim's template
+// has no tool format of its own, so tools are described in the system
+// message and calls and results written in the hermes format.
+func (t *Tokenizer) ToolChatPrompt(messages []runtime.ChatMessage, tools []runtime.Tool, addGenerationPrompt bool) (string, runtime.ToolSyntax, error) {
+	p, err := t.ChatPrompt(toolcall.GenericMessages(messages, tools), addGenerationPrompt)
+	return p, runtime.ToolHermes, err
+}
+
+var _ runtime.ToolPrompter = (*Tokenizer)(nil)

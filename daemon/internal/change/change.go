@@ -90,6 +90,7 @@ var Rules = []Rule{
 	{"sim", Restart, "the simulated engine's timing and seed"},
 	{"cpu", Restart, "the cpu engine's threads"},
 	{"vllm", Restart, "the upstream vLLM server's command, image, ports, env and args"},
+	{"api", Restart, "the server's routes (the legacy API) are set when it starts"},
 	{"evals", Daemon, "the eval step of releases and scheduled runs; the server never reads it"},
 }
 

@@ -36,6 +36,9 @@ type chatTemplate struct {
 	bos, eos   string
 	newContext func() *exec.Context
 	now        func() time.Time
+	// order remembers the key order of JSON objects handed to the
+	// template (tools, tool-call arguments) for its tojson (tools.go).
+	order *keyOrder
 }
 
 // ChatTemplate describes what ChatPrompt renders with.
@@ -57,7 +60,7 @@ func (t *Tokenizer) ChatTemplate() ChatTemplate {
 }
 
 func (t *Tokenizer) initChat(f *gguf.File, now func() time.Time) error {
-	c := &chatTemplate{family: t.guessFamily(f.Architecture()), now: now}
+	c := &chatTemplate{family: t.guessFamily(f.Architecture()), now: now, order: &keyOrder{}}
 	if t.bos >= 0 {
 		c.bos = t.tokens[t.bos]
 	}
@@ -72,7 +75,7 @@ func (t *Tokenizer) initChat(f *gguf.File, now func() time.Time) error {
 		c.source = s
 	}
 	if c.source != "" {
-		c.tmpl, c.newContext, c.parseErr = compileTemplate(c.source)
+		c.tmpl, c.newContext, c.parseErr = compileTemplate(c.source, c.order)
 	}
 	t.chat = c
 	return nil
@@ -99,8 +102,9 @@ func (t *Tokenizer) guessFamily(arch string) Family {
 
 // compileTemplate parses a Hugging Face chat template with the settings
 // transformers uses (trim_blocks, lstrip_blocks) and an environment holding
-// the Jinja built-ins; ChatPrompt adds raise_exception per rendering.
-func compileTemplate(source string) (*exec.Template, func() *exec.Context, error) {
+// the Jinja built-ins, tojson replaced by transformers' (see keyOrder);
+// ChatPrompt adds raise_exception per rendering.
+func compileTemplate(source string, order *keyOrder) (*exec.Template, func() *exec.Context, error) {
 	cfg := config.New()
 	cfg.TrimBlocks = true
 	cfg.LeftStripBlocks = true
@@ -119,10 +123,10 @@ func compileTemplate(source string) (*exec.Template, func() *exec.Context, error
 	}
 	env := &exec.Environment{
 		Context:           newContext(),
-		Filters:           builtins.Filters,
+		Filters:           templateFilters(order),
 		Tests:             builtins.Tests,
 		ControlStructures: builtins.ControlStructures,
-		Methods:           templateMethods(),
+		Methods:           templateMethods(order),
 	}
 	tmpl, err := parseGuarded(name, cfg, loader, env)
 	if err != nil {
@@ -139,11 +143,12 @@ isprintable isspace istitle isupper join ljust lower lstrip partition removepref
 replace rfind rindex rjust rpartition rsplit rstrip split splitlines startswith strip swapcase
 title translate upper zfill`)
 
-// templateMethods is the library's method table with str.replace fixed:
-// the library requires its count argument, which Python (and chat
-// templates) leave out.
-func templateMethods() exec.Methods {
+// templateMethods is the library's method table with str.replace fixed
+// (the library requires its count argument, which Python and chat
+// templates leave out) and the dict methods of keyOrder.
+func templateMethods(order *keyOrder) exec.Methods {
 	m := builtins.Methods
+	m.Dict = order.dictMethods(m.Dict)
 	str := map[string]exec.Method[string]{}
 	for _, name := range pythonStrMethods {
 		if fn, ok := m.Str.Get(name); ok {
@@ -241,6 +246,12 @@ func (t *Tokenizer) ChatPrompt(messages []runtime.ChatMessage, addGenerationProm
 	for i, m := range messages {
 		msgs[i] = map[string]any{"role": m.Role, "content": m.Content}
 	}
+	return c.execute(msgs, nil, addGenerationPrompt)
+}
+
+// execute renders the Jinja template; tools, when not nil, is set as the
+// template's tools variable.
+func (c *chatTemplate) execute(msgs []map[string]any, tools []any, addGenerationPrompt bool) (string, error) {
 	ctx := c.newContext()
 	// The template library flattens errors from functions into strings, so
 	// the raised exception is kept aside to be returned as it was raised.
@@ -251,6 +262,9 @@ func (t *Tokenizer) ChatPrompt(messages []runtime.ChatMessage, addGenerationProm
 	})
 	ctx.Set("strftime_now", func(format string) string { return strftime(c.now(), format) })
 	ctx.Set("messages", msgs)
+	if tools != nil {
+		ctx.Set("tools", tools)
+	}
 	ctx.Set("add_generation_prompt", addGenerationPrompt)
 	ctx.Set("bos_token", c.bos)
 	ctx.Set("eos_token", c.eos)
