@@ -127,7 +127,7 @@ type Evals struct {
 	// API is "completions" (default; the chat template applied, as
 	// tt-inference-server does) or "chat".
 	API string `toml:"api" json:"api,omitempty"`
-	// Limits maps a task to its documents: a count (≥ 1) or a fraction
+	// Limits maps a task to its documents: a count (1 or more) or a fraction
 	// in (0, 1), instead of the run size's.
 	Limits map[string]float64 `toml:"limits" json:"limits,omitempty"`
 	// Datasets maps a task to a local dataset file in the dataset's own
