@@ -87,7 +87,13 @@ stop_timeout = "5s"
 
 func startDaemon(t testing.TB, units map[string]string, args ...string) *daemon {
 	t.Helper()
-	dir := t.TempDir()
+	return startDaemonIn(t, t.TempDir(), units, args...)
+}
+
+// startDaemonIn is startDaemon in a given folder, whose units/ may already
+// hold files the test placed there.
+func startDaemonIn(t testing.TB, dir string, units map[string]string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{
 		dir:      dir,
 		unitsDir: filepath.Join(dir, "units"),
@@ -862,5 +868,67 @@ func TestSchedulesInUnitDetail(t *testing.T) {
 	out, code := d.ctl(t, "status", "a")
 	if code != 0 || !strings.Contains(out, "Schedules: benchmarks (0 3 * * *, limit smoke), next ") {
 		t.Fatalf("status a: exit %d\n%s", code, out)
+	}
+}
+
+// Hostile files in the units folder are reported per file and never stall
+// the daemon: a named pipe present at start and one created later (open()
+// on a pipe blocks until a writer comes), a device node reached through a
+// symlink, and a symlink loop. Reload answers, the good unit keeps
+// serving, status names each file with its error, and SIGTERM still stops
+// the daemon (the cleanup checks that).
+func TestHostileUnitFiles(t *testing.T) {
+	listen := freePort(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "units"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "units", "early.toml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonIn(t, dir, map[string]string{"good": simUnit(listen, "")})
+	good := d.waitUnit(t, "good", "active", active)
+	if err := syscall.Mkfifo(filepath.Join(d.unitsDir, "late.toml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(d.unitsDir, "zero.toml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop.toml", filepath.Join(d.unitsDir, "loop.toml")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ttisctlBin, "--socket", d.socket, "reload")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("ttisctl reload did not answer within 15s: %s", out)
+	}
+	if err == nil {
+		t.Errorf("reload with refused files exited 0:\n%s", out)
+	}
+	want := map[string]string{
+		"early": "not a regular file (a named pipe)",
+		"late":  "not a regular file (a named pipe)",
+		"zero":  "not a regular file (a device node)",
+		"loop":  "too many levels of symbolic links",
+	}
+	for name, msg := range want {
+		u := d.waitUnit(t, name, "failed to load", func(u api.UnitDetail) bool { return u.LoadState == api.LoadError })
+		if !strings.Contains(u.LastError, name+".toml") || !strings.Contains(u.LastError, msg) {
+			t.Errorf("%s: error %q, want the path and %q", name, u.LastError, msg)
+		}
+		if _, code := d.ctl(t, "status", name); code != 3 {
+			t.Errorf("status %s: exit %d, want 3", name, code)
+		}
+	}
+	status, _ := d.ctl(t, "status")
+	for name := range want {
+		if !strings.Contains(status, name+" ") {
+			t.Errorf("status table lacks %s:\n%s", name, status)
+		}
+	}
+	if u := d.unit(t, "good"); u.PID != good.PID || !active(u) || !healthy(listen) {
+		t.Fatalf("good unit disturbed: %+v", u)
 	}
 }

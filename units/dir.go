@@ -93,7 +93,7 @@ func LoadDirHeld(dir string, held []*Unit) (*Set, error) {
 		// x.toml is reported, not skipped silently.
 		f := &File{Name: strings.TrimSuffix(name, Ext), Path: path}
 		set.Files = append(set.Files, f)
-		data, err := readUnitFile(path)
+		data, err := ReadFile(path)
 		if err != nil {
 			f.Err = Errors(err)
 			continue

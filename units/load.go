@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
@@ -19,42 +20,83 @@ import (
 // Ext is the unit file extension.
 const Ext = ".toml"
 
-// maxUnitFileBytes bounds what Load reads: a unit file is a few hundred
-// bytes, so anything bigger is a mistake (or a device node).
-const maxUnitFileBytes = 1 << 20
+// MaxFileBytes bounds what a unit file may hold: a unit file is a few
+// hundred bytes, so anything bigger is a mistake (or an attack on the
+// daemon's memory) and is refused rather than read.
+const MaxFileBytes = 1 << 20
 
 // Load reads, strictly decodes and validates the unit file at path, and
 // fills defaults. The unit's name is the file name without ".toml". Every
 // problem in the file is returned at once as an ErrorList.
 func Load(path string) (*Unit, error) {
-	data, err := readUnitFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(strings.TrimSuffix(filepath.Base(path), Ext), path, data)
 }
 
-func readUnitFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+// ReadFile reads a unit file without ever blocking on it: everything that
+// reads unit files (the units folder, the daemon's reload, `ttisd serve`)
+// goes through here. Opening a named pipe blocks until a writer comes, and
+// reading a device node may never end, so the file is checked with stat
+// (which follows symlinks; a symlink loop fails there) before it is opened,
+// opened non-blocking in case it was swapped for a pipe in between, checked
+// again on the open descriptor, and read up to MaxFileBytes. Problems are an
+// ErrorList naming the path.
+func ReadFile(path string) ([]byte, error) {
+	fail := func(format string, args ...any) error {
+		return ErrorList{{File: path, Msg: fmt.Sprintf(format, args...)}}
+	}
+	st, err := os.Stat(path)
 	if err != nil {
-		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("read unit file: %v", unwrapPathError(err))}}
+		return nil, fail("read unit file: %v", unwrapPathError(err))
+	}
+	if err := checkUnitFileInfo(st); err != nil {
+		return nil, fail("%v", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fail("read unit file: %v", unwrapPathError(err))
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("read unit file: %v", unwrapPathError(err))}}
+	if st, err = f.Stat(); err != nil {
+		return nil, fail("read unit file: %v", unwrapPathError(err))
 	}
-	if !st.Mode().IsRegular() {
-		return nil, ErrorList{{File: path, Msg: "not a regular file"}}
+	if err := checkUnitFileInfo(st); err != nil {
+		return nil, fail("%v", err)
 	}
 	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, maxUnitFileBytes+1)); err != nil {
-		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("read unit file: %v", unwrapPathError(err))}}
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileBytes+1)); err != nil {
+		return nil, fail("read unit file: %v", unwrapPathError(err))
 	}
-	if buf.Len() > maxUnitFileBytes {
-		return nil, ErrorList{{File: path, Msg: fmt.Sprintf("unit file is larger than %d bytes", maxUnitFileBytes)}}
+	if buf.Len() > MaxFileBytes {
+		return nil, fail("unit file is larger than %d bytes; a unit file holds a few hundred", MaxFileBytes)
 	}
 	return buf.Bytes(), nil
+}
+
+// checkUnitFileInfo refuses anything but a regular file of at most
+// MaxFileBytes, naming what it is so that the operator knows what to remove.
+func checkUnitFileInfo(st os.FileInfo) error {
+	m := st.Mode()
+	switch {
+	case m.IsRegular():
+		if st.Size() > MaxFileBytes {
+			return fmt.Errorf("unit file is %d bytes, larger than the %d-byte limit; a unit file holds a few hundred", st.Size(), MaxFileBytes)
+		}
+		return nil
+	case m.IsDir():
+		return errors.New("not a regular file (a folder); remove it or rename it without .toml")
+	case m&os.ModeNamedPipe != 0:
+		return errors.New("not a regular file (a named pipe); remove it or rename it without .toml")
+	case m&os.ModeSocket != 0:
+		return errors.New("not a regular file (a socket); remove it or rename it without .toml")
+	case m&os.ModeDevice != 0:
+		return errors.New("not a regular file (a device node); remove it or rename it without .toml")
+	default:
+		return fmt.Errorf("not a regular file (mode %v); remove it or rename it without .toml", m.Type())
+	}
 }
 
 // unwrapPathError drops the *PathError wrapper, whose path the message

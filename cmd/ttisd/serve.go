@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -80,14 +81,13 @@ func serveCommand() *cli.Command {
 // loadUnit reads a unit file and the hash of its text, which the server
 // reports on /health.
 func loadUnit(path string) (*units.Unit, string, error) {
-	u, err := units.Load(path)
+	// One read for both: units.ReadFile never blocks on a pipe and bounds
+	// the size, and the hash is that of the very text parsed.
+	data, err := units.ReadFile(path)
 	if err != nil {
 		return nil, "", err
 	}
-	// The daemon replaces its snapshots by rename: a second read sees the
-	// same text, or a newer one whose hash the daemon will not recognise
-	// (it then replaces this server rather than adopt it).
-	data, err := os.ReadFile(path)
+	u, err := units.Parse(strings.TrimSuffix(filepath.Base(path), units.Ext), path, data)
 	if err != nil {
 		return nil, "", err
 	}

@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -528,15 +527,9 @@ func pending(name, path string, cur Current, errHash string) *api.Change {
 // checks against other units.
 func readFile(name, path string) *units.File {
 	f := &units.File{Name: name, Path: path}
-	// A unit file is a few hundred bytes; the folder pass reports a
-	// larger one, this preview does not read it all.
-	fh, err := os.Open(path)
-	if err != nil {
-		f.Err = units.Errors(err)
-		return f
-	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, 1<<20))
+	// units.ReadFile never blocks on a pipe or device node and refuses a
+	// file over the size limit, as the folder pass does.
+	data, err := units.ReadFile(path)
 	if err != nil {
 		f.Err = units.Errors(err)
 		return f

@@ -59,7 +59,9 @@ func (r *Reconciler) restoreSnapshots() {
 			continue
 		}
 		path := filepath.Join(r.snapshotDir, de.Name())
-		data, err := os.ReadFile(path)
+		// The snapshot folder is the daemon's own, but a pipe left there
+		// must not stall the start either.
+		data, err := units.ReadFile(path)
 		var u *units.Unit
 		if err == nil {
 			u, err = units.Parse(name, path, data)
