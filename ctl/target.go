@@ -97,7 +97,7 @@ func daemonUnit(c *cli.Context, name string) (*target.Unit, string, error) {
 		runsDir = filepath.Join(info.StateDir, "runs")
 	}
 	u := &target.Unit{Name: name, Listen: d.Listen, Model: d.Model, Device: d.Device, Chips: d.Chips, Runtime: d.Runtime,
-		AuthMode: d.AuthMode, SecretFile: d.AuthSecretFile}
+		AuthMode: d.AuthMode, SecretFile: d.AuthSecretFile, MaxTokenLifetime: time.Duration(d.AuthMaxTokenLifetimeSeconds) * time.Second}
 	if d.Evals != nil {
 		u.Evals = *d.Evals
 	}

@@ -438,3 +438,35 @@ func TestLegacyAPIRoute(t *testing.T) {
 		}
 	}
 }
+
+// A jwt unit's tokens must expire within max_token_lifetime (default a
+// day) unless allow_no_expiry opts out; both keys belong to jwt alone.
+func TestAuthTokenLifetime(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unit := func(mode, extra string) []byte {
+		return []byte("model = \"Qwen3-8B\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8000\"\n\n[auth]\nmode = \"" + mode + "\"\nsecret_file = \"" + secret + "\"\n" + extra)
+	}
+	path := filepath.Join(dir, "u.toml")
+	u, err := Parse("u", path, unit("jwt", ""))
+	if err != nil || u.Auth.MaxTokenLifetime.Duration != DefaultMaxTokenLifetime || u.Auth.AllowNoExpiry {
+		t.Fatalf("default jwt unit: %+v, %v", u, err)
+	}
+	u, err = Parse("u", path, unit("jwt", "max_token_lifetime = \"8h\"\nallow_no_expiry = true\n"))
+	if err != nil || u.Auth.MaxTokenLifetime.Duration != 8*time.Hour || !u.Auth.AllowNoExpiry {
+		t.Fatalf("explicit jwt unit: %+v, %v", u, err)
+	}
+	for _, tt := range []struct{ mode, extra, want string }{
+		{"jwt", "max_token_lifetime = \"-1h\"\n", "auth.max_token_lifetime: negative duration"},
+		{"jwt", "max_token_lifetime = \"1ms\"\n", "u.toml:9:1: auth.max_token_lifetime: 1ms is shorter than a second"},
+		{"api-key", "max_token_lifetime = \"1h\"\n", "u.toml:9:1: auth.max_token_lifetime: only used with mode \"jwt\""},
+		{"api-key", "allow_no_expiry = true\n", "u.toml:9:1: auth.allow_no_expiry: only used with mode \"jwt\""},
+	} {
+		if _, err := Parse("u", path, unit(tt.mode, tt.extra)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s %q: %v, want %q", tt.mode, tt.extra, err, tt.want)
+		}
+	}
+}

@@ -64,7 +64,19 @@ type Auth struct {
 	// SecretFile holds the API key or the JWT secret. It must not be
 	// readable by group or others.
 	SecretFile string `toml:"secret_file" json:"secret_file,omitempty"`
+	// MaxTokenLifetime (jwt) bounds how long a token may stay valid: its
+	// exp may lie at most this far after now (and after its iat), so a
+	// leaked token dies within it. Default DefaultMaxTokenLifetime.
+	MaxTokenLifetime Duration `toml:"max_token_lifetime" json:"max_token_lifetime,omitzero"`
+	// AllowNoExpiry (jwt) accepts tokens without exp, as
+	// tt-inference-server mints them; off by default, since such a token
+	// works until the secret changes.
+	AllowNoExpiry bool `toml:"allow_no_expiry" json:"allow_no_expiry,omitempty"`
 }
+
+// DefaultMaxTokenLifetime is a jwt unit's max_token_lifetime when unset: a
+// day covers a scheduled run's token (ttisd mints 24 h ones).
+const DefaultMaxTokenLifetime = 24 * time.Hour
 
 // Limits bounds the work a unit accepts. Zero values are filled from the
 // catalog entry for (model, device).

@@ -303,10 +303,29 @@ func validateAuth(c *errorsOf, u *Unit, dir string) {
 		if u.Auth.SecretFile != "" {
 			c.add("auth.secret_file", "only used with mode \"api-key\" or \"jwt\"")
 		}
-		return
 	case AuthAPIKey, AuthJWT:
 	default:
 		c.add("auth.mode", "unknown mode %q (want none, api-key or jwt)", u.Auth.Mode)
+		return
+	}
+	if u.Auth.Mode != AuthJWT {
+		if u.Auth.MaxTokenLifetime.Duration != 0 {
+			c.add("auth.max_token_lifetime", "only used with mode \"jwt\"")
+		}
+		if u.Auth.AllowNoExpiry {
+			c.add("auth.allow_no_expiry", "only used with mode \"jwt\"")
+		}
+	} else {
+		switch d := u.Auth.MaxTokenLifetime.Duration; {
+		case d < 0:
+			c.add("auth.max_token_lifetime", "negative duration %s (want e.g. \"24h\")", d)
+		case d == 0:
+			u.Auth.MaxTokenLifetime.Duration = DefaultMaxTokenLifetime
+		case d < time.Second:
+			c.add("auth.max_token_lifetime", "%s is shorter than a second (want e.g. \"24h\")", d)
+		}
+	}
+	if u.Auth.Mode == AuthNone {
 		return
 	}
 	if u.Auth.SecretFile == "" {

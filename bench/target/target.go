@@ -43,6 +43,9 @@ type Unit struct {
 	// the JWT secret.
 	AuthMode   string
 	SecretFile string
+	// MaxTokenLifetime is a jwt unit's auth.max_token_lifetime: minted
+	// tokens live no longer, or the server refuses them (0: no bound).
+	MaxTokenLifetime time.Duration
 	// Evals are the unit's eval overrides ([evals]).
 	Evals units.Evals
 }
@@ -50,7 +53,8 @@ type Unit struct {
 // UnitOf describes a parsed unit file.
 func UnitOf(u *units.Unit) Unit {
 	return Unit{Name: u.Name, Listen: u.Listen, Model: u.Model, Device: u.Device, Chips: slices.Clone(u.Chips),
-		Runtime: u.Runtime, AuthMode: u.Auth.Mode, SecretFile: u.Auth.SecretFile, Evals: u.Evals}
+		Runtime: u.Runtime, AuthMode: u.Auth.Mode, SecretFile: u.Auth.SecretFile,
+		MaxTokenLifetime: u.Auth.MaxTokenLifetime.Duration, Evals: u.Evals}
 }
 
 // Query says which server to resolve: Unit or URL, not both.
@@ -286,6 +290,11 @@ func unitBearer(u *Unit, q Query) (string, error) {
 	ttl := q.TokenTTL
 	if ttl <= 0 {
 		ttl = time.Hour
+	}
+	// The server refuses a token that lives longer than the unit allows:
+	// a run longer than that must raise the unit's max_token_lifetime.
+	if u.MaxTokenLifetime > 0 && ttl > u.MaxTokenLifetime {
+		ttl = u.MaxTokenLifetime
 	}
 	issuer, purpose := q.Issuer, q.Purpose
 	if issuer == "" {

@@ -63,15 +63,18 @@ func TestResolveUnit(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.New(auth.ModeJWT, secret)
+	// The unit allows tokens of at most 30 minutes: the day-long token a
+	// schedule asks for is cut to that, or the server would refuse it.
+	maxLife := units.Duration{Duration: 30 * time.Minute}
+	v, err := auth.New(auth.ModeJWT, secret, auth.Policy{MaxLifetime: maxLife.Duration})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := ttisServer(t, func(tok string) bool { _, err := v.Verify([]byte("Bearer " + tok)); return err == nil })
 	listen := strings.TrimPrefix(srv.URL, "http://")
 	u := UnitOf(&units.Unit{Name: "llama", Model: "Llama-3.1-8B-Instruct", Device: "n150", Chips: []int{0, 1}, Runtime: "sim",
-		Listen: listen, Auth: units.Auth{Mode: "jwt", SecretFile: secret}})
-	got, err := Resolve(context.Background(), Query{Unit: &u, Purpose: "schedule", TokenTTL: time.Hour, Issuer: "ttisd"})
+		Listen: listen, Auth: units.Auth{Mode: "jwt", SecretFile: secret, MaxTokenLifetime: maxLife}})
+	got, err := Resolve(context.Background(), Query{Unit: &u, Purpose: "schedule", TokenTTL: 24 * time.Hour, Issuer: "ttisd"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +93,7 @@ func TestResolveUnit(t *testing.T) {
 	}
 	// A cpu unit names a model file: the server's name is sent.
 	f := UnitOf(&units.Unit{Name: "tiny", Model: "/models/tiny.gguf", Device: "cpu", Runtime: "cpu", Listen: "0.0.0.0" + listen[strings.LastIndex(listen, ":"):],
-		Auth: units.Auth{Mode: "jwt", SecretFile: secret}})
+		Auth: units.Auth{Mode: "jwt", SecretFile: secret, MaxTokenLifetime: maxLife}})
 	got, err = Resolve(context.Background(), Query{Unit: &f})
 	if err != nil || got.Model != "served" || got.Spec != nil || got.BaseURL != srv.URL {
 		t.Errorf("cpu unit: %+v %v", got, err)

@@ -137,6 +137,9 @@ type UnitDetail struct {
 	// file clients need to authenticate (bench, eval).
 	AuthMode       string `json:"auth_mode,omitempty"`
 	AuthSecretFile string `json:"auth_secret_file,omitempty"`
+	// AuthMaxTokenLifetimeSeconds is a jwt unit's max_token_lifetime: the
+	// tokens clients mint for it must not live longer.
+	AuthMaxTokenLifetimeSeconds int64 `json:"auth_max_token_lifetime_seconds,omitempty"`
 	// Evals are the unit's eval overrides ([evals]), which releases of the
 	// unit follow whoever starts them.
 	Evals *units.Evals `json:"evals,omitempty"`

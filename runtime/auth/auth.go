@@ -43,9 +43,22 @@ type Verifier interface {
 	Mode() string
 }
 
+// Policy is what a jwt verifier demands of a token's lifetime.
+type Policy struct {
+	// MaxLifetime bounds exp: at most this far after the verifier's now
+	// and after the token's iat. 0 sets no bound.
+	MaxLifetime time.Duration
+	// AllowNoExpiry accepts tokens without exp (which then never expire);
+	// by default exp is required.
+	AllowNoExpiry bool
+}
+
+// leeway is the clock skew tolerated between the minting host and this one.
+const leeway = 5 * time.Second
+
 // New builds the verifier for a mode, reading the secret file for api-key
-// and jwt. An empty mode means none.
-func New(mode, secretFile string) (Verifier, error) {
+// and jwt; p applies to jwt. An empty mode means none.
+func New(mode, secretFile string, p Policy) (Verifier, error) {
 	switch mode {
 	case "", ModeNone:
 		return none{}, nil
@@ -60,7 +73,7 @@ func New(mode, secretFile string) (Verifier, error) {
 	if mode == ModeAPIKey {
 		return apiKey{sum: sha256.Sum256(secret)}, nil
 	}
-	return &jwtVerifier{secret: secret, now: time.Now}, nil
+	return &jwtVerifier{secret: secret, now: time.Now, policy: p}, nil
 }
 
 // ReadSecret reads a secret file, refusing files that group or others may
@@ -141,22 +154,36 @@ type Claims struct {
 type jwtVerifier struct {
 	secret []byte
 	now    func() time.Time
+	policy Policy
 }
 
 func (v *jwtVerifier) Mode() string { return ModeJWT }
 
-// Verify accepts only HS256 tokens signed with the secret, honouring exp
-// and nbf when present, and requires team_id and token_id.
+// Verify accepts only HS256 tokens signed with the secret, requires exp
+// (unless the policy allows none) within the policy's maximum lifetime,
+// honours nbf when present, and requires team_id and token_id.
 func (v *jwtVerifier) Verify(header []byte) (Identity, error) {
 	tok, err := bearer(header)
 	if err != nil {
 		return Identity{}, err
 	}
 	var c Claims
-	_, err = jwt.ParseWithClaims(string(tok), &c, func(*jwt.Token) (any, error) { return v.secret, nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(v.now), jwt.WithLeeway(5*time.Second))
+	opts := []jwt.ParserOption{jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(v.now), jwt.WithLeeway(leeway)}
+	if !v.policy.AllowNoExpiry {
+		opts = append(opts, jwt.WithExpirationRequired())
+	}
+	_, err = jwt.ParseWithClaims(string(tok), &c, func(*jwt.Token) (any, error) { return v.secret, nil }, opts...)
 	if err != nil {
+		if errors.Is(err, jwt.ErrTokenRequiredClaimMissing) {
+			return Identity{}, fmt.Errorf("%w: token has no exp claim; this unit requires tokens that expire (mint one with ttisctl token --ttl)", ErrUnauthorized)
+		}
 		return Identity{}, fmt.Errorf("%w: invalid token: %w", ErrUnauthorized, err)
+	}
+	if max := v.policy.MaxLifetime; max > 0 && c.ExpiresAt != nil {
+		exp := c.ExpiresAt.Time
+		if exp.Sub(v.now()) > max+leeway || (c.IssuedAt != nil && exp.Sub(c.IssuedAt.Time) > max+leeway) {
+			return Identity{}, fmt.Errorf("%w: token lifetime exceeds this unit's max_token_lifetime of %s (mint a shorter one)", ErrUnauthorized, max)
+		}
 	}
 	if c.TeamID == "" || c.TokenID == "" {
 		return Identity{}, fmt.Errorf("%w: token lacks team_id or token_id claim", ErrUnauthorized)
@@ -165,7 +192,8 @@ func (v *jwtVerifier) Verify(header []byte) (Identity, error) {
 }
 
 // Mint signs an HS256 token with team_id and token_id claims; a positive
-// ttl adds iat and exp.
+// ttl adds iat and exp. A ttl of 0 mints a token without exp, which only
+// units with allow_no_expiry accept.
 func Mint(secret []byte, teamID, tokenID string, ttl time.Duration, now time.Time) (string, error) {
 	if teamID == "" || tokenID == "" {
 		return "", errors.New("mint token: team and token id must not be empty")

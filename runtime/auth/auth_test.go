@@ -47,16 +47,16 @@ func TestReadSecret(t *testing.T) {
 	if _, err := ReadSecret(""); err == nil {
 		t.Error("empty path accepted")
 	}
-	if _, err := New(ModeAPIKey, writeSecret(t, "k", 0o644)); err == nil {
+	if _, err := New(ModeAPIKey, writeSecret(t, "k", 0o644), Policy{}); err == nil {
 		t.Error("New accepted a readable secret")
 	}
-	if _, err := New("basic", ""); err == nil {
+	if _, err := New("basic", "", Policy{}); err == nil {
 		t.Error("unknown mode accepted")
 	}
 }
 
 func TestAPIKey(t *testing.T) {
-	v, err := New(ModeAPIKey, writeSecret(t, "key-123\n", 0o600))
+	v, err := New(ModeAPIKey, writeSecret(t, "key-123\n", 0o600), Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestAPIKey(t *testing.T) {
 }
 
 func TestNone(t *testing.T) {
-	v, err := New("", "")
+	v, err := New("", "", Policy{})
 	if err != nil || v.Mode() != ModeNone {
 		t.Fatal(v, err)
 	}
@@ -93,7 +93,8 @@ func TestNone(t *testing.T) {
 func TestJWT(t *testing.T) {
 	secret := []byte("jwt-secret")
 	path := writeSecret(t, string(secret), 0o600)
-	v, err := New(ModeJWT, path)
+	// A unit that opted out of exp, as tt-inference-server's tokens lack it.
+	v, err := New(ModeJWT, path, Policy{AllowNoExpiry: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,5 +149,65 @@ func TestJWT(t *testing.T) {
 	}
 	if _, err := Mint(secret, "", "x", 0, now); err == nil {
 		t.Error("Mint accepted an empty team")
+	}
+}
+
+// By default a token must expire, and no later than the unit's maximum
+// lifetime allows: a leaked token dies within it.
+func TestJWTLifetimePolicy(t *testing.T) {
+	secret := []byte("jwt-secret")
+	path := writeSecret(t, string(secret), 0o600)
+	now := time.Unix(1_800_000_000, 0)
+	sign := func(claims jwt.MapClaims) string {
+		claims["team_id"], claims["token_id"] = "t", "i"
+		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	mint := func(ttl time.Duration) string {
+		s, err := Mint(secret, "t", "i", ttl, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	strict := Policy{MaxLifetime: 24 * time.Hour}
+	cases := []struct {
+		name   string
+		policy Policy
+		token  string
+		want   string // "" accepts; else a part of the error
+	}{
+		{"no exp refused by default", strict, sign(jwt.MapClaims{}), "has no exp claim"},
+		{"no exp refused without a max too", Policy{}, mint(0), "has no exp claim"},
+		{"no exp with allow_no_expiry", Policy{AllowNoExpiry: true, MaxLifetime: time.Hour}, mint(0), ""},
+		{"ttl within the max", strict, mint(time.Hour), ""},
+		{"ttl of exactly the max", strict, mint(24 * time.Hour), ""},
+		{"ttl over the max", strict, mint(25 * time.Hour), "exceeds this unit's max_token_lifetime of 24h0m0s"},
+		{"exp far ahead without iat", strict, sign(jwt.MapClaims{"exp": now.Add(48 * time.Hour).Unix()}), "max_token_lifetime"},
+		{"old iat, long life, exp near", strict, sign(jwt.MapClaims{"iat": now.Add(-47 * time.Hour).Unix(), "exp": now.Add(time.Hour).Unix()}), "max_token_lifetime"},
+		{"no max: any exp", Policy{}, mint(1000 * time.Hour), ""},
+		{"expired", strict, sign(jwt.MapClaims{"exp": now.Add(-time.Minute).Unix()}), "expired"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v, err := New(ModeJWT, path, c.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v.(*jwtVerifier).now = func() time.Time { return now }
+			_, err = v.Verify([]byte("Bearer " + c.token))
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("Verify: %v, want ok", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Verify: %v, want unauthorized with %q", err, c.want)
+			}
+		})
 	}
 }

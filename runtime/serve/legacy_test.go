@@ -28,7 +28,7 @@ func TestLegacyAPIWithCurl(t *testing.T) {
 		t.Skip("curl is not installed")
 	}
 	secret := "test-secret-456"
-	u := startUnit(t, 1, fmt.Sprintf("[auth]\nmode = \"jwt\"\nsecret_file = %q\n[api]\nlegacy = true\nlegacy_route = %q\n", writeSecret(t, secret), legacyRoute))
+	u := startUnit(t, 1, fmt.Sprintf("[auth]\nmode = \"jwt\"\nsecret_file = %q\nallow_no_expiry = true\n[api]\nlegacy = true\nlegacy_route = %q\n", writeSecret(t, secret), legacyRoute))
 	token, err := auth.Mint([]byte(secret), "tenstorrent", "debug-test", 0, time.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -171,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 	def(&cfg.ShutdownGrace, 30*time.Second)
 	def(&cfg.Heartbeat, 5*time.Second)
 	if cfg.Auth == nil {
-		v, _ := auth.New(auth.ModeNone, "")
+		v, _ := auth.New(auth.ModeNone, "", auth.Policy{})
 		cfg.Auth = v
 	}
 	log := cfg.Logger

@@ -38,7 +38,7 @@ type Options struct {
 
 // ConfigFor builds the server configuration for a loaded unit.
 func ConfigFor(u *units.Unit, o Options) (Config, error) {
-	v, err := auth.New(u.Auth.Mode, u.Auth.SecretFile)
+	v, err := auth.New(u.Auth.Mode, u.Auth.SecretFile, auth.Policy{MaxLifetime: u.Auth.MaxTokenLifetime.Duration, AllowNoExpiry: u.Auth.AllowNoExpiry})
 	if err != nil {
 		return Config{}, fmt.Errorf("unit %s: %w", u.Name, err)
 	}

@@ -482,6 +482,7 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 	}
 	if good != nil {
 		d.AuthMode, d.AuthSecretFile = good.Auth.Mode, good.Auth.SecretFile
+		d.AuthMaxTokenLifetimeSeconds = int64(good.Auth.MaxTokenLifetime.Seconds())
 		// Clients (bench, eval) read the secret from wherever they run.
 		if d.AuthSecretFile != "" && !filepath.IsAbs(d.AuthSecretFile) {
 			d.AuthSecretFile = filepath.Join(filepath.Dir(good.Path), d.AuthSecretFile)
