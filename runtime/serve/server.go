@@ -376,8 +376,12 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 
 	var be backend
 	var runErr error
+	// openReceived is true once openDone was received from: a failed open must
+	// not then wait the shutdown grace for a second value that never comes.
+	openReceived := false
 	select {
 	case o := <-openDone:
+		openReceived = true
 		if o.err != nil {
 			runErr = fmt.Errorf("open runtime: %w", o.err)
 			s.SetLoadError(runErr)
@@ -402,7 +406,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	if err := s.Shutdown(context.Background()); err != nil && runErr == nil {
 		s.log.Warn("shutdown did not finish cleanly", "err", err)
 	}
-	if be == nil {
+	if be == nil && !openReceived {
 		// The open may still be running; wait for it so what it opened is
 		// closed rather than leaked.
 		select {
