@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 		Deps: supervise.Deps{
 			// Servers write their output to files in the state folder, so
 			// they outlive this daemon (see supervise.ExecStarter).
-			Starter: supervise.ExecStarter{Path: exe, Args: []string{"serve"}, LogDir: filepath.Join(cfg.StateDir, "server-output")},
+			Starter: supervise.ExecStarter{Path: exe, Args: serveArgs(cfg.ModelFolders()), LogDir: filepath.Join(cfg.StateDir, "server-output")},
 			Reset:   resetter.Reset,
 		},
 		// Servers run the validated text, even after the file breaks, and
@@ -379,4 +379,14 @@ func (d *daemon) Devices() api.Devices {
 	}
 	slices.SortFunc(out.Chips, func(a, b api.Chip) int { return a.ID - b.ID })
 	return out
+}
+
+// serveArgs are the arguments before a unit file's path: the server opens
+// model files only inside the configured model folders.
+func serveArgs(modelDirs []string) []string {
+	args := []string{"serve"}
+	for _, d := range modelDirs {
+		args = append(args, "--model-dir", d)
+	}
+	return args
 }

@@ -932,3 +932,36 @@ func TestHostileUnitFiles(t *testing.T) {
 		t.Fatalf("good unit disturbed: %+v", u)
 	}
 }
+
+// A cpu unit whose model file is no GGUF shows the load error in its
+// status at once (the server used to wait its 25 s shutdown grace, showing
+// activating), and one naming a file outside the model folders (the state
+// folder's models/ by default) is refused with an error that shows none of
+// the file's bytes.
+func TestModelLoadErrorsInStatus(t *testing.T) {
+	dir := t.TempDir()
+	models := filepath.Join(dir, "state", "models")
+	if err := os.MkdirAll(models, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inside, outside := filepath.Join(models, "text.gguf"), filepath.Join(dir, "shadow")
+	for _, p := range []string{inside, outside} {
+		if err := os.WriteFile(p, []byte("root:$6$hash:19000:0:99999:7:::\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cpuUnit := func(model string) string {
+		return fmt.Sprintf("model = %q\ndevice = \"cpu\"\nruntime = \"cpu\"\nlisten = %q\n[restart]\npolicy = \"no\"\n", model, freePort(t))
+	}
+	start := time.Now()
+	d := startDaemonIn(t, dir, map[string]string{"text": cpuUnit(inside), "outside": cpuUnit(outside)})
+	for name, msg := range map[string]string{"text": "not a GGUF file", "outside": "is outside the model folders (" + models + ", /var/lib/ttis/models)"} {
+		u := d.waitUnit(t, name, "failed", func(u api.UnitDetail) bool { return u.State == api.StateFailed })
+		if !strings.Contains(u.LastError, msg) || strings.Contains(u.LastError, "root") {
+			t.Errorf("%s: last error %q, want %q and none of the file's bytes", name, u.LastError, msg)
+		}
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("model load errors took %s to show", d)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -77,7 +78,7 @@ func serve(tb testing.TB, unitTOML string) (*Served, error) {
 		return nil, err
 	}
 	s := &Served{URL: "http://" + addr}
-	s.Cmd = exec.Command(ttisd, "serve", "--log-level", "warn", unit)
+	s.Cmd = exec.Command(ttisd, append(append([]string{"serve", "--log-level", "warn"}, ModelDirArgs(body)...), unit)...)
 	s.Cmd.Stdout, s.Cmd.Stderr = s, s
 	if err := s.Cmd.Start(); err != nil {
 		return nil, err
@@ -111,4 +112,18 @@ func serve(tb testing.TB, unitTOML string) (*Served, error) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	return nil, fmt.Errorf("ttisd serve not healthy within a minute:\n%s", s.Logs())
+}
+
+var modelKey = regexp.MustCompile(`(?m)^\s*model\s*=\s*"([^"]+)"`)
+
+// ModelDirArgs are the `ttisd serve` flags that allow the model file a
+// unit text names (an absolute path): its folder as a --model-dir, since a
+// server opens model files only inside its model folders. Nil when the
+// unit names a catalog model.
+func ModelDirArgs(unitTOML string) []string {
+	m := modelKey.FindStringSubmatch(unitTOML)
+	if m == nil || !filepath.IsAbs(m[1]) {
+		return nil
+	}
+	return []string{"--model-dir", filepath.Dir(m[1])}
 }

@@ -49,6 +49,7 @@ func serveCommand() *cli.Command {
 		ArgsUsage: "UNIT_FILE",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"TTIS_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+			&cli.StringSliceFlag{Name: "model-dir", Usage: "folder the unit's model file may live in; repeatable (default: " + units.SystemModelDir + "; ttisd passes its model_dirs)"},
 			&cli.DurationFlag{Name: "grace", Value: 0, Usage: "how long in-flight requests may finish after SIGTERM (default: restart.stop_timeout minus 5s, at least 1s)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -67,6 +68,15 @@ func serveCommand() *cli.Command {
 			u, hash, err := loadUnit(path)
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
+			}
+			if u.Runtime == units.RuntimeCPU {
+				dirs := c.StringSlice("model-dir")
+				if len(dirs) == 0 {
+					dirs = []string{units.SystemModelDir}
+				}
+				if err := units.CheckModelPath(u.Model, dirs); err != nil {
+					return cli.Exit(err.Error(), 2)
+				}
 			}
 			reload := make(chan serve.Live)
 			o := serve.Options{Version: version, Logger: log, Grace: c.Duration("grace"), UnitHash: hash, Reload: reload}

@@ -27,16 +27,18 @@ free_port() {
 }
 
 rm -rf "$demo"
-mkdir -p "$demo/units" "$demo/state" "$demo/models"
+# Models live in the state folder's models/, one of the folders ttisd lets
+# units load model files from (model_dirs).
+mkdir -p "$demo/units" "$demo/state/models"
 
 echo "== creating a 24M-parameter Llama model (random weights, Q8_0)"
-"$bin/ttisctl" model create --preset 24m --type q8_0 --seed 7 "$demo/models/demo-24m.gguf"
+"$bin/ttisctl" model create --preset 24m --type q8_0 --seed 7 "$demo/state/models/demo-24m.gguf"
 
 cpu_port=$(free_port 18600)
 sim_port=$(free_port $((cpu_port + 1)))
 cat >"$demo/units/demo-cpu.toml" <<UNIT
 description = "24M random-weight Llama on the host CPU (pure-Go engine)"
-model   = "$demo/models/demo-24m.gguf"
+model   = "$demo/state/models/demo-24m.gguf"
 device  = "cpu"
 runtime = "cpu"
 listen  = "127.0.0.1:$cpu_port"

@@ -39,7 +39,7 @@ func TestTtisdServesCPUUnit(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := exec.CommandContext(ctx, bin, "serve", "--log-level", "warn", unit)
+	srv := exec.CommandContext(ctx, bin, "serve", "--log-level", "warn", "--model-dir", filepath.Dir(modelPath), unit)
 	var logs bytes.Buffer
 	srv.Stdout, srv.Stderr = &logs, &logs
 	if err := srv.Start(); err != nil {

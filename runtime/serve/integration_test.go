@@ -475,7 +475,8 @@ func TestAuth(t *testing.T) {
 		}
 		return s
 	}
-	claims := jwt.MapClaims{"team_id": "tenstorrent", "token_id": "debug-test"}
+	claims := jwt.MapClaims{"team_id": "tenstorrent", "token_id": "debug-test", "exp": time.Now().Add(time.Hour).Unix()}
+	noExpiry := jwt.MapClaims{"team_id": "tenstorrent", "token_id": "debug-test"}
 	expired := jwt.MapClaims{"team_id": "t", "token_id": "i", "exp": time.Now().Add(-time.Hour).Unix()}
 	head := func(alg string) string {
 		h, _ := json.Marshal(map[string]string{"alg": alg, "typ": "JWT"})
@@ -496,6 +497,7 @@ func TestAuth(t *testing.T) {
 		{"jwt missing", jwtUnit, "", false},
 		{"jwt good", jwtUnit, "Bearer " + sign(jwt.SigningMethodHS256, []byte(secret), claims), true},
 		{"jwt wrong secret", jwtUnit, "Bearer " + sign(jwt.SigningMethodHS256, []byte("x"), claims), false},
+		{"jwt without exp", jwtUnit, "Bearer " + sign(jwt.SigningMethodHS256, []byte(secret), noExpiry), false},
 		{"jwt expired", jwtUnit, "Bearer " + sign(jwt.SigningMethodHS256, []byte(secret), expired), false},
 		{"jwt alg none", jwtUnit, "Bearer " + head("none") + ".", false},
 		{"jwt HS512", jwtUnit, "Bearer " + sign(jwt.SigningMethodHS512, []byte(secret), claims), false},

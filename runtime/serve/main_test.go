@@ -75,7 +75,7 @@ func startUnitFile(t testing.TB, path, addr, text string) *unit {
 		t.Fatal(err)
 	}
 	u := &unit{t: t, url: "http://" + addr, done: make(chan error, 1), log: &logBuffer{}}
-	u.cmd = exec.Command(ttisdBinary(t), "serve", "--log-level", "debug", path)
+	u.cmd = exec.Command(ttisdBinary(t), append(append([]string{"serve", "--log-level", "debug"}, testbin.ModelDirArgs(text)...), path)...)
 	u.cmd.Stdout, u.cmd.Stderr = u.log, u.log
 	if err := u.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -55,6 +55,18 @@ type Config struct {
 	// MetricsListen is the host:port of ttisd's Prometheus metrics
 	// (GET /metrics); empty serves none.
 	MetricsListen string `toml:"metrics_listen"`
+	// ModelDirs are the folders a cpu unit's model file may live in (a
+	// unit naming a file elsewhere fails to start); empty means the
+	// state folder's models/ and /var/lib/ttis/models.
+	ModelDirs []string `toml:"model_dirs"`
+}
+
+// ModelFolders is ModelDirs, or the defaults when none are configured.
+func (c *Config) ModelFolders() []string {
+	if len(c.ModelDirs) > 0 {
+		return c.ModelDirs
+	}
+	return units.DefaultModelDirs(c.StateDir)
 }
 
 // Default returns the configuration of a system-wide install.
@@ -146,6 +158,11 @@ func (c *Config) Validate() error {
 	if len(c.Socket) > 107 {
 		return fmt.Errorf("socket: path %q is longer than a unix socket allows (107 bytes)", c.Socket)
 	}
+	for i, d := range c.ModelDirs {
+		if d == "" {
+			return fmt.Errorf("model_dirs[%d]: must not be empty", i)
+		}
+	}
 	if c.LogLines < 1 {
 		return fmt.Errorf("log_lines: %d must be at least 1", c.LogLines)
 	}
@@ -166,6 +183,13 @@ func (c *Config) Abs() error {
 			return err
 		}
 		*p = a
+	}
+	for i, d := range c.ModelDirs {
+		a, err := filepath.Abs(d)
+		if err != nil {
+			return err
+		}
+		c.ModelDirs[i] = a
 	}
 	return nil
 }

@@ -173,7 +173,10 @@ func (p *parser) file() (*File, error) {
 		return nil, fmt.Errorf("read magic: %w", err)
 	}
 	if string(magic) != Magic {
-		return nil, fmt.Errorf("not a GGUF file: magic %q", magic)
+		// The bytes themselves are not shown: errors reach logs and
+		// status, and the file might be anything (a unit once named
+		// /etc/shadow, whose first bytes then appeared there).
+		return nil, errors.New("not a GGUF file (it does not start with the GGUF magic)")
 	}
 	version, err := p.u32()
 	if err != nil {
