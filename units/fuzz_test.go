@@ -3,6 +3,7 @@ package units
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
@@ -27,6 +28,10 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("chips = [[1], {a = 1}]\n[[schedule]]\ncalendar = \"CRON_TZ=X * * * * *\"\n"))
 	f.Add([]byte("[restart]\ndelay = 1.5\n[limits]\nrequest_timeout = true\n"))
+	// Found by fuzzing: a mis-cased table hid the syntax error below it
+	// behind a duration error without position.
+	f.Add([]byte("[restArt]\ndelAY =10\n0"))
+	f.Add([]byte("MODEL = \"x\"\nmodel = \"y\"\n[Restart]\ndelay = \"1s\"\n[vllm.env]\nHF_HOME = \"/x\"\n"))
 	path := filepath.Join(f.TempDir(), "fuzz.toml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		u, err := Parse("fuzz", path, data)
@@ -41,11 +46,17 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("error %v has no entries", err)
 		}
 		positioned := false
+		pos := scanPositions(data)
 		for _, e := range list {
 			if e.File != path || e.Msg == "" {
 				t.Fatalf("entry without file or message: %#v", e)
 			}
 			positioned = positioned || e.Line > 0
+			// A problem with something written in the file says where:
+			// only missing keys (and whole-file problems) have no place.
+			if e.Line == 0 && e.Field != "" && pos.has(fieldPath(e.Field)) {
+				t.Fatalf("error about %s, which the file sets, without position: %v", e.Field, e)
+			}
 		}
 		// Text that is not TOML at all fails in the decoder, whose errors
 		// always carry a position.
@@ -54,4 +65,10 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("syntax error without position: %v", err)
 		}
 	})
+}
+
+// fieldPath turns an error's "schedule[0].calendar" back into the dotted
+// key path "schedule.0.calendar".
+func fieldPath(field string) string {
+	return strings.NewReplacer("[", ".", "]", "").Replace(field)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -137,6 +138,19 @@ func Parse(name, path string, data []byte) (*Unit, error) {
 // (a syntax or type error); unknown keys are reported but decoding goes on,
 // so that validation can report the file's other problems too.
 func decode(c *errorsOf, data []byte, u *Unit) bool {
+	// Syntax first, on its own: decoding into Unit stops at the first
+	// value it cannot take, and errors from a value's UnmarshalText carry
+	// no position, so a syntax error further down would be hidden behind
+	// a position-less one ("[restArt]\ndelAY =10\n0").
+	if !checkSyntax(c, data) {
+		return false
+	}
+	// go-toml matches keys to fields ignoring case; TOML keys are
+	// case-sensitive, and a file with both MODEL and model must not be
+	// served with either.
+	if !checkKeyCase(c) {
+		return false
+	}
 	// go-toml hands bare numbers to Duration.UnmarshalText without a
 	// position, so check duration values are strings first.
 	ok := true
@@ -172,6 +186,80 @@ func decode(c *errorsOf, data []byte, u *Unit) bool {
 	}
 	c.list = append(c.list, &Error{File: c.file, Msg: err.Error()})
 	return false
+}
+
+// checkSyntax parses data as a generic document and reports a syntax
+// error (or a key defined twice) with its position.
+func checkSyntax(c *errorsOf, data []byte) bool {
+	var doc map[string]any
+	err := toml.Unmarshal(data, &doc)
+	if err == nil {
+		return true
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		line, col := de.Position()
+		c.list = append(c.list, &Error{File: c.file, Line: line, Col: col, Field: strings.Join(de.Key(), "."), Msg: decodeMessage(de)})
+		return false
+	}
+	c.list = append(c.list, &Error{File: c.file, Line: 1, Col: 1, Msg: err.Error()})
+	return false
+}
+
+// checkKeyCase reports every key of the file that names a Unit field only
+// when case is ignored ("MODEL", "[Restart]"), at the key's position. Keys
+// inside maps (vllm.env) are free-form and not checked; keys that match no
+// field at all are left to the strict decoder.
+func checkKeyCase(c *errorsOf) bool {
+	paths := make([]string, 0, len(c.pos.at))
+	for p := range c.pos.at {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	reported := map[string]bool{}
+	for _, path := range paths {
+		parts := strings.Split(path, ".")
+		t := reflect.TypeFor[Unit]()
+	walk:
+		for i, part := range parts {
+			for t.Kind() == reflect.Pointer {
+				t = t.Elem()
+			}
+			switch t.Kind() {
+			case reflect.Slice, reflect.Array:
+				t = t.Elem() // part is an index
+				continue
+			case reflect.Struct:
+			default:
+				break walk // a map's keys or a scalar's: free-form
+			}
+			f, ok := fieldByTag(t, part)
+			if ok {
+				t = f.Type
+				continue
+			}
+			if want, ok := tagFold(t, part); ok {
+				key := strings.Join(parts[:i+1], ".")
+				if !reported[key] {
+					reported[key] = true
+					c.add(key, "unknown key: keys are case-sensitive (did you mean %s?)", want)
+				}
+			}
+			break
+		}
+	}
+	return len(reported) == 0
+}
+
+// tagFold finds the toml tag of t that equals name when case is ignored.
+func tagFold(t reflect.Type, name string) (string, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+		if tag != "" && tag != "-" && t.Field(i).IsExported() && strings.EqualFold(tag, name) {
+			return tag, true
+		}
+	}
+	return "", false
 }
 
 var typeMismatchRE = regexp.MustCompile(`^cannot decode TOML (\w+) into .* of type (\S+)$`)

@@ -49,6 +49,13 @@ func TestBadFiles(t *testing.T) {
 		"device-unsupported.toml":      {"device-unsupported.toml:2:1: device: model Llama-3.2-1B-Instruct does not support device p150; supported: n150, n300, t3k"},
 		"duration-bad.toml":            {"duration-bad.toml:7:16: restart.stop_timeout: invalid duration \"30 seconds\""},
 		"duration-no-unit.toml":        {"duration-no-unit.toml:7:1: limits.request_timeout: duration must be a string with a unit"},
+		"key-case.toml": {
+			"key-case.toml:4:1: MODEL: unknown key: keys are case-sensitive (did you mean model?)",
+			"key-case.toml:7:2: Limits: unknown key: keys are case-sensitive (did you mean limits?)",
+		},
+		// The syntax error on line 3 is found, not hidden behind the
+		// duration below a mis-cased table.
+		"key-case-syntax.toml": {"key-case-syntax.toml:3:1: expected '=' after key"},
 		"limits-exceed.toml": {
 			"limits-exceed.toml:7:1: limits.max_concurrency: 64 exceeds the catalog's max_concurrency 32",
 			"limits-exceed.toml:8:1: limits.max_context: 131072 exceeds the catalog's max_context 40960",
