@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -209,6 +210,12 @@ func (c *Client) do(ctx context.Context, op string, repo Repo, method, u string,
 				return nil, ctx.Err()
 			}
 			lastErr = fmt.Errorf("hub %s %s: %w", op, repo, err)
+			// A name that does not resolve will not resolve on the
+			// next try either (an offline host): say so at once.
+			var dnsErr *net.DNSError
+			if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+				return nil, fmt.Errorf("%w (no network? use --offline with a pulled cache, or HF_ENDPOINT for a mirror)", lastErr)
+			}
 		case resp.StatusCode >= 200 && resp.StatusCode < 300:
 			return resp, nil
 		default:
