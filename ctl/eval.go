@@ -40,7 +40,7 @@ resumes with --resume RUN: answers already cached in it are not requested
 again.
 
 ` + workflowExitHelp,
-		Flags: append(workflowFlags(),
+		Flags: append(append(workflowFlags(), hubFlags()...),
 			&cli.StringFlag{Name: "api", Value: "completions", Usage: "completions or chat"},
 			&cli.BoolFlag{Name: "apply-chat-template", Usage: "completions API: send the prompt through the server's chat template as one user turn (lm-eval's --apply_chat_template; releases do this)"},
 			&cli.StringSliceFlag{Name: "task", Aliases: []string{"t"}, Usage: "task to run (repeatable or comma-separated; default: the catalog's references)"},

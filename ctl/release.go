@@ -31,7 +31,7 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 (default: the daemon's, if one answers, else ./ttis-state) receives it.
 
 ` + workflowExitHelp,
-		Flags: append(workflowFlags(),
+		Flags: append(append(workflowFlags(), hubFlags()...),
 			&cli.StringFlag{Name: "workflow", Value: release.WorkflowRelease, Usage: "release, benchmarks or evals"},
 			&cli.StringFlag{Name: "limit", Value: "smoke", Usage: limit.Names()},
 			&cli.StringSliceFlag{Name: "task", Usage: "eval task (repeatable; default: the catalog's references)"},

@@ -182,12 +182,11 @@ func PlanEvalsPulled(catalogModel string, datasets map[string]string, pulled map
 		case info.NotRunnable != "":
 			c.NotRun = "ttis cannot run it: " + info.NotRunnable
 		case !info.Builtin && !hasData:
-			if err, tried := pulled[ref.Task]; tried && err == nil {
-				break
-			} else if tried {
-				c.NotRun = "its dataset could not be pulled: " + err.Error()
-			} else {
+			// A task whose Hub data was pulled runs.
+			if err, tried := pulled[ref.Task]; !tried {
 				c.NotRun = "needs its dataset: pass --dataset " + ref.Task + "=PATH, or configure the Hub (ttisctl dataset pull " + ref.Task + ")"
+			} else if err != nil {
+				c.NotRun = "its dataset could not be pulled: " + err.Error()
 			}
 		}
 		out = append(out, c)
