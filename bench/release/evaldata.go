@@ -44,8 +44,9 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 		if _, done := out[name]; done || !taskdata.Pullable(name) {
 			continue
 		}
-		if _, local := ec.Datasets[name]; local {
-			continue
+		_, local := ec.Datasets[name]
+		if _, only := ec.Datasets[""]; local || (only && len(ec.Tasks) == 1) {
+			continue // a local file (TASK=PATH, or PATH for the only task)
 		}
 		if unreachable != nil {
 			out[name] = unreachable
