@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // newHasher returns the hash a file's content is checked with and its
@@ -124,6 +126,26 @@ func (c *Client) download(ctx context.Context, repo Repo, commit string, f File,
 		return fmt.Errorf("hub cache: %w", err)
 	}
 	defer out.Close()
+	// Another pull of the same file (ttisctl while a scheduled run pulls)
+	// waits for this one instead of writing into the same partial file.
+	if err := lockFile(ctx, out); err != nil {
+		return err
+	}
+	if st, err := os.Stat(blob); err == nil && st.Size() == total {
+		// The other pull finished it; drop the empty partial file this
+		// one may have created.
+		if pst, err := os.Stat(part); err == nil {
+			if ost, err := out.Stat(); err == nil && os.SameFile(pst, ost) && pst.Size() == 0 {
+				os.Remove(part)
+			}
+		}
+		return nil
+	}
+	if _, err := os.Stat(part); err != nil {
+		// The other pull renamed or removed the partial file this one
+		// opened: start again on a fresh one.
+		return fmt.Errorf("hub download %s %s: the partial file changed under a concurrent pull, retrying", repo, f.Path)
+	}
 	h, want := newHasher(f)
 	have, err := out.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -138,7 +160,9 @@ func (c *Client) download(ctx context.Context, repo Repo, commit string, f File,
 			return fmt.Errorf("hub cache: %w", err)
 		}
 	}
-	hdr := http.Header{}
+	// The bytes as stored: resuming and hashing need the identity
+	// encoding (huggingface_hub asks the same).
+	hdr := http.Header{"Accept-Encoding": {"identity"}}
 	if have > 0 && have < total {
 		hdr.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
 	}
@@ -248,4 +272,21 @@ func link(blob, snap string) error {
 		return fmt.Errorf("hub cache: %w", err)
 	}
 	return nil
+}
+
+// lockFile takes an exclusive advisory lock on f, polling so that ctx can
+// end the wait; the lock goes with f's close.
+func lockFile(ctx context.Context, f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return fmt.Errorf("hub cache: lock %s: %w", f.Name(), err)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }

@@ -370,3 +370,36 @@ func TestConfigAndTokenFile(t *testing.T) {
 		}
 	}
 }
+
+func TestConcurrentPullsShareTheCache(t *testing.T) {
+	fake := hubtest.New(t)
+	gsm8k(fake)
+	dir := filepath.Join(t.TempDir(), "hub")
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			c := newClient(t, fake, func(cfg *hub.Config) { cfg.CacheDir = dir })
+			snap, err := c.Pull(context.Background(), gsmRepo, hub.PullOptions{Include: []string{"main/*"}})
+			if err == nil {
+				var got []byte
+				if got, err = os.ReadFile(snap.Files[0].Local); err == nil && !bytes.Equal(got, testShard) {
+					err = errors.New("the shared file differs")
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	list, err := hub.New(hub.Config{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repos, _ := list.List()
+	if len(repos) != 1 || repos[0].Partial != 0 || repos[0].Bytes != int64(len(testShard)+len(trainRows)) {
+		t.Errorf("cache after concurrent pulls: %+v", repos)
+	}
+}
