@@ -38,6 +38,12 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 			names = append(names, ref.Task)
 		}
 	}
+	// A resumed run reads the commits it read before.
+	earlier, err := workflow.ReadDataFile(ec.OutputDir)
+	if err != nil {
+		cfg.logf("evals: %v (the data is resolved again)", err)
+	}
+	pins := taskdata.PinsOf(earlier)
 	out := map[string]error{}
 	var unreachable error
 	for _, name := range names {
@@ -52,7 +58,7 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 			out[name] = unreachable
 			continue
 		}
-		data, err := taskdata.Pull(ctx, ec.Hub, name, ec.HubModel)
+		data, err := taskdata.PullPinned(ctx, ec.Hub, name, ec.HubModel, pins)
 		if err != nil {
 			if ctx.Err() != nil {
 				return out
@@ -73,6 +79,13 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 		out[name] = nil
 		for _, s := range data.Splits {
 			cfg.logf("evals: %s: %s %s split %s at %s (%d file(s))", name, s.Repo, s.Config, s.HubData.Split, s.Commit[:min(12, len(s.Commit))], len(s.Files))
+		}
+	}
+	if len(ec.Pulled) > 0 {
+		// Recorded before the tasks run, so that an interrupted run
+		// resumes on the same commits.
+		if _, err := workflow.WriteDataFile(ec.OutputDir, ec.Pulled); err != nil {
+			cfg.logf("evals: %v", err)
 		}
 	}
 	return out

@@ -94,6 +94,30 @@ type Data struct {
 // error of a gated split says how to get access; offline, a *hub.MissingError
 // names the missing files.
 func Pull(ctx context.Context, c *hub.Client, task, model string) (*Data, error) {
+	return PullPinned(ctx, c, task, model, nil)
+}
+
+// Pins map a repository's revision ("REPO@REVISION") to the commit a run
+// read, so that a resumed run reads the same data even when the branch
+// has moved since.
+type Pins map[string]string
+
+// PinsOf are the commits the data of a run came from.
+func PinsOf(data []*Data) Pins {
+	pins := Pins{}
+	for _, d := range data {
+		for _, s := range d.Splits {
+			if hub.IsCommit(s.Commit) {
+				pins[s.Repo+"@"+s.Revision] = s.Commit
+			}
+		}
+	}
+	return pins
+}
+
+// PullPinned is Pull reading each split at its pinned commit, when pins
+// has one.
+func PullPinned(ctx context.Context, c *hub.Client, task, model string, pins Pins) (*Data, error) {
 	splits, err := Plan(task, model)
 	if err != nil {
 		return nil, err
@@ -101,7 +125,11 @@ func Pull(ctx context.Context, c *hub.Client, task, model string) (*Data, error)
 	out := &Data{Task: task}
 	for _, s := range splits {
 		repo := hub.Repo{Type: hub.Dataset, ID: s.Repo}
-		snap, err := c.Pull(ctx, repo, hub.PullOptions{Revision: s.Revision, Include: []string{s.Files}})
+		rev := s.Revision
+		if commit, ok := pins[s.Repo+"@"+s.Revision]; ok {
+			rev = commit
+		}
+		snap, err := c.Pull(ctx, repo, hub.PullOptions{Revision: rev, Include: []string{s.Files}})
 		if err != nil {
 			return nil, fmt.Errorf("task %s, %s split %s: %w", task, s.Repo, s.Split, err)
 		}

@@ -187,3 +187,28 @@ func TestEveryRunnableTaskHasAHubSource(t *testing.T) {
 		}
 	}
 }
+
+// A resumed run reads the commit it read first, even after the branch
+// moved.
+func TestPinsKeepTheCommit(t *testing.T) {
+	fake := hubtest.New(t)
+	first := fake.SetBranch("dataset", "HuggingFaceH4/MATH-500", "main", []hubtest.File{{Path: "test.jsonl", Content: fixture(t, "math500_test.jsonl")}})
+	c := client(t, fake, t.TempDir(), nil)
+	data, err := taskdata.Pull(context.Background(), c, "r1_math500", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := fake.SetBranch("dataset", "HuggingFaceH4/MATH-500", "main", []hubtest.File{{Path: "test.jsonl", Content: []byte(`{"problem":"moved","answer":"1"}` + "\n")}})
+	pins := taskdata.PinsOf([]*taskdata.Data{data})
+	if pins["HuggingFaceH4/MATH-500@main"] != first {
+		t.Fatalf("pins %v", pins)
+	}
+	again, err := taskdata.PullPinned(context.Background(), c, "r1_math500", "", pins)
+	if err != nil || again.Splits[0].Commit != first || again.Splits[0].Revision != "main" {
+		t.Fatalf("pinned pull: %v %+v", err, again)
+	}
+	fresh, err := taskdata.Pull(context.Background(), c, "r1_math500", "")
+	if err != nil || fresh.Splits[0].Commit != second {
+		t.Fatalf("unpinned pull: %v, commit %s, want %s", err, fresh.Splits[0].Commit, second)
+	}
+}

@@ -267,7 +267,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, err
 	}
 	if len(oc.Data) > 0 {
-		if oc.DataFile, err = writeData(cfg.OutputDir, oc.Data); err != nil {
+		if oc.DataFile, err = WriteDataFile(cfg.OutputDir, oc.Data); err != nil {
 			return nil, err
 		}
 	}
@@ -300,8 +300,28 @@ func PullError(task, hubModel string, err error) error {
 	return fmt.Errorf("%w (or pass --dataset %s=PATH)", err, task)
 }
 
-// writeData records the Hub data of the run (datasets.json, atomically).
-func writeData(dir string, data map[string]*taskdata.Data) (string, error) {
+// ReadDataFile reads the datasets.json of an output folder (none: nil).
+func ReadDataFile(dir string) ([]*taskdata.Data, error) {
+	b, err := os.ReadFile(filepath.Join(dir, DataFileName))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var list []*taskdata.Data
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, DataFileName), err)
+	}
+	return list, nil
+}
+
+// WriteDataFile records the Hub data of a run (datasets.json in dir,
+// atomically).
+func WriteDataFile(dir string, data map[string]*taskdata.Data) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	names := make([]string, 0, len(data))
 	for n := range data {
 		names = append(names, n)
