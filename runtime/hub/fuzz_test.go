@@ -3,6 +3,7 @@ package hub
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseTreeRejectsUnsafeEntries(t *testing.T) {
@@ -84,6 +85,19 @@ func FuzzRetryAfterAndContentRange(f *testing.F) {
 		}
 		if n, ok := contentRangeStart(cr); ok && n < 0 {
 			t.Fatalf("negative start %d", n)
+		}
+	})
+}
+
+func FuzzBodyMessageAndCacheName(f *testing.F) {
+	f.Add([]byte(`{"error":"Repository not found"}`), "datasets--openai--gsm8k")
+	f.Fuzz(func(t *testing.T, body []byte, name string) {
+		m := bodyMessage(body)
+		if !utf8.ValidString(m) || len(m) > 310 || strings.Contains(m, "\n") {
+			t.Fatalf("message %q", m)
+		}
+		if r, ok := parseCacheName(name); ok && (r.Validate() != nil || r.cacheName() != name) {
+			t.Fatalf("cache name %q read as %+v", name, r)
 		}
 	})
 }

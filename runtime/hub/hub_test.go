@@ -341,6 +341,12 @@ func TestModelRepositoryAndList(t *testing.T) {
 			t.Errorf("model pull used a dataset URL: %s", r.Path)
 		}
 	}
+	if dir, commit, err := c.CachedSnapshot(repo, "main"); err != nil || dir != snap.Dir || commit != snap.Commit {
+		t.Errorf("cached snapshot %s %s %v", dir, commit, err)
+	}
+	if _, _, err := c.CachedSnapshot(repo, "v2"); !errors.Is(err, hub.ErrOffline) {
+		t.Errorf("cached snapshot of a revision never pulled: %v", err)
+	}
 	list, err := c.List()
 	if err != nil || len(list) != 1 || list[0].Repo != repo || list[0].Refs["main"] != snap.Commit || list[0].Snapshots[snap.Commit] != 3 || list[0].Bytes != 4096+2048+int64(len(`{"model_type":"llama"}`)) {
 		t.Fatalf("list %+v %v", list, err)

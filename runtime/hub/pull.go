@@ -252,3 +252,25 @@ func (c *Client) Verify(repo Repo, opts PullOptions) (commit string, results []V
 	}
 	return commit, results, nil
 }
+
+// CachedSnapshot finds, in the cache alone, the snapshot folder of repo
+// at rev (a commit, or a revision pulled before) and its commit: what a
+// unit mounts read-only after `ttisctl model pull`. It fails when the
+// revision was never pulled or its folder is gone.
+func (c *Client) CachedSnapshot(repo Repo, rev string) (dir, commit string, err error) {
+	if err := repo.Validate(); err != nil {
+		return "", "", err
+	}
+	if rev == "" {
+		rev = "main"
+	}
+	commit, err = c.cachedRef(repo, rev)
+	if err != nil {
+		return "", "", &MissingError{Repo: repo, Revision: rev, Missing: []string{"revision " + rev}}
+	}
+	dir = c.SnapshotDir(repo, commit)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", "", &MissingError{Repo: repo, Revision: rev, Missing: []string{"snapshot " + commit}}
+	}
+	return dir, commit, nil
+}
