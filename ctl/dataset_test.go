@@ -73,6 +73,11 @@ func TestDatasetPullListVerify(t *testing.T) {
 	if out, code := runCtl(t, append([]string{"dataset", "verify", "r1_math500", "ifeval"}, args...)...); code != 0 || strings.Count(out, " ok") != 2 {
 		t.Errorf("verify: exit %d\n%s", code, out)
 	}
+	// Without tasks, every split in the cache is checked; the others are
+	// not errors.
+	if out, code := runCtl(t, append([]string{"dataset", "verify"}, args...)...); code != 0 || strings.Count(out, " ok") != 2 {
+		t.Errorf("verify everything: exit %d\n%s", code, out)
+	}
 	if err := os.WriteFile(pulled[1].Splits[0].Path, []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
