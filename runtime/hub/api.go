@@ -296,6 +296,9 @@ func (c *Client) Resolve(ctx context.Context, repo Repo, rev string) (string, er
 	if rev == "" {
 		rev = "main"
 	}
+	if err := checkRevision(rev); err != nil {
+		return "", err
+	}
 	if c.cfg.Offline {
 		commit, err := c.cachedRef(repo, rev)
 		if err != nil {

@@ -72,6 +72,9 @@ func (c *Client) cachedRef(repo Repo, rev string) (string, error) {
 	if IsCommit(rev) {
 		return rev, nil
 	}
+	if err := checkRevision(rev); err != nil {
+		return "", err
+	}
 	b, err := os.ReadFile(c.refFile(repo, rev))
 	if err != nil {
 		return "", errNotCached

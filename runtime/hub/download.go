@@ -166,15 +166,24 @@ func (c *Client) download(ctx context.Context, repo Repo, commit string, f File,
 	if have > 0 && have < total {
 		hdr.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
 	}
-	var body io.ReadCloser
+	var body io.Reader
 	resumed := int64(0)
 	if have < total || total == 0 {
-		resp, err := c.do(ctx, "download", repo, http.MethodGet, c.fileURL(repo, commit, f.Path), hdr)
+		// A server that stops sending ends the try (which is resumed)
+		// instead of hanging it: each read re-arms the timer.
+		dctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stall := time.AfterFunc(c.cfg.StallTimeout, cancel)
+		defer stall.Stop()
+		resp, err := c.do(dctx, "download", repo, http.MethodGet, c.fileURL(repo, commit, f.Path), hdr)
 		if err != nil {
+			if ctx.Err() == nil && dctx.Err() != nil {
+				return fmt.Errorf("hub download %s %s: no answer for %s", repo, f.Path, c.cfg.StallTimeout)
+			}
 			return err
 		}
-		body = resp.Body
-		defer body.Close()
+		body = &stallReader{r: resp.Body, timer: stall, d: c.cfg.StallTimeout}
+		defer resp.Body.Close()
 		switch {
 		case have > 0 && resp.StatusCode == http.StatusPartialContent:
 			if start, ok := contentRangeStart(resp.Header.Get("Content-Range")); !ok || start != have {
@@ -199,6 +208,9 @@ func (c *Client) download(ctx context.Context, repo Repo, commit string, f File,
 	if body != nil {
 		// One byte past the expected size is enough to know it is wrong.
 		n, err := io.Copy(io.MultiWriter(out, h, pw), io.LimitReader(body, total-have+1))
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+			err = fmt.Errorf("no byte for %s (stalled)", c.cfg.StallTimeout)
+		}
 		if err != nil {
 			return fmt.Errorf("hub download %s %s: after %d of %d bytes: %w", repo, f.Path, have+n, total, err)
 		}
@@ -289,4 +301,19 @@ func lockFile(ctx context.Context, f *os.File) error {
 			return err
 		}
 	}
+}
+
+// stallReader re-arms the stall timer after every read that made progress.
+type stallReader struct {
+	r     io.Reader
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if n > 0 {
+		s.timer.Reset(s.d)
+	}
+	return n, err
 }

@@ -80,6 +80,15 @@ func (r Repo) String() string {
 // utils/_validators.py validate_repo_id).
 var repoIDPattern = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$`)
 
+// checkRevision rejects a revision that cannot be a git ref or commit
+// (it also names a file under refs/).
+func checkRevision(rev string) error {
+	if rev == "." || rev == ".." || len(rev) > 255 || strings.ContainsFunc(rev, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("revision %q: want a branch, tag or commit", rev)
+	}
+	return nil
+}
+
 // Validate checks the repository kind and name.
 func (r Repo) Validate() error {
 	if r.Type != Model && r.Type != Dataset {
@@ -132,6 +141,9 @@ type Config struct {
 	// MaxRetryWait caps one wait between tries, Retry-After included;
 	// 0 means one minute.
 	MaxRetryWait time.Duration
+	// StallTimeout ends a download that received no byte for that long
+	// (the try is then resumed); 0 means two minutes.
+	StallTimeout time.Duration
 	// Progress, when set, receives download progress.
 	Progress func(Progress)
 	// UserAgent is sent with every request.
@@ -181,9 +193,17 @@ func New(cfg Config) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "ttis-hub"
 	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = 2 * time.Minute
+	}
 	base := cfg.HTTPClient
 	if base == nil {
-		base = &http.Client{}
+		// No overall timeout (weights take hours); a silent server is
+		// caught by the header timeout here and the stall timeout of
+		// downloads.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.ResponseHeaderTimeout = time.Minute
+		base = &http.Client{Transport: tr}
 	}
 	hc := *base
 	host := u.Host

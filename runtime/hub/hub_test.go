@@ -409,3 +409,37 @@ func TestConcurrentPullsShareTheCache(t *testing.T) {
 		t.Errorf("cache after concurrent pulls: %+v", repos)
 	}
 }
+
+func TestStalledDownloadIsResumed(t *testing.T) {
+	fake := hubtest.New(t)
+	gsm8k(fake)
+	// The CDN goes silent after 20000 bytes for far longer than the stall
+	// timeout: the client gives up on that try and resumes.
+	fake.Fail(hubtest.Failure{Server: "cdn", Times: 1, CutAfter: 20000, Stall: time.Minute})
+	c := newClient(t, fake, func(cfg *hub.Config) { cfg.StallTimeout = 200 * time.Millisecond })
+	start := time.Now()
+	snap, err := c.Pull(context.Background(), gsmRepo, hub.PullOptions{Include: []string{"main/test-*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(snap.Files[0].Local); !bytes.Equal(got, testShard) {
+		t.Fatal("resumed file differs")
+	}
+	if time.Since(start) > 30*time.Second {
+		t.Errorf("the stall was not cut short (%s)", time.Since(start))
+	}
+	reqs := fake.Requests()
+	if last := reqs[len(reqs)-1]; last.Range != "bytes=20000-" {
+		t.Errorf("last request %+v, want a resume at byte 20000", last)
+	}
+}
+
+func TestRevisionNamesAreChecked(t *testing.T) {
+	fake := hubtest.New(t)
+	c := newClient(t, fake, nil)
+	for _, rev := range []string{"..", ".", "a\nb"} {
+		if _, err := c.Resolve(context.Background(), gsmRepo, rev); err == nil || !strings.Contains(err.Error(), "want a branch") {
+			t.Errorf("revision %q: %v", rev, err)
+		}
+	}
+}

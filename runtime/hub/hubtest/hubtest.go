@@ -58,7 +58,11 @@ type Failure struct {
 	Status     int
 	RetryAfter string
 	CutAfter   int64
-	hits       int
+	// Stall > 0 serves the real answer but goes silent for that long after
+	// CutAfter bytes (or at once), then drops the connection; the wait
+	// ends early when the client hangs up.
+	Stall time.Duration
+	hits  int
 }
 
 // Server is the fake Hub and its CDN.
@@ -195,10 +199,13 @@ func hubError(w http.ResponseWriter, status int, code, msg string) {
 	json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
-// cutWriter drops the connection after n body bytes.
+// cutWriter drops the connection after n body bytes, after a silence of
+// stall when set.
 type cutWriter struct {
 	http.ResponseWriter
-	left int64
+	left  int64
+	stall time.Duration
+	done  <-chan struct{}
 }
 
 func (c *cutWriter) Write(b []byte) (int, error) {
@@ -207,18 +214,24 @@ func (c *cutWriter) Write(b []byte) (int, error) {
 		if f, ok := c.ResponseWriter.(http.Flusher); ok {
 			f.Flush()
 		}
+		if c.stall > 0 {
+			select {
+			case <-time.After(c.stall):
+			case <-c.done:
+			}
+		}
 		panic(http.ErrAbortHandler)
 	}
 	c.left -= int64(len(b))
 	return c.ResponseWriter.Write(b)
 }
 
-func (s *Server) applyFailure(f *Failure, w http.ResponseWriter) (http.ResponseWriter, bool) {
+func (s *Server) applyFailure(f *Failure, w http.ResponseWriter, r *http.Request) (http.ResponseWriter, bool) {
 	if f == nil {
 		return w, false
 	}
-	if f.CutAfter > 0 {
-		return &cutWriter{ResponseWriter: w, left: f.CutAfter}, false
+	if f.CutAfter > 0 || f.Stall > 0 {
+		return &cutWriter{ResponseWriter: w, left: f.CutAfter, stall: f.Stall, done: r.Context().Done()}, false
 	}
 	if f.RetryAfter != "" {
 		w.Header().Set("Retry-After", f.RetryAfter)
@@ -258,7 +271,7 @@ func (r *repo) commitOf(rev string) (string, bool) {
 }
 
 func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
-	w, failed := s.applyFailure(s.record("hub", r), w)
+	w, failed := s.applyFailure(s.record("hub", r), w, r)
 	if failed {
 		return
 	}
@@ -462,7 +475,7 @@ func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, rp *repo, 
 }
 
 func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
-	w, failed := s.applyFailure(s.record("cdn", r), w)
+	w, failed := s.applyFailure(s.record("cdn", r), w, r)
 	if failed {
 		return
 	}
