@@ -51,7 +51,7 @@ type progressWriter struct {
 
 func (w *progressWriter) Write(b []byte) (int, error) {
 	w.p.Done += int64(len(b))
-	if w.report != nil && (w.p.Done-w.last >= w.step || w.p.Done == w.p.Total) {
+	if w.p.Done-w.last >= w.step || w.p.Done == w.p.Total {
 		w.last = w.p.Done
 		w.report(w.p)
 	}
@@ -109,6 +109,8 @@ func (c *Client) Fetch(ctx context.Context, repo Repo, commit string, f File) (s
 
 func (c *Client) report(p Progress) {
 	if c.cfg.Progress != nil {
+		c.progressMu.Lock()
+		defer c.progressMu.Unlock()
 		c.cfg.Progress(p)
 	}
 }
@@ -204,10 +206,10 @@ func (c *Client) download(ctx context.Context, repo Repo, commit string, f File,
 	if _, err := out.Seek(have, io.SeekStart); err != nil {
 		return fmt.Errorf("hub cache: %w", err)
 	}
-	pw := &progressWriter{report: c.cfg.Progress, p: Progress{Repo: repo, Path: f.Path, Done: have, Total: total, Resumed: resumed}, step: max(total/100, 1<<20)}
+	pw := &progressWriter{report: c.report, p: Progress{Repo: repo, Path: f.Path, Done: have, Total: total, Resumed: resumed}, step: max(total/100, 1<<20)}
 	if body != nil {
 		// One byte past the expected size is enough to know it is wrong.
-		n, err := io.Copy(io.MultiWriter(out, h, pw), io.LimitReader(body, total-have+1))
+		n, err := io.CopyBuffer(io.MultiWriter(out, h, pw), io.LimitReader(body, total-have+1), make([]byte, 1<<20))
 		if err != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
 			err = fmt.Errorf("no byte for %s (stalled)", c.cfg.StallTimeout)
 		}

@@ -45,6 +45,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ttis-dev/ttis/runtime/auth"
@@ -144,7 +145,10 @@ type Config struct {
 	// StallTimeout ends a download that received no byte for that long
 	// (the try is then resumed); 0 means two minutes.
 	StallTimeout time.Duration
-	// Progress, when set, receives download progress.
+	// Workers is the number of files fetched at once; 0 means 4.
+	Workers int
+	// Progress, when set, receives download progress (one call at a
+	// time, though files are fetched in parallel).
 	Progress func(Progress)
 	// UserAgent is sent with every request.
 	UserAgent string
@@ -169,6 +173,8 @@ type Client struct {
 	cfg      Config
 	endpoint *url.URL
 	http     *http.Client
+	// progressMu serializes Progress calls of parallel fetches.
+	progressMu sync.Mutex
 }
 
 // New checks cfg and returns a client.
@@ -192,6 +198,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "ttis-hub"
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
 	}
 	if cfg.StallTimeout <= 0 {
 		cfg.StallTimeout = 2 * time.Minute

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // PullOptions selects what to pull.
@@ -155,28 +156,83 @@ func (c *Client) Pull(ctx context.Context, repo Repo, opts PullOptions) (*Snapsh
 		return nil, err
 	}
 	snap := &Snapshot{Repo: repo, Revision: rev, Commit: commit, Dir: c.SnapshotDir(repo, commit)}
+	results := c.fetchAll(ctx, repo, commit, picked)
 	var missing []string
-	for _, f := range picked {
-		before := c.partialSize(repo, f)
-		cached := c.hasBlob(repo, f)
-		local, err := c.Fetch(ctx, repo, commit, f)
-		if err != nil {
-			var me *MissingError
-			if errors.As(err, &me) {
-				missing = append(missing, f.Path)
-				continue
-			}
-			return nil, err
+	var firstErr error
+	for i, f := range picked {
+		r := results[i]
+		var me *MissingError
+		switch {
+		case r.err == nil:
+			snap.Downloaded += r.downloaded
+			snap.Files = append(snap.Files, LocalFile{Path: f.Path, Local: r.local, Size: f.contentSize(), Digest: digest(f)})
+		case errors.As(r.err, &me):
+			missing = append(missing, f.Path)
+		case firstErr == nil && !errors.Is(r.err, errStopped):
+			firstErr = r.err
 		}
-		if !cached {
-			snap.Downloaded += f.contentSize() - before
-		}
-		snap.Files = append(snap.Files, LocalFile{Path: f.Path, Local: local, Size: f.contentSize(), Digest: digest(f)})
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	if len(missing) > 0 {
 		return nil, &MissingError{Repo: repo, Revision: rev, Missing: missing}
 	}
 	return snap, nil
+}
+
+// errStopped marks the files not fetched because another one failed.
+var errStopped = errors.New("stopped after another file failed")
+
+type fetchResult struct {
+	local      string
+	downloaded int64
+	err        error
+}
+
+// fetchAll fetches files with the client's workers (model weights come
+// in several multi-GiB shards, as huggingface_hub's snapshot_download
+// fetches them in parallel). The first failure other than a cache miss
+// stops the files not started yet.
+func (c *Client) fetchAll(ctx context.Context, repo Repo, commit string, files []File) []fetchResult {
+	results := make([]fetchResult, len(files))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(c.cfg.Workers, max(len(files), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f := files[i]
+				if ctx.Err() != nil {
+					results[i].err = errStopped
+					continue
+				}
+				before := c.partialSize(repo, f)
+				cached := c.hasBlob(repo, f)
+				local, err := c.Fetch(ctx, repo, commit, f)
+				var me *MissingError
+				if err != nil && !errors.As(err, &me) {
+					cancel()
+				}
+				results[i] = fetchResult{local: local, err: err}
+				if err == nil && !cached {
+					results[i].downloaded = f.contentSize() - before
+				}
+			}
+		}()
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
 }
 
 func (c *Client) hasBlob(repo Repo, f File) bool {
