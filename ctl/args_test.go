@@ -130,10 +130,10 @@ func TestFlagsInBothPositions(t *testing.T) {
 		"model info":     {{model}, {"-o", "json"}},
 		"model bench":    {{model}, {"-p", "4", "-n", "2", "--batch", "1", "-r", "1", "-o", "json"}},
 		"token":          {nil, {"--secret-file", secret, "--team", "t", "--token-id", "i", "--ttl", "1h"}},
-		"dataset pull":   {{"r1_math500"}, {"--hf-endpoint", fake.URL, "--state-dir", state, "-o", "json"}},
+		"dataset pull":   {{"r1_math500"}, {"--hf-endpoint", fake.URL, "--offline=false", "--state-dir", state, "-o", "json"}},
 		"dataset list":   {{"r1_math500"}, {"--state-dir", state, "-o", "json"}},
 		"dataset verify": {{"r1_math500"}, {"--state-dir", state, "-o", "json"}},
-		"model pull":     {{"org/tiny"}, {"--hf-endpoint", fake.URL, "--state-dir", state, "--exclude", "*.md"}},
+		"model pull":     {{"org/tiny"}, {"--hf-endpoint", fake.URL, "--offline=false", "--state-dir", state, "--exclude", "*.md"}},
 	}
 	var names []string
 	var walk func(prefix string, cmds []*cli.Command)

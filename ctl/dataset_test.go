@@ -22,7 +22,7 @@ func fixtureBytes(t *testing.T, name string) []byte {
 // hubArgs point a command at the fake Hub and a private state folder
 // (and at no daemon).
 func hubArgs(fake *hubtest.Server, state string) []string {
-	return []string{"--hf-endpoint", fake.URL, "--state-dir", state, "--socket", filepath.Join(state, "no.sock"), "--no-progress"}
+	return []string{"--hf-endpoint", fake.URL, "--offline=false", "--state-dir", state, "--socket", filepath.Join(state, "no.sock"), "--no-progress"}
 }
 
 func TestDatasetPullListVerify(t *testing.T) {
@@ -86,7 +86,7 @@ func TestDatasetPullListVerify(t *testing.T) {
 	}
 
 	// Offline, a pull of data not in the cache names what is missing.
-	out, code = runCtl(t, append([]string{"dataset", "pull", "gsm8k", "--offline"}, args...)...)
+	out, code = runCtl(t, append(append([]string{"dataset", "pull", "gsm8k"}, args...), "--offline")...)
 	if code != exitError || !strings.Contains(out, "offline") || !strings.Contains(out, "openai/gsm8k") {
 		t.Errorf("offline pull: exit %d\n%s", code, out)
 	}
@@ -109,7 +109,7 @@ func TestEvalPullsItsDataset(t *testing.T) {
 		t.Errorf("datasets.json: %v", matches)
 	}
 	// Offline with an empty cache: not measured, with the pull command.
-	out, _ = runCtl(t, append([]string{"eval", "--url", srv.URL, "--task", "r1_math500", "--limit", "2", "--offline", "--hub-cache", t.TempDir()}, hubArgs(fake, state)...)...)
+	out, _ = runCtl(t, append(append([]string{"eval", "--url", srv.URL, "--task", "r1_math500", "--limit", "2"}, hubArgs(fake, state)...), "--offline", "--hub-cache", t.TempDir())...)
 	if !strings.Contains(out, "ttisctl dataset pull r1_math500") {
 		t.Errorf("offline eval:\n%s", out)
 	}

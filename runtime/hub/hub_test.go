@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -460,6 +461,24 @@ func BenchmarkPull(b *testing.B) {
 		}
 		if _, err := c.Pull(context.Background(), hub.Repo{Type: hub.Model, ID: "org/weights"}, hub.PullOptions{}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// With files fetched in parallel, the error reported is the one that
+// stopped the pull, not the cancellation of the others.
+func TestParallelFailureNamesTheCause(t *testing.T) {
+	fake := hubtest.New(t)
+	var files []hubtest.File
+	for i := range 6 {
+		files = append(files, hubtest.File{Path: fmt.Sprintf("model-%05d.safetensors", i), Content: bytes.Repeat([]byte{byte(i)}, 300000), LFS: true})
+	}
+	fake.SetBranch("model", "org/gated", "main", files)
+	fake.Gate("model", "org/gated", "hf_ok")
+	for range 5 {
+		_, err := newClient(t, fake, nil).Pull(context.Background(), hub.Repo{Type: hub.Model, ID: "org/gated"}, hub.PullOptions{})
+		if !errors.Is(err, hub.ErrGated) {
+			t.Fatalf("error %v, want the gated repository", err)
 		}
 	}
 }

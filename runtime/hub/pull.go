@@ -168,12 +168,21 @@ func (c *Client) Pull(ctx context.Context, repo Repo, opts PullOptions) (*Snapsh
 			snap.Files = append(snap.Files, LocalFile{Path: f.Path, Local: r.local, Size: f.contentSize(), Digest: digest(f)})
 		case errors.As(r.err, &me):
 			missing = append(missing, f.Path)
-		case firstErr == nil && !errors.Is(r.err, errStopped):
+		case firstErr == nil && !errors.Is(r.err, errStopped) && !errors.Is(r.err, context.Canceled):
+			// The failure that stopped the others, not theirs.
 			firstErr = r.err
 		}
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if firstErr == nil {
+		for _, r := range results {
+			if r.err != nil && !errors.As(r.err, new(*MissingError)) {
+				firstErr = r.err
+				break
+			}
+		}
 	}
 	if firstErr != nil {
 		return nil, firstErr
