@@ -54,6 +54,7 @@ func App(version string) *cli.App {
 			runsCommand(),
 			reportCommand(),
 			modelCommand(),
+			datasetCommand(),
 			tokenCommand(),
 		},
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/runtime/hub/hubtest"
 )
 
 func TestReorder(t *testing.T) {
@@ -105,27 +106,34 @@ func TestFlagsInBothPositions(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fake := hubtest.New(t)
+	fake.SetBranch("dataset", "HuggingFaceH4/MATH-500", "main", []hubtest.File{{Path: "test.jsonl", Content: []byte(`{"problem":"1+1?","answer":"2"}` + "\n")}})
+	fake.SetBranch("model", "org/tiny", "main", []hubtest.File{{Path: "config.json", Content: []byte("{}")}, {Path: "README.md", Content: []byte("# tiny")}})
 	bench := []string{"--url", inf.URL, "--isl", "8", "--osl", "2", "--num-prompts", "2", "--no-server-tokenizer", "--num-warmups", "0", "--no-progress", "--state-dir", state}
 	// Each case: positional arguments, then flags.
 	cases := map[string][2][]string{
-		"status":       {{"simu"}, {"-n", "1", "-o", "json"}},
-		"start":        {{"simu"}, {"--wait", "1s"}},
-		"stop":         {{"simu"}, {"-o", "table"}},
-		"restart":      {{"simu"}, {"--wait", "1s"}},
-		"reload":       {nil, {"-o", "json"}},
-		"logs":         {{"simu"}, {"-n", "5", "-o", "json"}},
-		"devices":      {nil, {"-o", "json"}},
-		"validate":     {{good}, {"-o", "json"}},
-		"catalog":      {{"Qwen3-8B"}, {"--device", "n150", "-o", "json"}},
-		"bench":        {nil, bench},
-		"eval":         {nil, {"--url", inf.URL, "--task", "ttis_arith", "--limit", "2", "--no-progress", "--state-dir", state, "-o", "json"}},
-		"release":      {nil, {"--url", inf.URL, "--workflow", "benchmarks", "--no-progress", "--state-dir", state, "-o", "json"}},
-		"runs":         {{"url-served-model"}, {"--state-dir", state, "-n", "1"}},
-		"report":       {{"RUN"}, {"--state-dir", state, "--format", "path"}},
-		"model create": {{filepath.Join(dir, "m.gguf")}, {"--preset", "tiny", "--seed", "2", "--force"}},
-		"model info":   {{model}, {"-o", "json"}},
-		"model bench":  {{model}, {"-p", "4", "-n", "2", "--batch", "1", "-r", "1", "-o", "json"}},
-		"token":        {nil, {"--secret-file", secret, "--team", "t", "--token-id", "i", "--ttl", "1h"}},
+		"status":         {{"simu"}, {"-n", "1", "-o", "json"}},
+		"start":          {{"simu"}, {"--wait", "1s"}},
+		"stop":           {{"simu"}, {"-o", "table"}},
+		"restart":        {{"simu"}, {"--wait", "1s"}},
+		"reload":         {nil, {"-o", "json"}},
+		"logs":           {{"simu"}, {"-n", "5", "-o", "json"}},
+		"devices":        {nil, {"-o", "json"}},
+		"validate":       {{good}, {"-o", "json"}},
+		"catalog":        {{"Qwen3-8B"}, {"--device", "n150", "-o", "json"}},
+		"bench":          {nil, bench},
+		"eval":           {nil, {"--url", inf.URL, "--task", "ttis_arith", "--limit", "2", "--no-progress", "--state-dir", state, "-o", "json"}},
+		"release":        {nil, {"--url", inf.URL, "--workflow", "benchmarks", "--no-progress", "--state-dir", state, "-o", "json"}},
+		"runs":           {{"url-served-model"}, {"--state-dir", state, "-n", "1"}},
+		"report":         {{"RUN"}, {"--state-dir", state, "--format", "path"}},
+		"model create":   {{filepath.Join(dir, "m.gguf")}, {"--preset", "tiny", "--seed", "2", "--force"}},
+		"model info":     {{model}, {"-o", "json"}},
+		"model bench":    {{model}, {"-p", "4", "-n", "2", "--batch", "1", "-r", "1", "-o", "json"}},
+		"token":          {nil, {"--secret-file", secret, "--team", "t", "--token-id", "i", "--ttl", "1h"}},
+		"dataset pull":   {{"r1_math500"}, {"--hf-endpoint", fake.URL, "--offline=false", "--state-dir", state, "-o", "json"}},
+		"dataset list":   {{"r1_math500"}, {"--state-dir", state, "-o", "json"}},
+		"dataset verify": {{"r1_math500"}, {"--state-dir", state, "-o", "json"}},
+		"model pull":     {{"org/tiny"}, {"--hf-endpoint", fake.URL, "--offline=false", "--state-dir", state, "--exclude", "*.md"}},
 	}
 	var names []string
 	var walk func(prefix string, cmds []*cli.Command)

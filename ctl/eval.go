@@ -30,7 +30,9 @@ do. The run goes to the results store (<state>/runs/<unit>/<run-id>/):
 lm-eval's results_<ts>.json and samples_<task>_<ts>.jsonl, summary_<ts>.md,
 and report.md/.json/.html with the verdict. Without --task the catalog's
 reference tasks for the model run (those ttis cannot run are reported as
-not measured). --list-tasks shows the tasks.
+not measured). --list-tasks shows the tasks. A task given no --dataset
+reads its Hugging Face dataset, pulled into the Hub cache first (see
+"ttisctl dataset --help"; --offline reads only the cache).
 
 --limit takes a count, a fraction in (0,1), or a mode: ` + limit.Names() + `
 (per-task limits from the catalog's reference when it has one). Scores are
@@ -40,7 +42,7 @@ resumes with --resume RUN: answers already cached in it are not requested
 again.
 
 ` + workflowExitHelp,
-		Flags: append(workflowFlags(),
+		Flags: append(append(workflowFlags(), hubFlags()...),
 			&cli.StringFlag{Name: "api", Value: "completions", Usage: "completions or chat"},
 			&cli.BoolFlag{Name: "apply-chat-template", Usage: "completions API: send the prompt through the server's chat template as one user turn (lm-eval's --apply_chat_template; releases do this)"},
 			&cli.StringSliceFlag{Name: "task", Aliases: []string{"t"}, Usage: "task to run (repeatable or comma-separated; default: the catalog's references)"},

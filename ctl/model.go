@@ -20,7 +20,7 @@ import (
 
 // modelCommand groups the model file workflows: creating synthetic models
 // for demos and benchmarks of the cpu runtime, benchmarking and inspecting
-// GGUF files.
+// GGUF files, and pulling a catalog model's weights from the Hub.
 func modelCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "model",
@@ -29,6 +29,7 @@ func modelCommand() *cli.Command {
 			modelCreateCommand(),
 			modelBenchCommand(),
 			modelInfoCommand(),
+			modelPullCommand(),
 		},
 	}
 }

@@ -26,12 +26,17 @@ required was not measured), UNGRADED (nothing to grade against). Metrics
 are compared with the unit's previous complete run taken under the same
 conditions; regressions are flagged in the report.
 
+Eval tasks given no --dataset read their Hugging Face datasets, pulled into
+the Hub cache first (see "ttisctl dataset --help"); with --offline a task
+whose data is not cached is not measured, and the report names the pull
+command.
+
 With UNIT, ttisd supplies the address, model, device and auth, and the run
 goes to its state folder. With --url, no daemon is needed: --state-dir
 (default: the daemon's, if one answers, else ./ttis-state) receives it.
 
 ` + workflowExitHelp,
-		Flags: append(workflowFlags(),
+		Flags: append(append(workflowFlags(), hubFlags()...),
 			&cli.StringFlag{Name: "workflow", Value: release.WorkflowRelease, Usage: "release, benchmarks or evals"},
 			&cli.StringFlag{Name: "limit", Value: "smoke", Usage: limit.Names()},
 			&cli.StringSliceFlag{Name: "task", Usage: "eval task (repeatable; default: the catalog's references)"},

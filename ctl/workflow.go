@@ -13,6 +13,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/runtime/hub"
 )
 
 // The workflow commands (bench, eval, release) share the run's life: a
@@ -45,6 +46,9 @@ func runWorkflow(c *cli.Context, purpose string, ttl time.Duration, cfg release.
 			return rerr
 		}
 		cfg.Target, cfg.Store, cfg.Trigger, cfg.Version, cfg.Progress = t, store, "ttisctl", c.App.Version, p
+		if cfg.Hub, err = workflowHub(c, cfg.Workflow, store.Root); err != nil {
+			return err
+		}
 		if prepare != nil {
 			if err := prepare(&cfg); err != nil {
 				return err
@@ -132,6 +136,9 @@ func resume(c *cli.Context, ref, purpose string, ttl time.Duration, p *progress)
 		return nil, err
 	}
 	cfg.Target, cfg.Store, cfg.Trigger, cfg.Version, cfg.Progress = t, store, "ttisctl", c.App.Version, p
+	if cfg.Hub, err = workflowHub(c, cfg.Workflow, store.Root); err != nil {
+		return nil, err
+	}
 	return release.Resume(c.Context, cfg, m.ID)
 }
 
@@ -157,4 +164,26 @@ func splitList(vals []string) []string {
 		}
 	}
 	return out
+}
+
+// workflowHub is the Hub client that pulls the eval tasks' datasets of a
+// run with evals (nil for benchmarks, and for commands without the Hub
+// flags); the default cache is the store's state folder's hub/.
+func workflowHub(c *cli.Context, workflow, runsRoot string) (*hub.Client, error) {
+	if workflow == release.WorkflowBenchmarks || !hasFlag(c, "hub-cache") {
+		return nil, nil
+	}
+	return hubClient(c, filepath.Dir(runsRoot))
+}
+
+// hasFlag says whether the command defines a flag.
+func hasFlag(c *cli.Context, name string) bool {
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }

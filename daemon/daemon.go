@@ -298,6 +298,7 @@ func (d *daemon) Info() api.Info {
 	return api.Info{
 		Version: d.version, PID: d.pid, Started: d.started,
 		UnitsDir: d.cfg.UnitsDir, StateDir: d.cfg.StateDir, Socket: d.cfg.Socket, RunsDir: d.runsDir,
+		HubCache: d.cfg.HubCacheDir(), HFEndpoint: d.cfg.Endpoint(),
 		LastScan: d.rec.LastScan(),
 	}
 }

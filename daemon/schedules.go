@@ -7,6 +7,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/schedule"
+	"github.com/ttis-dev/ttis/runtime/hub"
 )
 
 // startSchedules fires the units' [[schedule]] entries (benchmarks, evals
@@ -27,7 +28,7 @@ func (d *daemon) startSchedules(ctx context.Context) (stop func()) {
 		return nil
 	}
 	store := &runs.Store{Root: d.runsDir}
-	d.sched = schedule.New(nil, schedule.WorkflowRunner(store, d.version, active, d.log), d.log)
+	d.sched = schedule.New(nil, schedule.WorkflowRunner(store, d.version, active, d.log, d.hubClient), d.log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -45,4 +46,16 @@ func (d *daemon) updateSchedules() {
 	for _, err := range d.sched.Set(d.rec.GoodUnits()) {
 		d.log.Warn("schedules", "err", err)
 	}
+}
+
+// hubClient is the Hugging Face Hub client of one scheduled run, from
+// ttisd.toml's hub_cache, hf_endpoint, hf_token_file and offline; the token
+// file is read each time.
+func (d *daemon) hubClient() (*hub.Client, error) {
+	tok, err := hub.ReadToken(d.cfg.HFTokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("hf_token_file: %w", err)
+	}
+	return hub.New(hub.Config{Endpoint: d.cfg.Endpoint(), Token: tok, CacheDir: d.cfg.HubCacheDir(), Offline: d.cfg.Offline,
+		UserAgent: "ttisd/" + d.version})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/evalsuite/workflow"
+	"github.com/ttis-dev/ttis/runtime/hub"
 	"github.com/ttis-dev/ttis/runtime/openai"
 	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
@@ -73,6 +74,10 @@ type Config struct {
 	// and request settings; nil takes the catalog's reference tasks with
 	// lm-eval's defaults. Its target and output fields are filled here.
 	Evals *workflow.Config
+	// Hub, when set, pulls the data of the eval tasks that have no local
+	// file (evalsuite/taskdata); offline, it finds it in the cache or the
+	// task is listed as not measured with the pull command.
+	Hub *hub.Client
 
 	Store *runs.Store
 	// Trigger is recorded in the manifest ("ttisctl", "schedule").
@@ -148,6 +153,13 @@ type EvalChoice struct {
 // as not selected). When no reference runs, the built-in smoke tasks do, so
 // the plumbing is still checked.
 func PlanEvals(catalogModel string, datasets map[string]string, explicit []string) []EvalChoice {
+	return PlanEvalsPulled(catalogModel, datasets, nil, explicit)
+}
+
+// PlanEvalsPulled is PlanEvals knowing which tasks' Hub data was pulled:
+// pulled[task] is nil when the task's data is in the cache (the task can
+// run), or the error that says why it could not be pulled.
+func PlanEvalsPulled(catalogModel string, datasets map[string]string, pulled map[string]error, explicit []string) []EvalChoice {
 	known := map[string]tasks.Info{}
 	for _, t := range tasks.List() {
 		known[t.Name] = t
@@ -170,7 +182,12 @@ func PlanEvals(catalogModel string, datasets map[string]string, explicit []strin
 		case info.NotRunnable != "":
 			c.NotRun = "ttis cannot run it: " + info.NotRunnable
 		case !info.Builtin && !hasData:
-			c.NotRun = "needs its dataset: pass --dataset " + ref.Task + "=PATH"
+			// A task whose Hub data was pulled runs.
+			if err, tried := pulled[ref.Task]; !tried {
+				c.NotRun = "needs its dataset: pass --dataset " + ref.Task + "=PATH, or configure the Hub (ttisctl dataset pull " + ref.Task + ")"
+			} else if err != nil {
+				c.NotRun = "its dataset could not be pulled: " + err.Error()
+			}
 		}
 		out = append(out, c)
 	}
@@ -565,6 +582,12 @@ func evalConfig(cfg *Config, run *runs.Run) workflow.Config {
 		cfg.logf("evals: %s", cfg.evalNote)
 	}
 	ec.BaseURL, ec.Model, ec.APIKey, ec.Header, ec.CatalogModel = t.BaseURL, t.Model, t.APIKey, t.Header, t.CatalogModel
+	if ec.Hub == nil {
+		ec.Hub = cfg.Hub
+	}
+	if ec.HubModel == "" {
+		ec.HubModel = hubModel(t.CatalogModel)
+	}
 	ec.LimitMode, ec.Version = cfg.Limit, cfg.Version
 	ec.OutputDir = filepath.Join(run.Dir, "evals")
 	// Answers are kept with the run, so an interrupted run resumes.
@@ -601,7 +624,8 @@ func applyUnitEvals(ec *workflow.Config, e units.Evals) {
 
 func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *workflow.Outcome) {
 	ec := evalConfig(cfg, run)
-	plan := PlanEvals(cfg.Target.CatalogModel, ec.Datasets, ec.Tasks)
+	pulled := pullEvalData(ctx, cfg, &ec)
+	plan := PlanEvalsPulled(cfg.Target.CatalogModel, ec.Datasets, pulled, ec.Tasks)
 	ec.Tasks = runnable(plan)
 	for _, c := range plan {
 		if c.NotRun != "" {
@@ -620,6 +644,9 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 		} else {
 			sec.Rows = EvalRowsOf(&oc.Run)
 			files := append([]string{oc.Files.Results, oc.Files.Summary}, oc.Files.Samples...)
+			if oc.DataFile != "" {
+				files = append(files, oc.DataFile)
+			}
 			if err := run.AddFiles(files...); err != nil {
 				sec.Error = err.Error()
 			}

@@ -237,6 +237,11 @@ type Info struct {
 	Socket   string    `json:"socket"`
 	// RunsDir is where benchmark and eval results go (state_dir/runs).
 	RunsDir string `json:"runs_dir"`
+	// HubCache and HFEndpoint are the Hugging Face cache and Hub the
+	// daemon's scheduled runs use (ttisd.toml hub_cache, hf_endpoint), so
+	// that ttisctl pulls into the same cache.
+	HubCache   string `json:"hub_cache,omitempty"`
+	HFEndpoint string `json:"hf_endpoint,omitempty"`
 	// LastScan is when the units folder was last read.
 	LastScan time.Time `json:"last_scan,omitzero"`
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/release"
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/bench/target"
+	"github.com/ttis-dev/ttis/runtime/hub"
 	"github.com/ttis-dev/ttis/units"
 )
 
@@ -20,7 +21,11 @@ import (
 // is not serving. A run whose verdict is FAIL or INCOMPLETE, or that ttisd
 // had to interrupt, is reported as an error, so the schedule's last result
 // shows it; its report is in the store either way.
-func WorkflowRunner(store *runs.Store, version string, active func(unit string) error, log *slog.Logger) RunFunc {
+//
+// data, when set, gives each run its Hugging Face Hub client (built per
+// run, so a rotated token file needs no restart): the eval tasks' datasets
+// are pulled before they run, or, offline, read from the cache.
+func WorkflowRunner(store *runs.Store, version string, active func(unit string) error, log *slog.Logger, data func() (*hub.Client, error)) RunFunc {
 	return func(ctx context.Context, u *units.Unit, s units.Schedule) error {
 		if active != nil {
 			if err := active(u.Name); err != nil {
@@ -33,8 +38,14 @@ func WorkflowRunner(store *runs.Store, version string, active func(unit string) 
 		if err != nil {
 			return err
 		}
-		out, err := release.Run(ctx, release.Config{Target: t, Workflow: s.Workflow, Limit: s.Limit, Store: store,
-			Trigger: "schedule", Version: version, Logger: log})
+		cfg := release.Config{Target: t, Workflow: s.Workflow, Limit: s.Limit, Store: store,
+			Trigger: "schedule", Version: version, Logger: log}
+		if data != nil && s.Workflow != release.WorkflowBenchmarks {
+			if cfg.Hub, err = data(); err != nil {
+				return fmt.Errorf("eval datasets: %w", err)
+			}
+		}
+		out, err := release.Run(ctx, cfg)
 		switch {
 		case errors.Is(err, release.ErrInterrupted) && out != nil:
 			return fmt.Errorf("run %s interrupted (finish it with `ttisctl release --resume %s`)", out.Manifest.ID, out.Manifest.ID)

@@ -10,6 +10,7 @@ package tasks
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -162,7 +163,12 @@ func load(path string, src Source) ([]evalsuite.Doc, error) {
 	if path == "" {
 		return nil, nil
 	}
-	return dataset.Load(path, dataset.Options{Format: src.Format, Mapping: src.Mapping, Columns: src.Columns})
+	opts := dataset.Options{Format: src.Format, Mapping: src.Mapping, Columns: src.Columns}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		// A split kept as several shards (see evalsuite/taskdata).
+		return dataset.LoadDir(path, opts)
+	}
+	return dataset.Load(path, opts)
 }
 
 // fewShot loads the example pool and settles the shot count.

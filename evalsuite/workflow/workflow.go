@@ -6,9 +6,13 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,7 +20,9 @@ import (
 	"github.com/ttis-dev/ttis/evalsuite/dataset"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
+	"github.com/ttis-dev/ttis/evalsuite/taskdata"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
+	"github.com/ttis-dev/ttis/runtime/hub"
 	"github.com/ttis-dev/ttis/runtime/openai"
 	"github.com/ttis-dev/ttis/units/catalog"
 	"github.com/ttis-dev/ttis/units/limit"
@@ -44,6 +50,14 @@ type Config struct {
 	// the only task. FewShot does the same for few-shot pools.
 	Datasets map[string]string
 	FewShot  map[string]string
+	// Hub, when set, supplies the data of every task given no local file:
+	// the splits the task declares are pulled (or, offline, found in the
+	// cache) before the task is built. HubModel is the catalog model's
+	// Hub repository, for Meta's per-model evaluation sets. Pulled holds
+	// data a caller pulled already (bench/release plans with it).
+	Hub      *hub.Client               `json:"-"`
+	HubModel string                    `json:"-"`
+	Pulled   map[string]*taskdata.Data `json:"-"`
 	// NumFewShot overrides every task's shot count (negative: default).
 	NumFewShot int
 	Format     string
@@ -84,7 +98,15 @@ type Outcome struct {
 	Run    results.Run
 	Files  results.Files
 	NotRun map[string]string
+	// Data is the Hub data each task read (repository, revision, commit,
+	// files and digests); DataFile the datasets.json that records it
+	// (empty when no task read Hub data).
+	Data     map[string]*taskdata.Data
+	DataFile string
 }
+
+// DataFileName records the Hub data of an evaluation in its output folder.
+const DataFileName = "datasets.json"
 
 // resolveLimit picks a task's limit from the explicit flag, the catalog
 // reference's limit_samples for the mode, or the mode's default.
@@ -183,11 +205,30 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	var limits []string
 	only := len(cfg.Tasks) == 1
 	oc := &Outcome{NotRun: map[string]string{}}
+	oc.Data = map[string]*taskdata.Data{}
 	for _, name := range cfg.Tasks {
-		task, err := tasks.Build(name, tasks.Source{
+		src := tasks.Source{
 			Dataset: pick(cfg.Datasets, name, only), FewShotDataset: pick(cfg.FewShot, name, only), NumFewShot: cfg.NumFewShot,
 			Format: cfg.Format, Mapping: cfg.Mapping, Columns: cfg.Columns, Size: cfg.BuiltinSize,
-		})
+		}
+		if src.Dataset == "" {
+			data, err := pullData(ctx, cfg, name)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				oc.NotRun[name] = err.Error()
+				continue
+			}
+			if data != nil {
+				// Hub copies are in the dataset's own layout: no format,
+				// mapping or column override applies to them.
+				src.Format, src.Mapping, src.Columns = "", nil, nil
+				data.Apply(&src)
+				oc.Data[name] = data
+			}
+		}
+		task, err := tasks.Build(name, src)
 		if err != nil {
 			oc.NotRun[name] = err.Error()
 			continue
@@ -225,7 +266,84 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if oc.Files, err = results.Write(cfg.OutputDir, run); err != nil {
 		return nil, err
 	}
+	if len(oc.Data) > 0 {
+		if oc.DataFile, err = WriteDataFile(cfg.OutputDir, oc.Data); err != nil {
+			return nil, err
+		}
+	}
 	return oc, nil
+}
+
+// pullData returns the Hub data of a task given no local file: what the
+// caller pulled, else a pull through cfg.Hub; nil when the task needs none
+// or no Hub is configured. The error of a failed pull says how to fix it.
+func pullData(ctx context.Context, cfg Config, name string) (*taskdata.Data, error) {
+	if d, ok := cfg.Pulled[name]; ok {
+		return d, nil
+	}
+	if cfg.Hub == nil || !taskdata.Pullable(name) {
+		return nil, nil
+	}
+	data, err := taskdata.Pull(ctx, cfg.Hub, name, cfg.HubModel)
+	if err != nil {
+		return nil, PullError(name, cfg.HubModel, err)
+	}
+	return data, nil
+}
+
+// PullError explains a failed pull of a task's data: offline, the command
+// that fetches it; otherwise the local-file alternative.
+func PullError(task, hubModel string, err error) error {
+	if taskdata.IsMissing(err) {
+		return fmt.Errorf("%w; run `%s` while online (or pass --dataset %s=PATH)", err, taskdata.PullCommand(task, path.Base(hubModel)), task)
+	}
+	return fmt.Errorf("%w (or pass --dataset %s=PATH)", err, task)
+}
+
+// ReadDataFile reads the datasets.json of an output folder (none: nil).
+func ReadDataFile(dir string) ([]*taskdata.Data, error) {
+	b, err := os.ReadFile(filepath.Join(dir, DataFileName))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var list []*taskdata.Data
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, DataFileName), err)
+	}
+	return list, nil
+}
+
+// WriteDataFile records the Hub data of a run (datasets.json in dir,
+// atomically).
+func WriteDataFile(dir string, data map[string]*taskdata.Data) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(data))
+	for n := range data {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	list := make([]*taskdata.Data, 0, len(names))
+	for _, n := range names {
+		list = append(list, data[n])
+	}
+	b, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, DataFileName)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return "", err
+	}
+	return p, nil
 }
 
 func contains(xs []string, s string) bool {

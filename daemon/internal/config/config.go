@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -59,6 +60,19 @@ type Config struct {
 	// unit naming a file elsewhere fails to start); empty means the
 	// state folder's models/ and /var/lib/ttis/models.
 	ModelDirs []string `toml:"model_dirs"`
+	// HubCache is the Hugging Face cache of eval datasets and model
+	// weights (runtime/hub's layout); empty means state_dir/hub.
+	HubCache string `toml:"hub_cache"`
+	// HFEndpoint is the Hugging Face Hub or a mirror; empty means the
+	// HF_ENDPOINT environment variable, else https://huggingface.co.
+	HFEndpoint string `toml:"hf_endpoint"`
+	// HFTokenFile holds a Hugging Face token (gated datasets such as GPQA
+	// and Meta's eval sets, gated weights); it must have mode 0600. It is
+	// read at each use, so a rotated token needs no restart.
+	HFTokenFile string `toml:"hf_token_file"`
+	// Offline makes scheduled runs use only the Hub cache: a task whose
+	// data is missing is reported as not measured with the pull command.
+	Offline bool `toml:"offline"`
 }
 
 // ModelFolders is ModelDirs, or the defaults when none are configured.
@@ -67,6 +81,22 @@ func (c *Config) ModelFolders() []string {
 		return c.ModelDirs
 	}
 	return units.DefaultModelDirs(c.StateDir)
+}
+
+// HubCacheDir is the Hugging Face cache folder.
+func (c *Config) HubCacheDir() string {
+	if c.HubCache != "" {
+		return c.HubCache
+	}
+	return filepath.Join(c.StateDir, "hub")
+}
+
+// Endpoint is the Hub the daemon pulls from.
+func (c *Config) Endpoint() string {
+	if c.HFEndpoint != "" {
+		return c.HFEndpoint
+	}
+	return os.Getenv("HF_ENDPOINT")
 }
 
 // Default returns the configuration of a system-wide install.
@@ -166,6 +196,11 @@ func (c *Config) Validate() error {
 	if c.LogLines < 1 {
 		return fmt.Errorf("log_lines: %d must be at least 1", c.LogLines)
 	}
+	if c.HFEndpoint != "" {
+		if u, err := url.Parse(c.HFEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("hf_endpoint: %q is not an http(s) URL (e.g. \"https://huggingface.co\" or a mirror)", c.HFEndpoint)
+		}
+	}
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			return fmt.Errorf("metrics_listen: %q is not host:port (e.g. \"127.0.0.1:9464\"): %w", c.MetricsListen, err)
@@ -177,7 +212,10 @@ func (c *Config) Validate() error {
 // Abs makes the paths absolute, so that the children (which may run in
 // another directory) and the API report usable paths.
 func (c *Config) Abs() error {
-	for _, p := range []*string{&c.UnitsDir, &c.StateDir, &c.Socket} {
+	for _, p := range []*string{&c.UnitsDir, &c.StateDir, &c.Socket, &c.HubCache, &c.HFTokenFile} {
+		if *p == "" {
+			continue
+		}
 		a, err := filepath.Abs(*p)
 		if err != nil {
 			return err

@@ -29,6 +29,12 @@ func TestParse(t *testing.T) {
 		{name: "broken toml", data: "units_dir = \n", wantErr: "ttisd.toml:1:"},
 		{name: "metrics listen", data: "metrics_listen = \"127.0.0.1:9464\"\n", check: func(c Config) bool { return c.MetricsListen == "127.0.0.1:9464" }},
 		{name: "bad metrics listen", data: "metrics_listen = \"9464\"\n", wantErr: "metrics_listen: \"9464\" is not host:port"},
+		{name: "hub keys", data: "hub_cache = \"/c\"\nhf_endpoint = \"https://mirror.example/hf\"\nhf_token_file = \"/etc/ttis/hf_token\"\noffline = true\n",
+			check: func(c Config) bool {
+				return c.HubCacheDir() == "/c" && c.Endpoint() == "https://mirror.example/hf" && c.HFTokenFile == "/etc/ttis/hf_token" && c.Offline
+			}},
+		{name: "default hub cache", data: "state_dir = \"/s\"\n", check: func(c Config) bool { return c.HubCacheDir() == "/s/hub" }},
+		{name: "bad hf endpoint", data: "hf_endpoint = \"mirror:8080\"\n", wantErr: "hf_endpoint: \"mirror:8080\" is not an http(s) URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,198 @@
+package release_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/ttis-dev/ttis/bench/release"
+	"github.com/ttis-dev/ttis/bench/runs"
+	"github.com/ttis-dev/ttis/bench/target"
+	"github.com/ttis-dev/ttis/cmd/testbin"
+	"github.com/ttis-dev/ttis/evalsuite/workflow"
+	"github.com/ttis-dev/ttis/runtime/hub"
+	"github.com/ttis-dev/ttis/runtime/hub/hubtest"
+	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/limit"
+)
+
+// The Parquet schemas of the Hub copies, as the fixtures' JSON rows (the
+// Hub's columns) hold them.
+type (
+	metaChoices struct {
+		A string `parquet:"A" json:"A"`
+		B string `parquet:"B" json:"B"`
+		C string `parquet:"C" json:"C"`
+		D string `parquet:"D" json:"D"`
+	}
+	// meta-llama/<model>-evals, config <model>-evals__gpqa__details.
+	metaGPQADetail struct {
+		InputQuestion         string      `parquet:"input_question" json:"input_question"`
+		InputCorrectResponses []string    `parquet:"input_correct_responses,list" json:"input_correct_responses"`
+		InputFinalPrompts     []string    `parquet:"input_final_prompts,list" json:"input_final_prompts"`
+		InputChoiceList       metaChoices `parquet:"input_choice_list" json:"input_choice_list"`
+		IsCorrect             bool        `parquet:"is_correct" json:"is_correct"`
+		InputQuestionHash     string      `parquet:"input_question_hash" json:"input_question_hash"`
+		OutputPredictionText  []string    `parquet:"output_prediction_text,list" json:"output_prediction_text"`
+	}
+	// meta-llama/<model>-evals, config <model>-evals__math__details.
+	metaMathDetail struct {
+		TaskType              string   `parquet:"task_type" json:"task_type"`
+		TaskName              string   `parquet:"task_name" json:"task_name"`
+		SubtaskName           string   `parquet:"subtask_name" json:"subtask_name"`
+		InputQuestion         string   `parquet:"input_question" json:"input_question"`
+		InputFinalPrompts     []string `parquet:"input_final_prompts,list" json:"input_final_prompts"`
+		InputCorrectResponses []string `parquet:"input_correct_responses,list" json:"input_correct_responses"`
+		OutputPredictionText  []string `parquet:"output_prediction_text,list" json:"output_prediction_text"`
+		OutputParsedAnswer    string   `parquet:"output_parsed_answer" json:"output_parsed_answer"`
+		IsCorrect             bool     `parquet:"is_correct" json:"is_correct"`
+		InputQuestionHash     string   `parquet:"input_question_hash" json:"input_question_hash"`
+		BenchmarkLabel        string   `parquet:"benchmark_label" json:"benchmark_label"`
+	}
+	// DigitalLearningGmbH/MATH-lighteval, config default.
+	mathRow struct {
+		Problem  string `parquet:"problem" json:"problem"`
+		Level    string `parquet:"level" json:"level"`
+		Solution string `parquet:"solution" json:"solution"`
+		Type     string `parquet:"type" json:"type"`
+	}
+)
+
+// parquetOf converts a JSON Lines fixture of evalsuite/tasks into Parquet
+// with schema T.
+func parquetOf[T any](t *testing.T, fixture string) []byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "evalsuite", "tasks", "testdata", fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var row T
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatalf("%s: %v", fixture, err)
+		}
+		rows = append(rows, row)
+	}
+	var buf bytes.Buffer
+	if err := parquet.Write(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestNightlyReleasePullsReferenceDataFromTheHub runs a scheduled-style
+// release (workflow release, trigger schedule) on a sim unit of
+// Llama-3.2-3B-Instruct, whose catalog references are meta_gpqa, meta_math
+// (Meta's gated per-model sets plus the MATH test split) and livecodebench
+// (not runnable in ttis). The datasets come from the fake Hub: every
+// runnable reference is measured, livecodebench is listed as not
+// measured, and the verdict cannot be PASS.
+func TestNightlyReleasePullsReferenceDataFromTheHub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ttisd serve")
+	}
+	const model = "Llama-3.2-3B-Instruct"
+	var refs []string
+	for _, r := range catalog.ModelEvalRefs(model) {
+		refs = append(refs, r.Task)
+	}
+	if strings.Join(refs, ",") != "meta_gpqa,meta_math,livecodebench" {
+		t.Fatalf("the catalog's references for %s changed: %v", model, refs)
+	}
+	fake := hubtest.New(t)
+	evals := "meta-llama/" + model + "-evals"
+	fake.SetBranch("dataset", evals, "refs/convert/parquet", []hubtest.File{
+		{Path: model + "-evals__gpqa__details/latest/0000.parquet", Content: parquetOf[metaGPQADetail](t, "meta_gpqa_details.jsonl"), LFS: true},
+		{Path: model + "-evals__math__details/latest/0000.parquet", Content: parquetOf[metaMathDetail](t, "meta_math_details.jsonl"), LFS: true},
+	})
+	fake.Gate("dataset", evals, "hf_nightly")
+	fake.SetBranch("dataset", "DigitalLearningGmbH/MATH-lighteval", "refs/convert/parquet", []hubtest.File{
+		{Path: "default/test/0000.parquet", Content: parquetOf[mathRow](t, "math_lighteval_test.jsonl"), LFS: true},
+	})
+	cache := filepath.Join(t.TempDir(), "hub")
+	hc, err := hub.New(hub.Config{Endpoint: fake.URL, Token: "hf_nightly", CacheDir: cache, MaxAttempts: 2, MaxRetryWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	url := testbin.Serve(t, "model = \""+model+"\"\ndevice = \"n150\"\nruntime = \"sim\"\n[sim]\ntime_scale = 0.0\n").URL
+	tgt, err := target.Resolve(context.Background(), target.Query{URL: url, Device: "n150"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &runs.Store{Root: filepath.Join(t.TempDir(), "runs")}
+	out, err := release.Run(context.Background(), release.Config{Target: tgt, Workflow: release.WorkflowEvals, Limit: limit.Smoke,
+		Store: store, Trigger: "schedule", Hub: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]release.EvalRow{}
+	for _, r := range out.Report.Evals.Rows {
+		rows[r.Task] = r
+	}
+	for _, task := range []string{"meta_gpqa", "meta_math"} {
+		r := rows[task]
+		if r.NotRun != "" || r.Samples == 0 || r.Role != release.RoleReference {
+			t.Errorf("%s was not measured from the Hub data: %+v", task, r)
+		}
+	}
+	if r := rows["livecodebench"]; !strings.Contains(r.NotRun, "cannot run") {
+		t.Errorf("livecodebench: %+v, want listed as not runnable", r)
+	}
+	t.Logf("verdict %s: %s", out.Report.Acceptance.Verdict, out.Report.Acceptance.Summary)
+	if v := out.Report.Acceptance.Verdict; v == release.VerdictPass {
+		t.Errorf("verdict %s with a reference not measured", v)
+	}
+	missing, _ := json.Marshal(out.Report.Acceptance.Missing)
+	if !strings.Contains(string(missing), "livecodebench") {
+		t.Errorf("acceptance does not list livecodebench as missing: %+v", out.Report.Acceptance.Missing)
+	}
+	// The run records where its data came from.
+	data, err := os.ReadFile(filepath.Join(out.Dir, "evals", workflow.DataFileName))
+	if err != nil || !strings.Contains(string(data), evals) || !strings.Contains(string(data), `"commit"`) {
+		t.Errorf("datasets.json: %v\n%s", err, data)
+	}
+	for _, r := range fake.Requests() {
+		if r.Server == "cdn" && r.Authorization != "" {
+			t.Errorf("the CDN received the token: %s", r.Path)
+		}
+	}
+
+	// Offline, the same run reads the cache; with an empty cache, the
+	// references are not measured and the reason names the pull command.
+	offline, _ := hub.New(hub.Config{Endpoint: fake.URL, CacheDir: cache, Offline: true})
+	out, err = release.Run(context.Background(), release.Config{Target: tgt, Workflow: release.WorkflowEvals, Limit: limit.Smoke, Store: store, Hub: offline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Report.Evals.Rows {
+		if (r.Task == "meta_gpqa" || r.Task == "meta_math") && r.NotRun != "" {
+			t.Errorf("offline with a pulled cache: %s not run: %s", r.Task, r.NotRun)
+		}
+	}
+	empty, _ := hub.New(hub.Config{Endpoint: fake.URL, CacheDir: t.TempDir(), Offline: true})
+	out, err = release.Run(context.Background(), release.Config{Target: tgt, Workflow: release.WorkflowEvals, Limit: limit.Smoke, Store: store, Hub: empty})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Report.Evals.Rows {
+		if r.Task == "meta_gpqa" && !strings.Contains(r.NotRun, "ttisctl dataset pull meta_gpqa --catalog-model "+model) {
+			t.Errorf("offline with an empty cache: meta_gpqa %q, want the pull command", r.NotRun)
+		}
+	}
+	if v := out.Report.Acceptance.Verdict; v != release.VerdictIncomplete && v != release.VerdictFail {
+		t.Errorf("offline with an empty cache: verdict %s", v)
+	}
+}

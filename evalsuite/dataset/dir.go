@@ -1,0 +1,45 @@
+package dataset
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/ttis-dev/ttis/evalsuite"
+)
+
+// LoadDir reads every data file of a folder (a split stored as several
+// shards, as the Hub keeps large splits), in name order, as one dataset:
+// document ids run on across the files. Hidden files are skipped; a file
+// whose format cannot be told from its extension is an error.
+func LoadDir(dir string, opts Options) ([]evalsuite.Doc, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || e.IsDir() {
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("dataset %s: the folder has no data files", dir)
+	}
+	sort.Strings(names)
+	var docs []evalsuite.Doc
+	for _, name := range names {
+		part, err := Load(filepath.Join(dir, name), opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range part {
+			d.ID = len(docs)
+			docs = append(docs, d)
+		}
+	}
+	return docs, nil
+}
