@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 	"github.com/ttis-dev/ttis/runtime/media"
 	"github.com/ttis-dev/ttis/runtime/serve"
 	"github.com/ttis-dev/ttis/runtime/sim"
@@ -612,5 +613,30 @@ func TestMediaUnitProcess(t *testing.T) {
 	}
 	if !strings.Contains(u.log.String(), `"task":"image"`) {
 		t.Fatalf("ready line without the task:\n%s", u.log.String())
+	}
+}
+
+// TestCPUEmbeddings serves /v1/embeddings for real from a cpu unit (`ttisd
+// serve` on a random-weight model): unit vectors of the hidden size, the
+// same text the same vector, float and base64 alike.
+func TestCPUEmbeddings(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny.gguf")
+	if err := synth.Create(model, synth.Options{Preset: "tiny", Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	u := startUnitFile(t, filepath.Join(dir, "cpu-emb.toml"), addr, fmt.Sprintf("model = %q\ndevice = \"cpu\"\nlisten = %q\n[cpu]\nthreads = 1\n", model, addr))
+	m := &mediaServer{t: t, url: u.url}
+	checkEmbeddings(t, m, 64)
+	code, body := m.postJSON("/v1/embeddings", map[string]any{"input": "hello world", "encoding_format": "base64"})
+	if code != 200 || !bytes.Contains(body, []byte(`"embedding":"`)) {
+		t.Fatalf("base64: %d %s", code, body)
+	}
+	code, body = m.postJSON("/v1/embeddings", map[string]any{"input": "x", "dimensions": 32})
+	checkMediaError(t, code, body, 400, "dimensions")
+	code, body = m.postJSON("/v1/images/generations", map[string]any{"prompt": "x"})
+	if code != 404 {
+		t.Fatalf("images on a cpu unit: %d %s", code, body)
 	}
 }
