@@ -608,8 +608,8 @@ func TestMediaUnitProcess(t *testing.T) {
 		t.Fatalf("liveness: %d %s", code, body)
 	}
 	code, _, body = u.request("GET", "/version", "")
-	if code != 200 {
-		t.Fatalf("version %d", code)
+	if code != 200 || !bytes.Contains(body, []byte(`"simulated":true`)) || !bytes.Contains(body, []byte(`"task":"image"`)) {
+		t.Fatalf("version %d %s", code, body)
 	}
 	if !strings.Contains(u.log.String(), `"task":"image"`) {
 		t.Fatalf("ready line without the task:\n%s", u.log.String())
