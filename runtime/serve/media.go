@@ -119,6 +119,12 @@ var textRoutes = map[string]bool{"/v1/completions": true, "/v1/chat/completions"
 // unit; it reports false for a request it leaves to the text routes.
 func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string, start time.Time) bool {
 	if path == "/tt-liveness" {
+		if up := s.upstream.Load(); up != nil && up.alive() {
+			// The media server's own answer: its workers, restarts and
+			// canary.
+			up.u.Forward(ctx, nil, nil)
+			return true
+		}
 		s.liveness(ctx)
 		return true
 	}

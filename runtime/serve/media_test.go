@@ -640,3 +640,126 @@ func TestCPUEmbeddings(t *testing.T) {
 		t.Fatalf("images on a cpu unit: %d %s", code, body)
 	}
 }
+
+// fakeDocker is a `docker` that records its arguments and, for `docker
+// run`, starts our own server in the container's place: a sim unit for the
+// MODEL and DEVICE it was given, on the host port published for the
+// container's 8000, checking the API_KEY it was given, as tt-media-server
+// would.
+const fakeDocker = `#!/usr/bin/env bash
+set -euo pipefail
+printf '%s\n' "$@" >"$FAKE_DOCKER_ARGS"
+[ "$1" = run ] || exit 0
+port= model= device= key=
+prev=
+for a in "$@"; do
+	case "$prev" in
+	--publish) port=${a#127.0.0.1:}; port=${port%%:*} ;;
+	-e)
+		case "$a" in
+		MODEL=*) model=${a#MODEL=} ;;
+		DEVICE=*) device=${a#DEVICE=} ;;
+		API_KEY=*) key=${a#API_KEY=} ;;
+		esac ;;
+	esac
+	prev=$a
+done
+dir=$FAKE_DOCKER_DIR
+(umask 077 && printf '%s\n' "$key" >"$dir/key")
+cat >"$dir/inner.toml" <<UNIT
+model = "$model"
+device = "$device"
+runtime = "sim"
+listen = "127.0.0.1:$port"
+[auth]
+mode = "api-key"
+secret_file = "$dir/key"
+[sim]
+time_scale = 0
+UNIT
+exec "$FAKE_TTISD" serve "$dir/inner.toml"
+`
+
+// TestMediaContainerPath starts a media unit on the vllm runtime: ttisd
+// serve plans tt-media-server's docker run (no vLLM flags, MODEL, DEVICE,
+// MODEL_RUNNER, DEVICE_IDS of the unit's chips, API_KEY, port 8000
+// inside, hugepages, one device per chip), supervises the fake container
+// and proxies the unit's requests to it with the container's key.
+func TestMediaContainerPath(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(fakeDocker), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	argsFile := filepath.Join(dir, "docker-args")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("FAKE_DOCKER_ARGS", argsFile)
+	t.Setenv("FAKE_TTISD", ttisdBinary(t))
+	t.Setenv("FAKE_DOCKER_DIR", t.TempDir())
+	secret := filepath.Join(dir, "unit-key")
+	if err := os.WriteFile(secret, []byte("front-door-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	up := freePort(t)
+	_, upPort, _ := net.SplitHostPort(up)
+	text := fmt.Sprintf(`model = "stable-diffusion-xl-base-1.0"
+device = "t3k"
+runtime = "vllm"
+chips = [8, 9, 10, 11, 12, 13, 14, 15]
+listen = %q
+[auth]
+mode = "api-key"
+secret_file = %q
+[media]
+device_ids = "(0,1),(2,3),(4,5),(6,7)"
+[vllm]
+port = %s
+`, addr, secret, upPort)
+	u := startUnitFile(t, filepath.Join(dir, "sdxl-t3k.toml"), addr, text)
+	raw, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	joined := strings.Join(args, " ")
+	for _, want := range []string{
+		"run --rm --name ttis-sdxl-t3k --ipc host",
+		"--device /dev/tenstorrent/8:/dev/tenstorrent/8",
+		"--device /dev/tenstorrent/15:/dev/tenstorrent/15",
+		"--mount type=bind,src=/dev/hugepages-1G,dst=/dev/hugepages-1G",
+		"--publish 127.0.0.1:" + upPort + ":8000",
+		"-e MODEL=stable-diffusion-xl-base-1.0", "-e DEVICE=t3k", "-e MODEL_RUNNER=tt-sdxl-trace",
+		"-e DEVICE_IDS=(8,9),(10,11),(12,13),(14,15)", "-e DEVICE_MESH_SHAPE=2,1", "-e API_KEY=ttis-",
+		"ghcr.io/tenstorrent/tt-media-inference-server",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("docker argv lacks %q:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "--model") || strings.Contains(joined, "--tt-device") || strings.Contains(joined, "--no-auth") {
+		t.Errorf("docker argv carries vLLM flags:\n%s", joined)
+	}
+	if strings.Contains(u.log.String(), "API_KEY=ttis-") {
+		t.Error("the container's key is in the log")
+	}
+	code, _, body := u.request("POST", "/v1/images/generations", `{"prompt":"x","size":"512x512"}`)
+	if code != 401 {
+		t.Fatalf("no key: %d %s", code, body)
+	}
+	code, _, body = u.request("POST", "/v1/images/generations", `{"prompt":"a harbour","size":"512x512","seed":5}`, "Authorization", "Bearer front-door-key")
+	if code != 200 || !bytes.Contains(body, []byte(`"b64_json"`)) {
+		t.Fatalf("image through the container: %d %.300s", code, body)
+	}
+	code, _, body = u.request("GET", "/tt-liveness", "")
+	if code != 200 || !bytes.Contains(body, []byte(`"runner_in_use":"tt-sdxl-trace"`)) {
+		t.Fatalf("liveness through the container: %d %s", code, body)
+	}
+	code, _, body = u.request("GET", "/metrics", "")
+	if code != 200 || !bytes.Contains(body, []byte(`vllm:e2e_request_latency_seconds_count{model_name="stable-diffusion-xl-base-1.0",engine="0"} 1`)) {
+		t.Fatalf("metrics: %d %s", code, body)
+	}
+}
