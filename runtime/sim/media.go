@@ -30,10 +30,12 @@ import (
 //   - image: per image, 1/tput_user seconds of the catalog's image target
 //     (or its ttft_ms), scaled by num_inference_steps / the target's
 //     steps; images of one request run one after another;
-//   - audio (speech to text): ttft_ms for the first segment, the whole
-//     clip at the target's real-time factor rtr (clip seconds per second),
-//     or at tput_user words per second when rtr is not given;
-//   - text to speech: ttft_ms, then the generated audio at rtr;
+//   - audio (speech to text): each 5-second segment is ready once the
+//     clip up to its end has been read at the target's real-time factor
+//     rtr (clip seconds per second; tput_user words per second when rtr
+//     is not given), and none before ttft_ms;
+//   - text to speech: the generated audio at rtr (audio seconds per
+//     second), and never less than ttft_ms;
 //   - cnn: ttft_ms (or 1/tput_user) per image;
 //   - embedding: the prompt tokens at tput_prefill tokens per second.
 //
@@ -377,22 +379,22 @@ func (e *MediaEngine) Transcribe(ctx context.Context, req *runtime.TranscribeReq
 		speakers = append(speakers, "SPEAKER_01")
 	}
 	var texts []string
-	elapsed := time.Duration(0)
+	elapsed, words := time.Duration(0), 0
 	for i := 0; float64(i)*segmentSeconds < dur; i++ {
 		start := float64(i) * segmentSeconds
 		end := math.Min(start+segmentSeconds, dur)
 		n := max(1, int(math.Round((end-start)*2.5)))
 		text := sentence(rng, n)
-		// The first segment comes after TTFT, the rest at the clip's pace.
+		// A segment is ready once the device has read the clip up to its
+		// end at the real-time factor, and never before TTFT.
 		var at time.Duration
 		if e.cfg.Timing.RTR > 0 {
-			at = e.cfg.Timing.TTFT + time.Duration(end/e.cfg.Timing.RTR*float64(time.Second))
+			at = time.Duration(end / e.cfg.Timing.RTR * float64(time.Second))
 		} else {
-			at = e.cfg.Timing.TTFT + time.Duration(float64(len(texts)+1)*float64(n)/max(e.cfg.Timing.WordsPerSecond, 1)*float64(time.Second))
+			words += n
+			at = time.Duration(float64(words) / max(e.cfg.Timing.WordsPerSecond, 1) * float64(time.Second))
 		}
-		if i == 0 {
-			at = max(at, e.cfg.Timing.TTFT)
-		}
+		at = max(at, e.cfg.Timing.TTFT)
 		if err := e.sleep(ctx, at-elapsed); err != nil {
 			return nil, err
 		}
@@ -442,7 +444,7 @@ func (e *MediaEngine) Speak(ctx context.Context, req *runtime.SpeechRequest) (*r
 	dur := max(time.Duration(nwords)*speechPerWord, time.Duration(speechMinSeconds*float64(time.Second)))
 	d := e.cfg.Timing.TTFT
 	if e.cfg.Timing.RTR > 0 {
-		d += time.Duration(float64(dur) / e.cfg.Timing.RTR)
+		d = max(d, time.Duration(float64(dur)/e.cfg.Timing.RTR))
 	}
 	if err := e.work(ctx, d); err != nil {
 		return nil, err
