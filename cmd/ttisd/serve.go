@@ -128,19 +128,6 @@ func rereadOnHUP(ctx context.Context, path string, hup <-chan os.Signal, reload 
 
 // runUnit serves u with the engine or upstream its runtime opens.
 func runUnit(ctx context.Context, u *units.Unit, opens map[string]serve.OpenFunc, ups map[string]serve.UpstreamOpenFunc, o serve.Options) error {
-	if u.Spec != nil && u.Spec.IsMedia() && u.Runtime == units.RuntimeVllm {
-		log := o.Logger
-		if log == nil {
-			log = slog.New(slog.DiscardHandler)
-		}
-		return serve.RunUnitUpstream(ctx, u, func(ctx context.Context) (serve.Upstream, error) {
-			s, err := vllm.OpenMedia(ctx, u, log)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		}, o)
-	}
 	if up, ok := ups[u.Runtime]; ok {
 		log := o.Logger
 		if log == nil {
