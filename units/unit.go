@@ -44,6 +44,8 @@ type Unit struct {
 	CPU      CPU        `toml:"cpu" json:"cpu"`
 	Vllm     Vllm       `toml:"vllm" json:"vllm"`
 	API      API        `toml:"api" json:"api"`
+	// Media configures a media model's server (see Media).
+	Media Media `toml:"media" json:"media"`
 	// Evals shapes the eval step of the unit's releases and scheduled runs
 	// (the catalog's reference tasks by default).
 	Evals Evals `toml:"evals" json:"evals"`

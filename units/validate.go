@@ -90,6 +90,7 @@ func validate(c *errorsOf, u *Unit, dir string) {
 	validateSections(c, u)
 	validateEvals(c, u, dir)
 	validateAPI(c, u)
+	validateMedia(c, u, dev, devOK)
 }
 
 // validateEvals checks the eval overrides' shape; whether a task exists
@@ -391,7 +392,7 @@ func validateLimits(c *errorsOf, u *Unit) {
 		l.RequestTimeout.Duration = DefaultRequestTimeout
 	}
 	if l.MaxBodyBytes == 0 {
-		l.MaxBodyBytes = DefaultMaxBodyBytes
+		l.MaxBodyBytes = defaultBodyBytes(u)
 	}
 }
 

@@ -118,6 +118,7 @@ func pageData(r *Report) htmlPage {
 	if b := r.Benchmarks; b != nil {
 		p.BenchError = b.Error
 		t := &htmlTable{}
+		benchColumns := columnsFor(b.Rows)
 		for _, c := range benchColumns {
 			t.Header = append(t.Header, c.header)
 		}

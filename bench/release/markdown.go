@@ -262,6 +262,7 @@ func benchMarkdown(md *Metadata, s *BenchSection) string {
 		fmt.Fprintf(&b, "The benchmark sweep did not finish: %s\n\n", cell(s.Error))
 	}
 	if len(s.Rows) > 0 {
+		benchColumns := columnsFor(s.Rows)
 		// Empty columns are dropped, as upstream does.
 		var cols []int
 		for i, c := range benchColumns {
@@ -303,6 +304,10 @@ func benchMarkdown(md *Metadata, s *BenchSection) string {
 		b.WriteString(report.TargetChecks(r.Grade))
 	}
 	b.WriteString("\n**Notes**\n\n")
+	if isMediaSection(s.Rows) {
+		b.WriteString(mediaNotes)
+		return b.String()
+	}
 	b.WriteString("- Columns without a percentile label are means; Tput User = 1000 / mean TPOT.\n")
 	b.WriteString("- Verdict: a point passes when any single tier (functional, complete, target) meets all its checks, and names the strictest tier met; a failure counts only in the tiers the model status enforces. `NA` points have no target and are ungraded; `NOT MEASURED` and `INCOMPLETE` points did not run or had failed requests.\n")
 	return b.String()

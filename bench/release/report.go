@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/bench/grade"
+	"github.com/ttis-dev/ttis/bench/media"
 	"github.com/ttis-dev/ttis/bench/report"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/units/catalog"
@@ -99,6 +100,8 @@ type BenchRow struct {
 	ResultFile    string      `json:"result_file,omitempty"`
 	Error         string      `json:"error,omitempty"`
 	Grade         grade.Point `json:"target_checks"`
+	// Media holds a media point's own measurements (media.go).
+	Media *media.Point `json:"media,omitempty"`
 }
 
 // Key names the point in blockers and regressions.

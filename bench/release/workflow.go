@@ -420,7 +420,9 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome
 		rep.Metadata.EvalSettings = cfg.evalNote
 	}
 	if cfg.Workflow != WorkflowEvals {
-		if cfg.Point {
+		if t.Spec != nil && t.Spec.IsMedia() {
+			rep.Benchmarks = runMedia(ctx, cfg, run)
+		} else if cfg.Point {
 			rep.Benchmarks, out.Point = runPoint(ctx, cfg, run, p.points)
 		} else {
 			rep.Benchmarks = runSweep(ctx, cfg, run, &rep.Metadata, p.points)

@@ -31,6 +31,12 @@ var runtimes = map[string]serve.OpenFunc{
 	"cpu": cpu.Open,
 }
 
+// mediaRuntimes maps a runtime name to the function that opens its engine
+// for a media model (images, speech, CNNs, embeddings).
+var mediaRuntimes = map[string]serve.MediaOpenFunc{
+	"sim": sim.OpenMedia,
+}
+
 // upstreams maps runtimes that forward to an upstream server.
 var upstreams = map[string]serve.UpstreamOpenFunc{
 	"vllm": func(ctx context.Context, u *units.Unit, log *slog.Logger) (serve.Upstream, error) {
@@ -138,6 +144,11 @@ func runUnit(ctx context.Context, u *units.Unit, opens map[string]serve.OpenFunc
 			log = slog.New(slog.DiscardHandler)
 		}
 		return serve.RunUnitUpstream(ctx, u, func(ctx context.Context) (serve.Upstream, error) { return up(ctx, u, log) }, o)
+	}
+	if u.Spec != nil && u.Spec.IsMedia() {
+		if open, ok := mediaRuntimes[u.Runtime]; ok {
+			return serve.RunUnitMedia(ctx, u, func(ctx context.Context) (runtime.MediaEngine, error) { return open(ctx, u) }, o)
+		}
 	}
 	open, ok := opens[u.Runtime]
 	if !ok {

@@ -2,8 +2,10 @@
 # The main job on the embedded default, on any machine: no network, no
 # accelerator, no root. Creates a small random-weight Llama model, starts
 # ttisd on a private folder with a cpu unit (our Go engine serving that
-# model) and a sim unit (a simulated n150 serving Llama-3.1-8B-Instruct),
-# waits until both are active, shows `ttisctl status`, runs the release
+# model), a sim unit (a simulated n150 serving Llama-3.1-8B-Instruct) and
+# a sim media unit (a simulated n150 serving Stable Diffusion XL through
+# tt-media-server's API), waits until they are active, shows `ttisctl
+# status`, generates one image from the media unit, runs the release
 # workflow (smoke eval, smoke benchmark sweep, report with a verdict) on
 # each, prints where the results are, and stops the daemon.
 set -euo pipefail
@@ -36,6 +38,7 @@ echo "== creating a 24M-parameter Llama model (random weights, Q8_0)"
 
 cpu_port=$(free_port 18600)
 sim_port=$(free_port $((cpu_port + 1)))
+sdxl_port=$(free_port $((sim_port + 1)))
 cat >"$demo/units/demo-cpu.toml" <<UNIT
 description = "24M random-weight Llama on the host CPU (pure-Go engine)"
 model   = "$demo/state/models/demo-24m.gguf"
@@ -54,6 +57,18 @@ runtime = "sim"
 listen  = "127.0.0.1:$sim_port"
 UNIT
 
+cat >"$demo/units/demo-sdxl.toml" <<UNIT
+description = "simulated n150 serving Stable Diffusion XL (a media unit: tt-media-server's image API)"
+model   = "stable-diffusion-xl-base-1.0"
+device  = "n150"
+runtime = "sim"
+listen  = "127.0.0.1:$sdxl_port"
+
+[sim]
+# 12.5 s an image on an n150 (the catalog target), shown 20 times faster.
+time_scale = 0.05
+UNIT
+
 echo "== starting ttisd (log: $demo/ttisd.log)"
 "$bin/ttisd" --units-dir "$demo/units" --state-dir "$demo/state" --socket "$demo/ttisd.sock" \
 	--log-format text >"$demo/ttisd.log" 2>&1 &
@@ -66,18 +81,25 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Wait (bounded) until both units report active.
+# Wait (bounded) until the units report active.
 for _ in $(seq 1 120); do
-	if ttisctl status demo-cpu >/dev/null 2>&1 && ttisctl status demo-sim >/dev/null 2>&1; then
+	if ttisctl status demo-cpu >/dev/null 2>&1 && ttisctl status demo-sim >/dev/null 2>&1 && ttisctl status demo-sdxl >/dev/null 2>&1; then
 		break
 	fi
 	sleep 0.5
 done
 ttisctl status
-ttisctl status demo-cpu >/dev/null && ttisctl status demo-sim >/dev/null || {
+ttisctl status demo-cpu >/dev/null && ttisctl status demo-sim >/dev/null && ttisctl status demo-sdxl >/dev/null || {
 	echo "units did not become active; see $demo/ttisd.log" >&2
 	exit 1
 }
+
+echo
+echo "== one image from the media unit (simulated: a seeded picture, timed like SDXL on an n150)"
+curl -sS --max-time 60 -H 'Content-Type: application/json' "http://127.0.0.1:$sdxl_port/v1/images/generations" \
+	-d '{"prompt": "a lighthouse at dusk", "seed": 7, "size": "512x512"}' |
+	grep -o '"images":\["[^"]*' | cut -d'"' -f4 | base64 -d >"$demo/sdxl.png"
+echo "   $demo/sdxl.png ($(wc -c <"$demo/sdxl.png") bytes)"
 
 echo
 echo "== release workflow (evals, then the smoke benchmark sweep, then the report) for each unit"

@@ -52,6 +52,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		s.legacy(ctx, reqID, start)
 		return
 	}
+	if s.routeMedia(ctx, path, method, reqID, start) {
+		return
+	}
 	type route struct {
 		method string
 		fn     func(*fasthttp.RequestCtx, *engineState, string)
@@ -161,6 +164,9 @@ func (s *Server) version(ctx *fasthttp.RequestCtx) {
 		v["runtime"] = st.info.Runtime
 		v["engine"] = st.info.Version
 		v["simulated"] = st.info.Simulated
+	}
+	if ms := s.media.Load(); ms != nil {
+		v["runtime"], v["engine"], v["simulated"], v["task"] = ms.info.Runtime, ms.info.Version, ms.info.Simulated, ms.mi.Task
 	}
 	writeJSON(ctx, v)
 }

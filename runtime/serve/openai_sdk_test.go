@@ -56,7 +56,7 @@ func TestOpenAIJSSDK(t *testing.T) {
 func installOpenAIJS(ctx context.Context, t *testing.T, npm string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, f := range []string{"package.json", "package-lock.json", "script.mjs", "structured.mjs"} {
+	for _, f := range []string{"package.json", "package-lock.json", "script.mjs", "structured.mjs", "media.mjs"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "openai-js", f))
 		if err != nil {
 			t.Fatal(err)
@@ -115,6 +115,49 @@ func TestOpenAIJSSDKStructured(t *testing.T) {
 		t.Fatalf("script output %q: %v", out, err)
 	}
 	if res.Model == "" || len(res.Weathers) != 3 || res.Call.Name != "get_weather" {
+		t.Errorf("SDK results %s", lines[len(lines)-1])
+	}
+}
+
+// TestOpenAIJSSDKMedia calls images.generate, audio.transcriptions.create
+// (a file upload), audio.speech.create and embeddings.create with the
+// pinned SDK against sim media units (testdata/openai-js/media.mjs).
+func TestOpenAIJSSDKMedia(t *testing.T) {
+	node, errNode := exec.LookPath("node")
+	npm, errNpm := exec.LookPath("npm")
+	if errNode != nil || errNpm != nil {
+		t.Skip("node or npm is not installed; the OpenAI JS SDK check needs both")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := installOpenAIJS(ctx, t, npm)
+	var urls []string
+	for _, m := range []struct{ model, device string }{
+		{"stable-diffusion-xl-base-1.0", "n150"}, {"whisper-large-v3", "n150"}, {"speecht5_tts", "n150"}, {"Qwen3-Embedding-4B", "n150"},
+	} {
+		addr := freePort(t)
+		u := startUnitFile(t, filepath.Join(t.TempDir(), "media.toml"), addr,
+			fmt.Sprintf("model = %q\ndevice = %q\nruntime = \"sim\"\nlisten = %q\n[sim]\ntime_scale = 0\n", m.model, m.device, addr))
+		urls = append(urls, u.url)
+	}
+	run := exec.CommandContext(ctx, node, append([]string{"media.mjs"}, urls...)...)
+	run.Dir = dir
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node media.mjs: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var res struct {
+		Images        int     `json:"images"`
+		Transcript    string  `json:"transcript"`
+		Segments      int     `json:"segments"`
+		SpeechSeconds float64 `json:"speechSeconds"`
+		Dims          int     `json:"dims"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("script output %q: %v", out, err)
+	}
+	if res.Images != 2 || res.Transcript == "" || res.Segments != 3 || res.SpeechSeconds < 1 || res.Dims != 2560 {
 		t.Errorf("SDK results %s", lines[len(lines)-1])
 	}
 }

@@ -85,6 +85,8 @@ type Config struct {
 	UnitHash string
 	// Reload delivers new live settings while the server runs (see Live).
 	Reload <-chan Live
+	// MediaLimits bound a media unit's uploads (media.go).
+	MediaLimits MediaLimits
 }
 
 // Headers of GET /health that identify the server process.
@@ -117,6 +119,7 @@ type Server struct {
 	state    atomic.Pointer[engineState]
 	live     atomic.Pointer[Live]
 	upstream atomic.Pointer[upstreamState]
+	media    atomic.Pointer[mediaState]
 	// loadErr is set when the engine failed to open.
 	loadErr atomic.Pointer[string]
 	sem     *semaphore.Weighted
@@ -245,7 +248,9 @@ func (s *Server) SetLoadError(err error) {
 }
 
 // Ready reports whether an engine or an upstream is set.
-func (s *Server) Ready() bool { return s.state.Load() != nil || s.upstream.Load() != nil }
+func (s *Server) Ready() bool {
+	return s.state.Load() != nil || s.upstream.Load() != nil || s.media.Load() != nil
+}
 
 // Handler is the server's request handler (for in-process tests and
 // benchmarks that serve it on their own listener).

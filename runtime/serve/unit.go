@@ -48,6 +48,7 @@ func ConfigFor(u *units.Unit, o Options) (Config, error) {
 		RequestTimeout: u.Limits.RequestTimeout.Duration, MaxBodyBytes: u.Limits.MaxBodyBytes,
 		ShutdownGrace: shutdownGrace(u, o), Heartbeat: o.Heartbeat, Version: o.Version, Logger: o.Logger,
 		UnitHash: o.UnitHash, Reload: o.Reload, Conditions: ConditionsOf(u),
+		MediaLimits: MediaLimits{MaxAudioSeconds: u.Media.MaxAudioDurationSeconds, MaxAudioBytes: u.Media.MaxAudioSizeBytes},
 	}
 	if u.API.Legacy {
 		cfg.LegacyRoute = u.API.LegacyRoute
@@ -93,6 +94,21 @@ func RunUnit(ctx context.Context, u *units.Unit, open func(context.Context) (run
 		cfg.Logger = cfg.Logger.With("unit", u.Name)
 	}
 	return Run(ctx, cfg, open)
+}
+
+// MediaOpenFunc opens a media unit's engine (sim.OpenMedia).
+type MediaOpenFunc func(ctx context.Context, u *units.Unit) (runtime.MediaEngine, error)
+
+// RunUnitMedia serves a loaded media unit (see RunMedia).
+func RunUnitMedia(ctx context.Context, u *units.Unit, open func(context.Context) (runtime.MediaEngine, error), o Options) error {
+	cfg, err := ConfigFor(u, o)
+	if err != nil {
+		return err
+	}
+	if cfg.Logger != nil {
+		cfg.Logger = cfg.Logger.With("unit", u.Name)
+	}
+	return RunMedia(ctx, cfg, open)
 }
 
 // UpstreamOpenFunc opens a unit's upstream server (vllm.Open, adapted).

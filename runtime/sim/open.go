@@ -19,6 +19,9 @@ func Open(_ context.Context, u *units.Unit) (runtime.Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim runtime for unit %s: %w", u.Name, err)
 	}
+	if spec.IsMedia() {
+		return nil, fmt.Errorf("sim runtime for unit %s: %s is a %s model; it is served by the media engine (OpenMedia), not the text engine", u.Name, spec.ModelName, spec.ModelType)
+	}
 	timing, err := TimingFromTargets(spec.Targets)
 	if err != nil {
 		return nil, fmt.Errorf("sim runtime for unit %s (%s on %s): %w", u.Name, spec.ModelName, spec.Device, err)

@@ -14,6 +14,9 @@ import (
 // (SSE) through as they arrive.
 type Proxy struct {
 	client *fasthttp.HostClient
+	// Authorization, when set, is sent upstream in place of the client's
+	// (a media server's per-start key; media.go).
+	Authorization string
 }
 
 // NewProxy returns a proxy to the server at addr (host:port). idle bounds
@@ -40,6 +43,9 @@ func (p *Proxy) Forward(ctx *fasthttp.RequestCtx, onChunk func(n int), done func
 	ctx.Request.CopyTo(req)
 	req.SetHost(p.client.Addr)
 	req.Header.Del("Authorization") // auth ends at the front door
+	if p.Authorization != "" {
+		req.Header.Set("Authorization", p.Authorization)
+	}
 	resp := fasthttp.AcquireResponse()
 	err := p.client.Do(req, resp)
 	fasthttp.ReleaseRequest(req)

@@ -36,6 +36,9 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
+	if spec.IsMedia() {
+		return OpenMedia(ctx, u, log) // tt-media-server, not vLLM (media.go)
+	}
 	port := u.Vllm.Port
 	if port == 0 {
 		if port, err = freePort(); err != nil {

@@ -92,6 +92,7 @@ var Rules = []Rule{
 	{"vllm", Restart, "the upstream vLLM server's command, image, ports, env and args"},
 	{"api", Restart, "the server's routes (the legacy API) are set when it starts"},
 	{"evals", Daemon, "the eval step of releases and scheduled runs; the server never reads it"},
+	{"media", Restart, "a media model's worker chip groups and upload limits are set when its server starts"},
 }
 
 // Field is one changed field and its effect.
