@@ -55,6 +55,7 @@ func App(version string) *cli.App {
 			reportCommand(),
 			modelCommand(),
 			tokenCommand(),
+			planCommand(),
 		},
 	}
 	for _, c := range app.Commands {

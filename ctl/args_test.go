@@ -97,6 +97,10 @@ func TestFlagsInBothPositions(t *testing.T) {
 	if err := os.WriteFile(good, []byte("model = \"Qwen3-8B\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	vllmUnit := filepath.Join(dir, "big.toml")
+	if err := os.WriteFile(vllmUnit, []byte("model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nchips = [0]\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	model := filepath.Join(dir, "tiny.gguf")
 	if out, code := runCtl(t, "model", "create", model); code != 0 {
 		t.Fatalf("model create: %d %s", code, out)
@@ -125,6 +129,7 @@ func TestFlagsInBothPositions(t *testing.T) {
 		"model create": {{filepath.Join(dir, "m.gguf")}, {"--preset", "tiny", "--seed", "2", "--force"}},
 		"model info":   {{model}, {"-o", "json"}},
 		"model bench":  {{model}, {"-p", "4", "-n", "2", "--batch", "1", "-r", "1", "-o", "json"}},
+		"plan":         {{vllmUnit}, {"--units-dir", dir, "-o", "json"}},
 		"token":        {nil, {"--secret-file", secret, "--team", "t", "--token-id", "i", "--ttl", "1h"}},
 	}
 	var names []string

@@ -170,7 +170,25 @@ type Vllm struct {
 	// StallTimeout fails the start when the upstream neither prints output
 	// nor becomes healthy for this long (0 = 10m).
 	StallTimeout Duration `toml:"stall_timeout" json:"stall_timeout"`
+	// OverrideTTConfig is merged over the catalog's override_tt_config (a
+	// key set to "" deletes the catalog's value) and reaches vLLM as
+	// --additional-config {"tt": ...}.
+	OverrideTTConfig map[string]any `toml:"override_tt_config" json:"override_tt_config,omitempty"`
+	// HFTokenFile holds the Hugging Face token the container downloads
+	// gated weights with (mode 0600; passed through an env file, never in
+	// argv, logs or status).
+	HFTokenFile string `toml:"hf_token_file" json:"hf_token_file,omitempty"`
+	// TraceCapture warms the server up by capturing tt-metal traces: the
+	// container's own capture at start, and benchmarks' warm-up for each
+	// (ISL, batch) of their sweep. Nil means true.
+	TraceCapture *bool `toml:"trace_capture" json:"trace_capture,omitempty"`
+	// HostChecks is what a failed host readiness check does before a start:
+	// "enforce" (default) blocks the start, "warn" logs and starts anyway.
+	HostChecks string `toml:"host_checks" json:"host_checks,omitempty"`
 }
+
+// TraceCaptureOn reports whether trace capture is enabled (the default).
+func (v Vllm) TraceCaptureOn() bool { return v.TraceCapture == nil || *v.TraceCapture }
 
 // API selects the inference APIs a unit serves besides the OpenAI one.
 type API struct {

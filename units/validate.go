@@ -88,6 +88,7 @@ func validate(c *errorsOf, u *Unit, dir string) {
 	validateRestart(c, u)
 	validateSchedules(c, u)
 	validateSections(c, u)
+	validateVllm(c, u, dir)
 	validateEvals(c, u, dir)
 	validateAPI(c, u)
 }
@@ -331,6 +332,49 @@ func validateAuth(c *errorsOf, u *Unit, dir string) {
 		return
 	}
 	u.Auth.SecretFile = p
+}
+
+// Host check modes of [vllm] host_checks.
+const (
+	HostChecksEnforce = "enforce"
+	HostChecksWarn    = "warn"
+)
+
+// validateVllm checks the [vllm] settings that name files and modes;
+// relative paths are taken from the unit file's folder.
+func validateVllm(c *errorsOf, u *Unit, dir string) {
+	v := &u.Vllm
+	switch v.HostChecks {
+	case "", HostChecksEnforce, HostChecksWarn:
+	default:
+		c.add("vllm.host_checks", "unknown mode %q (want %q: a failed check blocks the start, or %q: it is logged)", v.HostChecks, HostChecksEnforce, HostChecksWarn)
+	}
+	abs := func(p string) string {
+		if p != "" && !filepath.IsAbs(p) {
+			return filepath.Join(dir, p)
+		}
+		return p
+	}
+	v.WeightsDir, v.CacheDir = abs(v.WeightsDir), abs(v.CacheDir)
+	if v.HFTokenFile != "" {
+		p := abs(v.HFTokenFile)
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			c.add("vllm.hf_token_file", "token file %s: %v", p, unwrapPathError(err))
+		case !st.Mode().IsRegular():
+			c.add("vllm.hf_token_file", "token file %s is not a regular file", p)
+		case st.Mode().Perm()&0o077 != 0:
+			c.add("vllm.hf_token_file", "token file %s has mode %04o; it must not be readable or writable by group or others (chmod 600)", p, st.Mode().Perm())
+		default:
+			v.HFTokenFile = p
+		}
+	}
+	for k := range v.OverrideTTConfig {
+		if k == "" {
+			c.add("vllm.override_tt_config", "empty key")
+		}
+	}
 }
 
 func validateLimits(c *errorsOf, u *Unit) {

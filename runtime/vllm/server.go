@@ -25,8 +25,9 @@ const (
 // Server is a unit's running upstream vLLM server and the proxy to it.
 type Server struct {
 	*Proxy
-	up     *Upstream
-	launch *Launch
+	up      *Upstream
+	launch  *Launch
+	secrets *startSecrets
 }
 
 // Open plans and starts u's upstream server and waits until its /health
@@ -42,14 +43,20 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 			return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 		}
 	}
-	l, err := Plan(u, spec, port)
+	secrets, err := readSecrets(u, RuntimeDir())
 	if err != nil {
+		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
+	}
+	l, err := PlanWith(u, spec, port, PlanOptions{EnvFile: secrets.envFile, Secrets: secrets.env})
+	if err != nil {
+		secrets.remove()
 		return nil, err
 	}
 	log = log.With("upstream", l.Argv[0])
 	log.Info("starting upstream server", "argv", l.Argv, "addr", l.Addr)
 	up, err := Start(l, log)
 	if err != nil {
+		secrets.remove()
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
 	stall := u.Vllm.StallTimeout.Duration
@@ -58,10 +65,11 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 	}
 	if err := up.WaitReady(ctx, stall, healthPoll); err != nil {
 		up.Stop(stopTimeout)
+		secrets.remove()
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
 	log.Info("upstream server ready", "pid", up.Pid())
-	return &Server{Proxy: NewProxy(l.Addr, DefaultIdleTimeout), up: up, launch: l}, nil
+	return &Server{Proxy: NewProxy(l.Addr, DefaultIdleTimeout), up: up, launch: l, secrets: secrets}, nil
 }
 
 // Model is the name the upstream serves the model under.
@@ -79,6 +87,7 @@ func (s *Server) Err() error { return s.up.Err() }
 // Close stops the upstream process group (SIGTERM, then SIGKILL).
 func (s *Server) Close() error {
 	s.up.Stop(stopTimeout)
+	s.secrets.remove()
 	return nil
 }
 
