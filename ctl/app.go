@@ -56,6 +56,7 @@ func App(version string) *cli.App {
 			modelCommand(),
 			tokenCommand(),
 			planCommand(),
+			doctorCommand(),
 		},
 	}
 	for _, c := range app.Commands {

@@ -130,6 +130,7 @@ func TestFlagsInBothPositions(t *testing.T) {
 		"model info":   {{model}, {"-o", "json"}},
 		"model bench":  {{model}, {"-p", "4", "-n", "2", "--batch", "1", "-r", "1", "-o", "json"}},
 		"plan":         {{vllmUnit}, {"--units-dir", dir, "-o", "json"}},
+		"doctor":       {{vllmUnit}, {"--root", dir, "-o", "json"}},
 		"token":        {nil, {"--secret-file", secret, "--team", "t", "--token-id", "i", "--ttl", "1h"}},
 	}
 	var names []string

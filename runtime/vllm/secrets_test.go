@@ -54,6 +54,8 @@ func TestHFTokenTravelsInEnvFileOnly(t *testing.T) {
 	u := &units.Unit{Name: "llama", Model: "Llama-3.1-8B-Instruct", Device: "n300", Chips: []int{0}, Runtime: "vllm"}
 	u.Vllm.HFTokenFile = tokFile
 	u.Vllm.Port = 18123
+	// This machine has no chips: start anyway, to see what docker gets.
+	u.Vllm.HostChecks = units.HostChecksWarn
 	var logs bytes.Buffer
 	_, err := Open(context.Background(), u, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err == nil {
@@ -127,5 +129,24 @@ func TestHFTokenForLocalCommandIsEnvironment(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("HF_TOKEN missing from the local command's environment")
+	}
+}
+
+func TestHostChecksBlockTheStart(t *testing.T) {
+	rec := fakeDocker(t)
+	if _, err := os.Stat("/dev/tenstorrent/0"); err == nil {
+		t.Skip("this host has a Tenstorrent chip")
+	}
+	u := &units.Unit{Name: "llama", Model: "Llama-3.1-8B-Instruct", Device: "n300", Chips: []int{0, 1}, Runtime: "vllm"}
+	spec := lookup(t, "Llama-3.1-8B-Instruct", "n300")
+	u.Spec = spec
+	u.Vllm.Port = 18124
+	_, err := Open(context.Background(), u, discard())
+	if err == nil || !strings.Contains(err.Error(), "host not ready: ") || !strings.Contains(err.Error(), "chips: chips [0 1] missing") ||
+		!strings.Contains(err.Error(), "ttisctl doctor llama") {
+		t.Fatalf("Open on a host without chips = %v", err)
+	}
+	if b, _ := os.ReadFile(rec); strings.Contains(string(b), "argv: run") {
+		t.Errorf("docker run was called although the host is not ready:\n%s", b)
 	}
 }

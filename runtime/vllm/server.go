@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/ttis-dev/ttis/runtime/host"
 	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
@@ -35,6 +36,9 @@ type Server struct {
 func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error) {
 	spec, err := catalog.Lookup(u.Model, u.Device)
 	if err != nil {
+		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
+	}
+	if err := checkHost(ctx, u, spec, log); err != nil {
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
 	port := u.Vllm.Port
@@ -70,6 +74,27 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 	}
 	log.Info("upstream server ready", "pid", up.Pid())
 	return &Server{Proxy: NewProxy(l.Addr, DefaultIdleTimeout), up: up, launch: l, secrets: secrets}, nil
+}
+
+// checkHost runs the host readiness checks before a start: a failed check
+// blocks it unless the unit says [vllm] host_checks = "warn".
+func checkHost(ctx context.Context, u *units.Unit, spec *catalog.Spec, log *slog.Logger) error {
+	need := host.NeedOf(u)
+	need.Spec = spec
+	r := host.Run(ctx, host.Env{}, need)
+	for _, c := range r.Checks {
+		if c.Status == host.Warn {
+			log.Warn("host check", "check", c.Name, "detail", c.Detail, "fix", c.Fix)
+		}
+	}
+	if r.Ready {
+		return nil
+	}
+	if host.Enforced(u) {
+		return fmt.Errorf("%s (ttisctl doctor %s shows every check; [vllm] host_checks = \"warn\" starts anyway)", r.Summary(), u.Name)
+	}
+	log.Warn("starting on a host that is not ready ([vllm] host_checks = \"warn\")", "checks", r.Summary())
+	return nil
 }
 
 // Model is the name the upstream serves the model under.
