@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ttis-dev/ttis/runtime/container"
+	"github.com/ttis-dev/ttis/runtime/host"
 	"github.com/ttis-dev/ttis/runtime/vllm"
 	"github.com/ttis-dev/ttis/units"
 )
@@ -89,7 +91,9 @@ func loadUnitArg(arg, dir string) (*units.Unit, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, failure(exitNoUnit, "unit %s: %v (give a unit file, or the name of one in --units-dir)", safe(arg), err)
 	}
-	u, err := units.Load(path)
+	u, err := units.LoadWith(path, units.Options{DetectDevice: func() (string, error) {
+		return host.DetectDevice(context.Background(), host.Env{})
+	}})
 	if err != nil {
 		return nil, failure(exitError, "%v", err)
 	}

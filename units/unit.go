@@ -25,8 +25,12 @@ type Unit struct {
 	// file (GGUF for the cpu runtime).
 	Model string `toml:"model" json:"model"`
 	// Device is a catalog device type (n150, n300, t3k, galaxy, p150, ...)
-	// or "cpu".
+	// or "cpu", or "auto": the host's boards as tt-smi lists them, resolved
+	// when the server starts (LoadWith).
 	Device string `toml:"device" json:"device"`
+	// Catalog is the model catalog the unit's spec comes from: "prod"
+	// (default) or "dev", tt-inference-server's development specs.
+	Catalog string `toml:"catalog" json:"catalog,omitempty"`
 	// Chips lists /dev/tenstorrent/N ids claimed exclusively.
 	Chips []int `toml:"chips" json:"chips,omitempty"`
 	// Runtime is "vllm", "cpu" or "sim"; the default comes from the device.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/cpu"
+	"github.com/ttis-dev/ttis/runtime/host"
 	"github.com/ttis-dev/ttis/runtime/serve"
 	"github.com/ttis-dev/ttis/runtime/sim"
 	"github.com/ttis-dev/ttis/runtime/vllm"
@@ -80,7 +81,11 @@ func serveCommand() *cli.Command {
 // loadUnit reads a unit file and the hash of its text, which the server
 // reports on /health.
 func loadUnit(path string) (*units.Unit, string, error) {
-	u, err := units.Load(path)
+	// device = "auto" is resolved here, on the host that runs the server,
+	// from tt-smi's board list.
+	u, err := units.LoadWith(path, units.Options{DetectDevice: func() (string, error) {
+		return host.DetectDevice(context.Background(), host.Env{})
+	}})
 	if err != nil {
 		return nil, "", err
 	}

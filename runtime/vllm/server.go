@@ -34,7 +34,7 @@ type Server struct {
 // Open plans and starts u's upstream server and waits until its /health
 // answers 200, the process exits, it stalls, or ctx ends.
 func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error) {
-	spec, err := catalog.Lookup(u.Model, u.Device)
+	spec, err := catalog.LookupIn(u.Catalog, u.Model, u.Device)
 	if err != nil {
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}

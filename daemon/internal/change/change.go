@@ -68,6 +68,7 @@ var Rules = []Rule{
 	{"description", Daemon, "shown by ttisctl status only"},
 	{"model", Restart, "the server loads it"},
 	{"device", Restart, "the server opens it"},
+	{"catalog", Restart, "selects the catalog entry the server starts from"},
 	{"chips", Restart, "the server holds them"},
 	{"runtime", Restart, "selects the engine the server runs"},
 	{"listen", Restart, "the server's listening socket"},
