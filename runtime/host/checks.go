@@ -161,6 +161,9 @@ func checkChips(env Env, need Need) Check {
 	if len(missing) > 0 {
 		c.Status = Fail
 		c.Detail = fmt.Sprintf("chips %v missing (present: %v)", missing, have)
+		if len(have) == 0 {
+			c.Detail = fmt.Sprintf("chips %v missing (no chips under %s)", missing, devTenstorrnt)
+		}
 		c.Fix = "install tt-kmd (modprobe tenstorrent) or list present chips in the unit's chips"
 		if len(have) > 0 {
 			c.Fix = "list present chips in the unit's chips, or reset the cards (tt-smi -r)"
