@@ -46,10 +46,19 @@ func doctorCommand() *cli.Command {
 			}
 			out := doctorOutput{Enforced: true}
 			need := host.Need{Docker: true}
+			var deviceCheck *host.Check
 			if len(args) == 1 {
 				u, err := loadUnitArg(args[0], c.String("units-dir"))
 				if err != nil {
-					return err
+					// A device = "auto" unit on a host whose boards cannot be
+					// read: check the rest, and say why the device is unknown.
+					plain, perr := loadUnitArgWith(args[0], c.String("units-dir"), units.Options{})
+					if perr != nil || plain.Device != units.DeviceAuto {
+						return err
+					}
+					u = plain
+					deviceCheck = &host.Check{Name: "device", Status: host.Fail, Detail: strings.TrimSpace(err.Error()),
+						Fix: "install tt-smi and check the boards (tt-smi -s), or set device to the host's device type"}
 				}
 				if u.Runtime != units.RuntimeVllm {
 					return failure(exitError, "unit %s runs on runtime %s, which needs no Tenstorrent host checks", u.Name, u.Runtime)
@@ -58,6 +67,10 @@ func doctorCommand() *cli.Command {
 				out.Unit, out.Model, out.Device, out.Enforced = u.Name, u.Model, u.Device, host.Enforced(u)
 			}
 			out.Report = host.Run(c.Context, host.Env{Root: c.String("root")}, need)
+			if deviceCheck != nil {
+				out.Checks = append([]host.Check{*deviceCheck}, out.Checks...)
+				out.Ready = false
+			}
 			asJSON, err := jsonOutput(c)
 			if err != nil {
 				return err

@@ -3,6 +3,7 @@ package ctl
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,5 +38,20 @@ func TestDoctorBareHost(t *testing.T) {
 	}
 	if got.Ready || len(got.Checks) != 8 || got.Checks[0].Name != "ram" {
 		t.Errorf("doctor json = %+v", got)
+	}
+}
+
+func TestDoctorAutoDeviceWithoutTTSMI(t *testing.T) {
+	if _, err := exec.LookPath("tt-smi"); err == nil {
+		t.Skip("tt-smi is installed here")
+	}
+	dir := t.TempDir()
+	unit := filepath.Join(dir, "auto.toml")
+	if err := os.WriteFile(unit, []byte("model = \"Llama-3.1-8B-Instruct\"\ndevice = \"auto\"\nchips = [0, 1]\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCtl(t, "doctor", unit, "--root", t.TempDir())
+	if code != exitNotReady || !strings.Contains(out, `FAIL  device    `+unit+`:2:1: device: device = "auto": tt-smi is not installed`) {
+		t.Errorf("doctor on an auto unit without tt-smi: %d\n%s", code, out)
 	}
 }

@@ -82,8 +82,16 @@ func planCommand() *cli.Command {
 	}
 }
 
-// loadUnitArg loads a unit file given by path, or NAME.toml from dir.
+// loadUnitArg loads a unit file given by path, or NAME.toml from dir,
+// resolving device = "auto" from this host's boards.
 func loadUnitArg(arg, dir string) (*units.Unit, error) {
+	return loadUnitArgWith(arg, dir, units.Options{DetectDevice: func() (string, error) {
+		return host.DetectDevice(context.Background(), host.Env{})
+	}})
+}
+
+// loadUnitArgWith is loadUnitArg with load options.
+func loadUnitArgWith(arg, dir string, o units.Options) (*units.Unit, error) {
 	path := arg
 	if !strings.HasSuffix(arg, ".toml") && !strings.Contains(arg, "/") {
 		path = filepath.Join(dir, arg+".toml")
@@ -91,9 +99,7 @@ func loadUnitArg(arg, dir string) (*units.Unit, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, failure(exitNoUnit, "unit %s: %v (give a unit file, or the name of one in --units-dir)", safe(arg), err)
 	}
-	u, err := units.LoadWith(path, units.Options{DetectDevice: func() (string, error) {
-		return host.DetectDevice(context.Background(), host.Env{})
-	}})
+	u, err := units.LoadWith(path, o)
 	if err != nil {
 		return nil, failure(exitError, "%v", err)
 	}
