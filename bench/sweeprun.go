@@ -31,6 +31,11 @@ type SweepConfig struct {
 	OutDir string
 	// OnPoint is called before each point runs (progress display).
 	OnPoint func(i int, p sweep.Point)
+	// TraceCapture warms the server up for every (ISL, concurrency) of the
+	// points left to run before measuring any (see CaptureTraces);
+	// OnTraceCapture is called before each shape.
+	TraceCapture   bool
+	OnTraceCapture func(i, n int, s TraceShape)
 	// Done are points an earlier, interrupted run of the same plan
 	// measured (ParseJSON of its SummaryJSON): they are kept, not run
 	// again. A point that failed runs again.
@@ -51,6 +56,8 @@ type SweepResult struct {
 	Files []string
 	// Incomplete is true when a point did not run or a request failed.
 	Incomplete bool
+	// TraceCaptures are the warm-ups run before measuring.
+	TraceCaptures []TraceCapture
 }
 
 // RunSweep runs every point in order, grades it and writes the files. A
@@ -73,6 +80,21 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 		}
 	}
 	res := &SweepResult{}
+	if sc.TraceCapture {
+		var todo []sweep.Point
+		for _, pt := range sc.Points {
+			if _, ok := done[pt.Key()]; !ok {
+				todo = append(todo, pt)
+			}
+		}
+		shapes := TraceShapes(todo)
+		res.TraceCaptures = CaptureTraces(ctx, sc.Base, shapes, func(i int, s TraceShape) {
+			if sc.OnTraceCapture != nil {
+				sc.OnTraceCapture(i, len(shapes), s)
+			}
+		})
+		sc.Metadata.TraceCapture = describeCaptures(res.TraceCaptures)
+	}
 	var cancelled error
 	for i, pt := range sc.Points {
 		if p, ok := done[pt.Key()]; ok {
@@ -136,6 +158,21 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 	}
 	res.Files = append(res.Files, files...)
 	return res, cancelled
+}
+
+// describeCaptures is the trace-capture condition recorded with a sweep.
+func describeCaptures(tc []TraceCapture) string {
+	failed := 0
+	for _, c := range tc {
+		if c.Error != "" || c.Failed > 0 {
+			failed++
+		}
+	}
+	s := fmt.Sprintf("on: %d (ISL, batch) shapes warmed up before measuring", len(tc))
+	if failed > 0 {
+		s += fmt.Sprintf(", %d of them with failures", failed)
+	}
+	return s
 }
 
 // writeSummaries writes the sweep's markdown, CSV and JSON summaries of

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -109,5 +110,67 @@ func TestRunSweepFailuresAndCancel(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, res.Points[0].ResultFile))
 	if json.Unmarshal(b, &raw) != nil || raw["failure_reasons"].(map[string]any)["HTTP 500: engine crashed"] != 2.0 {
 		t.Errorf("failure reasons in %s", b)
+	}
+}
+
+func TestTraceShapes(t *testing.T) {
+	pts := []sweep.Point{{ISL: 2048, OSL: 128, Concurrency: 32}, {ISL: 128, OSL: 128, Concurrency: 1}, {ISL: 128, OSL: 1024, Concurrency: 1},
+		{ISL: 128, OSL: 128, Concurrency: 32}, {ISL: 0, Concurrency: 4}}
+	got := TraceShapes(pts)
+	want := []TraceShape{{128, 1}, {128, 32}, {2048, 32}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("TraceShapes = %v, want %v", got, want)
+	}
+}
+
+// TestSweepCapturesTracesFirst checks that every (ISL, batch) shape is
+// warmed up, with batch concurrent requests of TraceCaptureOSL tokens,
+// before the first measured request, and that the condition is recorded.
+func TestSweepCapturesTracesFirst(t *testing.T) {
+	var mu sync.Mutex
+	var maxTokens []int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		mu.Lock()
+		maxTokens = append(maxTokens, b.MaxTokens)
+		mu.Unlock()
+		for i := range b.MaxTokens {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"text\":\" t%d\"}]}\n\n", i)
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":16,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", b.MaxTokens)
+	}))
+	t.Cleanup(srv.Close)
+	pts := []sweep.Point{{ISL: 16, OSL: 8, Concurrency: 2, NumPrompts: 2}, {ISL: 32, OSL: 8, Concurrency: 1, NumPrompts: 1}}
+	sc := sweepConfig(srv.URL, t.TempDir(), pts)
+	sc.TraceCapture = true
+	var seen []TraceShape
+	sc.OnTraceCapture = func(i, n int, s TraceShape) { seen = append(seen, s) }
+	res, err := RunSweep(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.TraceCaptures) != 2 || res.TraceCaptures[0].Completed != 2 || res.TraceCaptures[1].Completed != 1 || len(seen) != 2 {
+		t.Fatalf("captures = %+v, callbacks %v", res.TraceCaptures, seen)
+	}
+	// The 2 + 1 capture requests come first; no measured request is one.
+	mu.Lock()
+	defer mu.Unlock()
+	if len(maxTokens) < 6 {
+		t.Fatalf("only %d requests: %v", len(maxTokens), maxTokens)
+	}
+	for i, n := range maxTokens {
+		if (i < 3) != (n == TraceCaptureOSL) {
+			t.Errorf("request %d asked %d tokens (order %v)", i, n, maxTokens)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(sc.OutDir, SummaryMarkdown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "| Trace capture | on: 2 (ISL, batch) shapes warmed up before measuring |") {
+		t.Errorf("summary does not record the trace capture:\n%s", b)
 	}
 }

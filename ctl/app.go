@@ -56,6 +56,8 @@ func App(version string) *cli.App {
 			modelCommand(),
 			datasetCommand(),
 			tokenCommand(),
+			planCommand(),
+			doctorCommand(),
 		},
 	}
 	for _, c := range app.Commands {

@@ -98,6 +98,10 @@ func TestFlagsInBothPositions(t *testing.T) {
 	if err := os.WriteFile(good, []byte("model = \"Qwen3-8B\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	vllmUnit := filepath.Join(dir, "big.toml")
+	if err := os.WriteFile(vllmUnit, []byte("model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nchips = [0]\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	model := filepath.Join(dir, "tiny.gguf")
 	if out, code := runCtl(t, "model", "create", model); code != 0 {
 		t.Fatalf("model create: %d %s", code, out)
@@ -129,6 +133,8 @@ func TestFlagsInBothPositions(t *testing.T) {
 		"model create":   {{filepath.Join(dir, "m.gguf")}, {"--preset", "tiny", "--seed", "2", "--force"}},
 		"model info":     {{model}, {"-o", "json"}},
 		"model bench":    {{model}, {"-p", "4", "-n", "2", "--batch", "1", "-r", "1", "-o", "json"}},
+		"plan":           {{vllmUnit}, {"--units-dir", dir, "-o", "json"}},
+		"doctor":         {{vllmUnit}, {"--root", dir, "-o", "json"}},
 		"token":          {nil, {"--secret-file", secret, "--team", "t", "--token-id", "i", "--ttl", "1h"}},
 		"dataset pull":   {{"r1_math500"}, {"--hf-endpoint", fake.URL, "--offline=false", "--state-dir", state, "-o", "json"}},
 		"dataset list":   {{"r1_math500"}, {"--state-dir", state, "-o", "json"}},

@@ -65,6 +65,7 @@ sweep's report.json.
 			&cli.StringFlag{Name: "targets", Usage: "targets override file (model_performance_reference.json shape)"},
 			&cli.BoolFlag{Name: "plan", Usage: "print the planned points and exit"},
 			&cli.StringFlag{Name: "label", Usage: "label stored in the result"},
+			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
 		),
 		Action:       runBench,
 		BashComplete: completeUnits,
@@ -77,7 +78,8 @@ func runBench(c *cli.Context) error {
 		return err
 	}
 	cfg := release.Config{Workflow: release.WorkflowBenchmarks, Bench: &pc, Point: c.String("limit") == "" && !c.Bool("plan"),
-		TargetsOnly: c.Bool("targets-only"), NumPrompts: c.Int("num-prompts"), MaxConcurrency: c.Int("max-concurrency")}
+		TargetsOnly: c.Bool("targets-only"), NumPrompts: c.Int("num-prompts"), MaxConcurrency: c.Int("max-concurrency"),
+		NoTraceCapture: c.Bool("no-trace-capture")}
 	if l := c.String("limit"); l != "" {
 		if cfg.Limit, err = limit.Parse(l); err != nil {
 			return usageError(c, "--limit: %v", err)

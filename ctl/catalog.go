@@ -23,20 +23,25 @@ func catalogCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "device", Usage: "only specs for this device type (n150, n300, t3k, ...)"},
 			&cli.BoolFlag{Name: "all", Usage: "include non-default implementations in the table"},
+			&cli.BoolFlag{Name: "dev-mode", Usage: "list tt-inference-server's development specs (a unit's catalog = \"dev\")"},
 		},
 		Action: func(c *cli.Context) error {
 			if _, err := positional(c, 0, 1); err != nil {
 				return err
 			}
 			var specs []catalog.Spec
+			mode := catalog.ModeProd
+			if c.Bool("dev-mode") {
+				mode = catalog.ModeDev
+			}
 			model := c.Args().First()
+			var err error
 			if model != "" {
-				var err error
-				if specs, err = catalog.ModelSpecs(model); err != nil {
+				if specs, err = catalog.ModelSpecsIn(mode, model); err != nil {
 					return failure(exitNoUnit, "%v", err)
 				}
-			} else {
-				specs = catalog.Specs()
+			} else if specs, err = catalog.SpecsIn(mode); err != nil {
+				return failure(exitError, "%v", err)
 			}
 			if dev := c.String("device"); dev != "" {
 				d, err := catalog.Device(dev)

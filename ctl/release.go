@@ -43,6 +43,7 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 			&cli.StringSliceFlag{Name: "dataset", Usage: "local eval dataset TASK=PATH (repeatable)"},
 			&cli.StringFlag{Name: "eval-api", Value: "completions", Usage: "completions or chat"},
 			&cli.DurationFlag{Name: "request-timeout", Value: 10 * time.Minute, Usage: "bound on one request"},
+			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
 		),
 		Action:       runRelease,
 		BashComplete: completeUnits,
@@ -54,7 +55,7 @@ func runRelease(c *cli.Context) error {
 	if err != nil {
 		return usageError(c, "--limit: %v", err)
 	}
-	cfg := release.Config{Workflow: c.String("workflow"), Limit: mode}
+	cfg := release.Config{Workflow: c.String("workflow"), Limit: mode, NoTraceCapture: c.Bool("no-trace-capture")}
 	if tasks, datasets := splitList(c.StringSlice("task")), splitTaskPaths(c.StringSlice("dataset")); len(tasks) > 0 || len(datasets) > 0 || c.IsSet("eval-api") || c.IsSet("request-timeout") {
 		ec := release.DefaultEvals()
 		ec.Tasks, ec.Datasets = tasks, datasets

@@ -101,6 +101,7 @@ func daemonUnit(c *cli.Context, name string) (*target.Unit, string, error) {
 	if d.Evals != nil {
 		u.Evals = *d.Evals
 	}
+	u.TraceCapture = d.TraceCapture != nil && *d.TraceCapture
 	return u, runsDir, nil
 }
 

@@ -115,6 +115,27 @@ func unwrapPathError(err error) error {
 // in the file (the model file for cpu units, the secret file). It never
 // panics on any input.
 func Parse(name, path string, data []byte) (*Unit, error) {
+	return ParseWith(name, path, data, Options{})
+}
+
+// Options change how a unit file is read on the host that runs it.
+type Options struct {
+	// DetectDevice resolves device = "auto" (the host's boards, from
+	// tt-smi); without it an auto unit is checked without a device.
+	DetectDevice func() (string, error)
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o Options) (*Unit, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWith(strings.TrimSuffix(filepath.Base(path), Ext), path, data, o)
+}
+
+// ParseWith is Parse with options.
+func ParseWith(name, path string, data []byte, o Options) (*Unit, error) {
 	c := &errorsOf{file: path}
 	c.pos = scanPositions(data)
 	u := &Unit{Name: name, Path: path}
@@ -124,6 +145,15 @@ func Parse(name, path string, data []byte) (*Unit, error) {
 	if !decode(c, data, u) {
 		sortErrors(c.list)
 		return nil, c.list
+	}
+	if u.Device == DeviceAuto && o.DetectDevice != nil {
+		d, err := o.DetectDevice()
+		if err != nil {
+			c.add("device", "device = \"auto\": %v", err)
+			sortErrors(c.list)
+			return nil, c.list
+		}
+		u.Device = d
 	}
 	validate(c, u, filepath.Dir(u.Path))
 	if len(c.list) > 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ttis-dev/ttis/units/catalog"
 )
 
 // matchParts reports whether the parts of want, split at "…", occur in s in
@@ -475,5 +477,56 @@ func TestAuthTokenLifetime(t *testing.T) {
 		if _, err := Parse("u", path, unit(tt.mode, tt.extra)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s %q: %v, want %q", tt.mode, tt.extra, err, tt.want)
 		}
+	}
+}
+
+func TestCatalogModeAndAutoDevice(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	devText := "model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\ncatalog = \"dev\"\nchips = [0]\nlisten = \"127.0.0.1:8000\"\n"
+	noImage := write("noimage.toml", devText)
+	if _, err := Load(noImage); err == nil || !strings.Contains(err.Error(), "noimage.toml:3:1: catalog: the dev catalog pins no image") {
+		t.Errorf("dev unit without an image: %v", err)
+	}
+	dev := write("dev.toml", devText+"[vllm]\nimage = \"ghcr.io/example/vllm-tt-metal:dev\"\n")
+	u, err := Load(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := catalog.LookupIn(catalog.ModeDev, "Llama-3.1-8B-Instruct", "n150")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Spec == nil || u.Spec.ModelID != want.ModelID || u.Spec.Version != want.Version {
+		t.Errorf("dev unit spec = %+v", u.Spec)
+	}
+	bad := write("bad.toml", "model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\ncatalog = \"beta\"\nchips = [0]\nlisten = \"127.0.0.1:8000\"\n")
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), `bad.toml:3:1: catalog: unknown catalog "beta"`) {
+		t.Errorf("bad catalog: %v", err)
+	}
+	auto := write("auto.toml", "model = \"Llama-3.1-8B-Instruct\"\ndevice = \"auto\"\nchips = [0, 1]\nlisten = \"127.0.0.1:8000\"\n")
+	u, err = Load(auto)
+	if err != nil {
+		t.Fatalf("auto without detection: %v", err)
+	}
+	if u.Device != DeviceAuto || u.Runtime != RuntimeVllm || u.Spec != nil {
+		t.Errorf("auto unit before detection: %s %s %v", u.Device, u.Runtime, u.Spec)
+	}
+	u, err = LoadWith(auto, Options{DetectDevice: func() (string, error) { return "n300", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Device != "n300" || u.Spec == nil || u.Spec.Device != "n300" {
+		t.Errorf("auto unit after detection: %s %v", u.Device, u.Spec)
+	}
+	_, err = LoadWith(auto, Options{DetectDevice: func() (string, error) { return "", errors.New("tt-smi is not installed") }})
+	if err == nil || !strings.Contains(err.Error(), `auto.toml:2:1: device: device = "auto": tt-smi is not installed`) {
+		t.Errorf("failed detection: %v", err)
 	}
 }

@@ -25,8 +25,12 @@ type Unit struct {
 	// file (GGUF for the cpu runtime).
 	Model string `toml:"model" json:"model"`
 	// Device is a catalog device type (n150, n300, t3k, galaxy, p150, ...)
-	// or "cpu".
+	// or "cpu", or "auto": the host's boards as tt-smi lists them, resolved
+	// when the server starts (LoadWith).
 	Device string `toml:"device" json:"device"`
+	// Catalog is the model catalog the unit's spec comes from: "prod"
+	// (default) or "dev", tt-inference-server's development specs.
+	Catalog string `toml:"catalog" json:"catalog,omitempty"`
 	// Chips lists /dev/tenstorrent/N ids claimed exclusively.
 	Chips []int `toml:"chips" json:"chips,omitempty"`
 	// Runtime is "vllm", "cpu" or "sim"; the default comes from the device.
@@ -184,7 +188,25 @@ type Vllm struct {
 	// StallTimeout fails the start when the upstream neither prints output
 	// nor becomes healthy for this long (0 = 10m).
 	StallTimeout Duration `toml:"stall_timeout" json:"stall_timeout"`
+	// OverrideTTConfig is merged over the catalog's override_tt_config (a
+	// key set to "" deletes the catalog's value) and reaches vLLM as
+	// --additional-config {"tt": ...}.
+	OverrideTTConfig map[string]any `toml:"override_tt_config" json:"override_tt_config,omitempty"`
+	// HFTokenFile holds the Hugging Face token the container downloads
+	// gated weights with (mode 0600; passed through an env file, never in
+	// argv, logs or status).
+	HFTokenFile string `toml:"hf_token_file" json:"hf_token_file,omitempty"`
+	// TraceCapture warms the server up by capturing tt-metal traces: the
+	// container's own capture at start, and benchmarks' warm-up for each
+	// (ISL, batch) of their sweep. Nil means true.
+	TraceCapture *bool `toml:"trace_capture" json:"trace_capture,omitempty"`
+	// HostChecks is what a failed host readiness check does before a start:
+	// "enforce" (default) blocks the start, "warn" logs and starts anyway.
+	HostChecks string `toml:"host_checks" json:"host_checks,omitempty"`
 }
+
+// TraceCaptureOn reports whether trace capture is enabled (the default).
+func (v Vllm) TraceCaptureOn() bool { return v.TraceCapture == nil || *v.TraceCapture }
 
 // API selects the inference APIs a unit serves besides the OpenAI one.
 type API struct {

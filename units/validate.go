@@ -75,7 +75,14 @@ const (
 var unitNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]*$`)
 
 // validate checks u and fills defaults; dir resolves relative paths.
+// DeviceAuto is the device value that asks for detection.
+const DeviceAuto = "auto"
+
 func validate(c *errorsOf, u *Unit, dir string) {
+	if _, err := catalog.ParseMode(u.Catalog); err != nil {
+		c.add("catalog", "%v", err)
+		u.Catalog = catalog.ModeProd
+	}
 	if !unitNameRE.MatchString(u.Name) {
 		c.add("", "unit name %q (the file name) must start with a letter or digit and contain only letters, digits, '.', '_', '@' and '-'", u.Name)
 	}
@@ -88,6 +95,7 @@ func validate(c *errorsOf, u *Unit, dir string) {
 	validateRestart(c, u)
 	validateSchedules(c, u)
 	validateSections(c, u)
+	validateVllm(c, u, dir)
 	validateEvals(c, u, dir)
 	validateAPI(c, u)
 	validateMedia(c, u, dev, devOK)
@@ -156,7 +164,15 @@ func validateAPI(c *errorsOf, u *Unit) {
 
 func validateDevice(c *errorsOf, u *Unit) (catalog.DeviceType, bool) {
 	if u.Device == "" {
-		c.add("device", "required (a device type such as n150, n300, t3k, p150 or cpu)")
+		c.add("device", "required (a device type such as n150, n300, t3k, p150 or cpu, or \"auto\")")
+		return catalog.DeviceType{}, false
+	}
+	if u.Device == DeviceAuto {
+		// Resolved where the server runs (LoadWith); until then the
+		// checks that need a device wait.
+		if u.Runtime == "" {
+			u.Runtime = RuntimeVllm
+		}
 		return catalog.DeviceType{}, false
 	}
 	d, err := catalog.Device(u.Device)
@@ -191,7 +207,7 @@ func validateRuntime(c *errorsOf, u *Unit, dev catalog.DeviceType, devOK bool, d
 		if u.Model == "" || !devOK {
 			return
 		}
-		spec, err := catalog.Lookup(u.Model, u.Device)
+		spec, err := catalog.LookupIn(u.Catalog, u.Model, u.Device)
 		if err != nil {
 			field := "model"
 			if strings.Contains(err.Error(), "does not support device") {
@@ -351,6 +367,52 @@ func validateAuth(c *errorsOf, u *Unit, dir string) {
 		return
 	}
 	u.Auth.SecretFile = p
+}
+
+// Host check modes of [vllm] host_checks.
+const (
+	HostChecksEnforce = "enforce"
+	HostChecksWarn    = "warn"
+)
+
+// validateVllm checks the [vllm] settings that name files and modes;
+// relative paths are taken from the unit file's folder.
+func validateVllm(c *errorsOf, u *Unit, dir string) {
+	v := &u.Vllm
+	switch v.HostChecks {
+	case "", HostChecksEnforce, HostChecksWarn:
+	default:
+		c.add("vllm.host_checks", "unknown mode %q (want %q: a failed check blocks the start, or %q: it is logged)", v.HostChecks, HostChecksEnforce, HostChecksWarn)
+	}
+	abs := func(p string) string {
+		if p != "" && !filepath.IsAbs(p) {
+			return filepath.Join(dir, p)
+		}
+		return p
+	}
+	v.WeightsDir, v.CacheDir = abs(v.WeightsDir), abs(v.CacheDir)
+	if u.Runtime == RuntimeVllm && u.Spec != nil && u.Spec.DockerImage == "" && v.Image == "" && len(v.Command) == 0 {
+		c.add("catalog", "the %s catalog pins no image for %s: set [vllm] image (run.py's --dev-mode needs --override-docker-image too) or [vllm] command", u.Catalog, u.Spec.ModelName)
+	}
+	if v.HFTokenFile != "" {
+		p := abs(v.HFTokenFile)
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			c.add("vllm.hf_token_file", "token file %s: %v", p, unwrapPathError(err))
+		case !st.Mode().IsRegular():
+			c.add("vllm.hf_token_file", "token file %s is not a regular file", p)
+		case st.Mode().Perm()&0o077 != 0:
+			c.add("vllm.hf_token_file", "token file %s has mode %04o; it must not be readable or writable by group or others (chmod 600)", p, st.Mode().Perm())
+		default:
+			v.HFTokenFile = p
+		}
+	}
+	for k := range v.OverrideTTConfig {
+		if k == "" {
+			c.add("vllm.override_tt_config", "empty key")
+		}
+	}
 }
 
 func validateLimits(c *errorsOf, u *Unit) {

@@ -69,6 +69,9 @@ type Config struct {
 	// MaxConcurrency caps a sweep of a model the catalog does not know for
 	// the device (default 1).
 	MaxConcurrency int
+	// NoTraceCapture skips the sweep's trace-capture warm-up for this run
+	// even when the target asks for it (Target.TraceCapture).
+	NoTraceCapture bool
 
 	// Evals is the template of the eval step: tasks, datasets, generation
 	// and request settings; nil takes the catalog's reference tasks with
@@ -798,8 +801,16 @@ func runSweep(ctx context.Context, cfg *Config, run *runs.Run, md *Metadata, don
 	bmd := report.Metadata{ReportID: run.ID(), Model: md.Model, Device: md.Device, Unit: t.Unit, BaseURL: t.BaseURL,
 		Endpoint: base.Client.API.Path(), ModelStatus: md.ModelStatus, Limit: string(cfg.Limit), Simulated: t.Simulated,
 		TargetsSource: md.TargetsSource}
+	capture := t.TraceCapture && !cfg.NoTraceCapture
+	if !capture && (t.TraceCapture || t.Runtime == "vllm") {
+		// Say so where it matters: numbers of a server measured cold.
+		bmd.TraceCapture = "off"
+	}
 	res, err := bench.RunSweep(ctx, bench.SweepConfig{Base: base, Points: pts, Factors: factors, Required: required,
-		Metadata: bmd, OutDir: filepath.Join(run.Dir, "benchmarks"), Done: done,
+		Metadata: bmd, OutDir: filepath.Join(run.Dir, "benchmarks"), Done: done, TraceCapture: capture,
+		OnTraceCapture: func(i, n int, s bench.TraceShape) {
+			cfg.logf("benchmarks: trace capture %d/%d isl %d batch %d", i+1, n, s.ISL, s.Batch)
+		},
 		OnPoint: func(i int, p sweep.Point) {
 			cfg.logf("benchmarks: point %d/%d isl %d osl %d concurrency %d (%d prompts)", i+1, len(pts), p.ISL, p.OSL, p.Concurrency, p.NumPrompts)
 			if cfg.Progress != nil {

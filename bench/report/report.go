@@ -31,6 +31,9 @@ type Metadata struct {
 	// TargetsSource says where targets came from ("catalog", a file, or
 	// "none").
 	TargetsSource string `json:"targets_source"`
+	// TraceCapture says whether the server was warmed up per (ISL, batch)
+	// before measuring ("off", or "on: ..."); empty when not recorded.
+	TraceCapture string `json:"trace_capture,omitempty"`
 }
 
 // Point is one measured sweep point. Metric fields are NaN when not
@@ -285,6 +288,7 @@ func Markdown(md Metadata, pts []Point) []byte {
 		{"Report ID", md.ReportID}, {"Unit", md.Unit}, {"Server", md.BaseURL + md.Endpoint},
 		{"Limit", md.Limit}, {"Generated", md.GeneratedAt}, {"Tokenizer", md.Tokenizer},
 		{"Targets", md.TargetsSource}, {"Simulated", strconv.FormatBool(md.Simulated)},
+		{"Trace capture", md.TraceCapture},
 	} {
 		if kv[1] != "" {
 			fmt.Fprintf(&b, "| %s | %s |\n", kv[0], escapeCell(kv[1]))

@@ -48,13 +48,16 @@ type Unit struct {
 	MaxTokenLifetime time.Duration
 	// Evals are the unit's eval overrides ([evals]).
 	Evals units.Evals
+	// TraceCapture is set for a vllm unit with [vllm] trace_capture on.
+	TraceCapture bool
 }
 
 // UnitOf describes a parsed unit file.
 func UnitOf(u *units.Unit) Unit {
 	return Unit{Name: u.Name, Listen: u.Listen, Model: u.Model, Device: u.Device, Chips: slices.Clone(u.Chips),
 		Runtime: u.Runtime, AuthMode: u.Auth.Mode, SecretFile: u.Auth.SecretFile,
-		MaxTokenLifetime: u.Auth.MaxTokenLifetime.Duration, Evals: u.Evals}
+		MaxTokenLifetime: u.Auth.MaxTokenLifetime.Duration, Evals: u.Evals,
+		TraceCapture: u.Runtime == units.RuntimeVllm && u.Vllm.TraceCaptureOn()}
 }
 
 // Query says which server to resolve: Unit or URL, not both.
@@ -107,6 +110,10 @@ type Target struct {
 	Spec *catalog.Spec
 	// Evals are the unit's eval overrides (a URL target has none).
 	Evals units.Evals
+	// TraceCapture says whether sweeps warm the server up per (ISL, batch)
+	// before measuring: a vllm unit's [vllm] trace_capture, or for a URL a
+	// Tenstorrent hardware --device.
+	TraceCapture bool
 	// Conditions is what shapes the numbers, recorded with every result:
 	// the server's own account (GET /version of a ttis server: runtime,
 	// engine, time scale, model file and its hash) and the unit's device
@@ -148,6 +155,7 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 			return nil, fmt.Errorf("unit %s: %w", u.Name, err)
 		}
 		t.Unit, t.BaseURL, t.Runtime, t.Chips, t.Evals = u.Name, base, u.Runtime, slices.Clone(u.Chips), u.Evals
+		t.TraceCapture = u.TraceCapture
 		if t.Device == "" {
 			t.Device = u.Device
 		}
@@ -168,6 +176,9 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 			return nil, err
 		}
 		t.BaseURL = base
+		if d, err := catalog.Device(q.Device); err == nil && d.Hardware() {
+			t.TraceCapture = true
+		}
 	default:
 		return nil, errors.New("give a unit or a URL")
 	}

@@ -125,3 +125,18 @@ func TestResolveURLAndErrors(t *testing.T) {
 		t.Errorf("down unit: %+v %v", got, err)
 	}
 }
+
+func TestUnitOfTraceCapture(t *testing.T) {
+	off := false
+	for _, tc := range []struct {
+		runtime string
+		setting *bool
+		want    bool
+	}{{"vllm", nil, true}, {"vllm", &off, false}, {"sim", nil, false}, {"cpu", nil, false}} {
+		u := &units.Unit{Name: "u", Runtime: tc.runtime}
+		u.Vllm.TraceCapture = tc.setting
+		if got := UnitOf(u).TraceCapture; got != tc.want {
+			t.Errorf("runtime %s trace_capture %v: TraceCapture = %v", tc.runtime, tc.setting, got)
+		}
+	}
+}

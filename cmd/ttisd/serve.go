@@ -17,6 +17,7 @@ import (
 
 	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/cpu"
+	"github.com/ttis-dev/ttis/runtime/host"
 	"github.com/ttis-dev/ttis/runtime/serve"
 	"github.com/ttis-dev/ttis/runtime/sim"
 	"github.com/ttis-dev/ttis/runtime/vllm"
@@ -103,7 +104,11 @@ func loadUnit(path string) (*units.Unit, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	u, err := units.Parse(strings.TrimSuffix(filepath.Base(path), units.Ext), path, data)
+	// device = "auto" is resolved here, on the host that runs the server,
+	// from tt-smi's board list.
+	u, err := units.ParseWith(strings.TrimSuffix(filepath.Base(path), units.Ext), path, data, units.Options{DetectDevice: func() (string, error) {
+		return host.DetectDevice(context.Background(), host.Env{})
+	}})
 	if err != nil {
 		return nil, "", err
 	}

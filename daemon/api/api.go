@@ -143,6 +143,9 @@ type UnitDetail struct {
 	// Evals are the unit's eval overrides ([evals]), which releases of the
 	// unit follow whoever starts them.
 	Evals *units.Evals `json:"evals,omitempty"`
+	// TraceCapture is a vllm unit's [vllm] trace_capture (nil for other
+	// runtimes): whether benchmarks warm its server up per (ISL, batch).
+	TraceCapture *bool `json:"trace_capture,omitempty"`
 	// MemoryBytes is the resident memory of the server process (Linux
 	// VmRSS), 0 when no server runs or it cannot be read.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`

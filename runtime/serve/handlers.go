@@ -78,7 +78,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 			r = route{"GET", func(c *fasthttp.RequestCtx, st *engineState, _ string) { s.model(c, st, id) }}
 			break
 		}
-		writeError(ctx, notFound("", fmt.Sprintf("no route for %s %s", method, path)))
+		if s.passthrough(ctx, path, reqID, start) {
+			return
+		}
+		writeError(ctx, unknownRoute(s, method, path))
 		return
 	}
 	if method != r.method {

@@ -49,7 +49,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *upstreamState, path, reqI
 		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: fmt.Sprintf("the upstream server exited: %v", st.u.Err())})
 		return
 	}
-	if path != "/v1/completions" && path != "/v1/chat/completions" {
+	if !admitted(ctx, path) {
 		st.u.Forward(ctx, nil, nil)
 		return
 	}

@@ -15,7 +15,7 @@ import (
 // targets for (model, device), limits from the unit (which units.Load has
 // filled from the catalog), time_scale and seed from its [sim] section.
 func Open(_ context.Context, u *units.Unit) (runtime.Engine, error) {
-	spec, err := catalog.Lookup(u.Model, u.Device)
+	spec, err := catalog.LookupIn(u.Catalog, u.Model, u.Device)
 	if err != nil {
 		return nil, fmt.Errorf("sim runtime for unit %s: %w", u.Name, err)
 	}

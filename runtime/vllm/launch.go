@@ -16,16 +16,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ttis-dev/ttis/runtime/container"
 	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
-)
-
-// Container paths of tt-inference-server's release images.
-const (
-	containerHome       = "/home/container_app_user"
-	containerCacheRoot  = containerHome + "/cache_root"
-	containerWeightsDir = containerHome + "/readonly_weights_mount"
-	hugepagesDir        = "/dev/hugepages-1G"
 )
 
 // Launch is a fully planned upstream server: what to execute and where it
@@ -41,29 +34,49 @@ type Launch struct {
 	Model string
 }
 
+// PlanOptions are what a start adds to a unit's plan.
+type PlanOptions struct {
+	// EnvFile is the docker --env-file holding the unit's secrets (the
+	// Hugging Face token); empty passes none.
+	EnvFile string
+	// Secrets are added to a local command's environment (never to argv).
+	Secrets map[string]string
+}
+
 // Plan builds the launch of u's upstream server on port. A unit with
 // [vllm] command runs that command with placeholders expanded:
 // "{args}" becomes the vLLM argument list (catalog defaults overridden by
-// [vllm] args), "{port}", "{model}" and "{device}" their values. Without a
-// command the catalog's docker image runs with the unit's chips, hugepages
-// and cache mounts.
+// [vllm] args and override_tt_config), "{port}", "{model}" and "{device}"
+// their values. Without a command the catalog's docker image runs with the
+// command tt-inference-server's run.py would build (runtime/container),
+// with the unit's chips, mounts and overrides.
 func Plan(u *units.Unit, spec *catalog.Spec, port int) (*Launch, error) {
+	return PlanWith(u, spec, port, PlanOptions{})
+}
+
+// PlanWith is Plan with the start's env file and secrets.
+func PlanWith(u *units.Unit, spec *catalog.Spec, port int, o PlanOptions) (*Launch, error) {
 	if spec == nil {
 		return nil, fmt.Errorf("plan vllm server for unit %s: no catalog entry for model %q on %s", u.Name, u.Model, u.Device)
 	}
 	if port <= 0 || port > 65535 {
 		return nil, fmt.Errorf("plan vllm server for unit %s: invalid upstream port %d", u.Name, port)
 	}
-	env := catalog.Env(spec)
-	maps.Copy(env, u.Vllm.Env)
 	l := &Launch{
 		Addr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		Model: spec.HFRepo,
 	}
 	if len(u.Vllm.Command) > 0 {
+		env := catalog.Env(spec)
+		maps.Copy(env, u.Vllm.Env)
+		maps.Copy(env, o.Secrets)
 		args := catalog.DefaultVllmArgs(spec)
 		for k, v := range u.Vllm.Args {
 			args[k] = v
+		}
+		if len(u.Vllm.OverrideTTConfig) > 0 {
+			merged := container.MergeTTConfig(spec.OverrideTTConfig, ttOverrides(u))
+			args["additional_config"] = container.PythonJSON(map[string]any{"tt": merged})
 		}
 		args["port"] = port
 		args["host"] = "127.0.0.1"
@@ -82,8 +95,56 @@ func Plan(u *units.Unit, spec *catalog.Spec, port int) (*Launch, error) {
 		l.Env = envList(env)
 		return l, nil
 	}
-	l.Argv = dockerArgv(u, spec, port, env)
+	p, err := container.Build(spec, ContainerOptions(u, port, o.EnvFile))
+	if err != nil {
+		return nil, fmt.Errorf("plan vllm server for unit %s: %w", u.Name, err)
+	}
+	l.Argv = p.Argv
 	return l, nil
+}
+
+// ContainerOptions are run.py's flags for u's container, with three
+// deliberate differences from run.py's defaults: the container publishes
+// on loopback only and runs with --no-auth (the unit's front door is the
+// public face and checks auth), and it is named after the unit so that an
+// orphan can be found and stopped.
+func ContainerOptions(u *units.Unit, port int, envFile string) container.Options {
+	args := make(map[string]any, len(u.Vllm.Args))
+	for k, v := range u.Vllm.Args {
+		args[k] = v
+	}
+	return container.Options{
+		Name:                "ttis-" + u.Name,
+		EnvFile:             envFile,
+		DeviceIDs:           u.Chips,
+		BindHost:            "127.0.0.1",
+		ServicePort:         port,
+		HostVolume:          u.Vllm.CacheDir,
+		HostWeightsDir:      u.Vllm.WeightsDir,
+		NoAuth:              true,
+		DisableTraceCapture: !u.Vllm.TraceCaptureOn(),
+		Image:               u.Vllm.Image,
+		OverrideTTConfig:    ttOverrides(u),
+		VllmArgs:            args,
+		Env:                 u.Vllm.Env,
+	}
+}
+
+// ttOverrides is the unit's override_tt_config with "" meaning "delete the
+// catalog's key" (TOML has no null).
+func ttOverrides(u *units.Unit) map[string]any {
+	if len(u.Vllm.OverrideTTConfig) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(u.Vllm.OverrideTTConfig))
+	for k, v := range u.Vllm.OverrideTTConfig {
+		if s, ok := v.(string); ok && s == "" {
+			out[k] = nil
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func expand(s string, port int, model, device string) string {
@@ -125,50 +186,4 @@ func envList(env map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// dockerArgv mirrors tt-inference-server's generated `docker run`, with two
-// deliberate differences: the container publishes on loopback only (the
-// unit's front door is the public face), and it runs with --no-auth since
-// auth is checked in front.
-func dockerArgv(u *units.Unit, spec *catalog.Spec, port int, env map[string]string) []string {
-	image := u.Vllm.Image
-	if image == "" {
-		image = catalog.DockerImage(spec)
-	}
-	argv := []string{"docker", "run", "--rm", "--name", "ttis-" + u.Name, "--ipc", "host"}
-	if len(u.Chips) == 0 {
-		argv = append(argv, "--device", "/dev/tenstorrent:/dev/tenstorrent")
-	}
-	for _, c := range u.Chips {
-		d := "/dev/tenstorrent/" + strconv.Itoa(c)
-		argv = append(argv, "--device", d+":"+d)
-	}
-	argv = append(argv,
-		"--mount", "type=bind,src="+hugepagesDir+",dst="+hugepagesDir,
-		"--publish", fmt.Sprintf("127.0.0.1:%d:%d", port, port))
-	if u.Vllm.CacheDir != "" {
-		argv = append(argv, "--mount", "type=bind,src="+u.Vllm.CacheDir+",dst="+containerCacheRoot)
-	} else {
-		argv = append(argv, "--volume", "ttis-cache-"+spec.Impl+"-"+spec.ModelName+":"+containerCacheRoot)
-	}
-	if u.Vllm.WeightsDir != "" {
-		dst := containerWeightsDir + "/" + spec.ModelName
-		argv = append(argv, "--mount", "type=bind,src="+u.Vllm.WeightsDir+",dst="+dst+",readonly")
-		env = maps.Clone(env)
-		env["MODEL_WEIGHTS_DIR"] = dst
-	}
-	for _, kv := range envList(env) {
-		argv = append(argv, "-e", kv)
-	}
-	argv = append(argv, image, "--model", spec.HFRepo, "--tt-device", u.Device, "--no-auth",
-		"--service-port", strconv.Itoa(port))
-	// Only the unit's explicit overrides: the image's entrypoint derives the
-	// catalog defaults itself from the same model spec.
-	overrides := map[string]any{}
-	for k, v := range u.Vllm.Args {
-		overrides[k] = v
-	}
-	flags, _ := argFlags(overrides) // string values always marshal
-	return append(argv, flags...)
 }

@@ -67,14 +67,21 @@ func TestPlanDocker(t *testing.T) {
 		"--device /dev/tenstorrent/3:/dev/tenstorrent/3",
 		"type=bind,src=/dev/hugepages-1G,dst=/dev/hugepages-1G",
 		"--publish 127.0.0.1:8001:8001",
-		"src=/srv/weights/llama,dst=/home/container_app_user/readonly_weights_mount/Llama-3.1-8B-Instruct,readonly",
-		"-e MODEL_WEIGHTS_DIR=/home/container_app_user/readonly_weights_mount/Llama-3.1-8B-Instruct",
-		"-e MESH_DEVICE=N300",
+		// run.py mounts --host-weights-dir under its own base name
+		// (setup_host.py lines 127-137).
+		"src=/srv/weights/llama,dst=/home/container_app_user/readonly_weights_mount/llama,readonly",
+		"-e MODEL_WEIGHTS_DIR=/home/container_app_user/readonly_weights_mount/llama",
 		" " + catalog.DockerImage(spec) + " --model meta-llama/Llama-3.1-8B-Instruct --tt-device n300 --no-auth --service-port 8001",
 	} {
 		if !strings.Contains(argv, want) {
 			t.Errorf("docker argv lacks %q:\n%s", want, argv)
 		}
+	}
+	// The vLLM image derives MESH_DEVICE and the rest from its bundled spec;
+	// run.py passes spec variables only to media and forge containers
+	// (run_docker_server.py lines 400-408).
+	if strings.Contains(argv, "MESH_DEVICE") {
+		t.Errorf("spec environment passed to a vLLM image: %s", argv)
 	}
 	if strings.Contains(argv, "/dev/tenstorrent:/dev/tenstorrent") {
 		t.Errorf("a unit with chips must not get every device: %s", argv)
@@ -106,5 +113,71 @@ func TestArgFlags(t *testing.T) {
 	want := []string{"--enforce-eager", "--max-model-len", "131072", "--override", `{"a":1}`, "--served-model-name", "x"}
 	if !slices.Equal(got, want) {
 		t.Errorf("argFlags = %q, want %q", got, want)
+	}
+}
+
+func TestPlanDockerOverrides(t *testing.T) {
+	spec := lookup(t, "Llama-3.1-8B-Instruct", "n300")
+	u := &units.Unit{Name: "llama", Model: "Llama-3.1-8B-Instruct", Device: "n300", Chips: []int{0}}
+	u.Vllm.OverrideTTConfig = map[string]any{"trace_region_size": int64(50000000), "fabric_config": "FABRIC_1D"}
+	u.Vllm.Args = map[string]string{"max_num_seqs": "16"}
+	off := false
+	u.Vllm.TraceCapture = &off
+	l, err := PlanWith(u, spec, 8001, PlanOptions{EnvFile: "/run/ttis/llama/hf.env"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := strings.Join(l.Argv, " ")
+	for _, want := range []string{
+		"--env-file /run/ttis/llama/hf.env --ipc host",
+		"--no-auth --disable-trace-capture --service-port 8001 --max-num-seqs 16 --additional-config ",
+		`"fabric_config": "FABRIC_1D"`,
+		`"trace_region_size": 50000000`,
+	} {
+		if !strings.Contains(argv, want) {
+			t.Errorf("docker argv lacks %q:\n%s", want, argv)
+		}
+	}
+	// The catalog's own settings stay unless the unit deletes them.
+	for k := range spec.OverrideTTConfig {
+		if !strings.Contains(argv, `"`+k+`": `) {
+			t.Errorf("catalog tt setting %s lost in %s", k, argv)
+		}
+	}
+}
+
+func TestPlanDockerDeletesCatalogTTKey(t *testing.T) {
+	var spec *catalog.Spec
+	for _, s := range catalog.Specs() {
+		if s.Engine == "VLLM" && len(s.OverrideTTConfig) > 0 && s.Device == "n300" {
+			spec = &s
+			break
+		}
+	}
+	if spec == nil {
+		t.Skip("no n300 spec with override_tt_config in the catalog")
+	}
+	var key string
+	for k := range spec.OverrideTTConfig {
+		key = k
+	}
+	u := &units.Unit{Name: "x", Model: spec.HFRepo, Device: "n300", Chips: []int{0}}
+	u.Vllm.OverrideTTConfig = map[string]any{key: "", "extra": true}
+	l, err := Plan(u, spec, 8001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := strings.Join(l.Argv, " ")
+	if strings.Contains(argv, `"`+key+`"`) || !strings.Contains(argv, `"extra": true`) {
+		t.Errorf("key %s not deleted or extra not added: %s", key, argv)
+	}
+}
+
+func TestPlanRejectsWrapperFlags(t *testing.T) {
+	spec := lookup(t, "Llama-3.1-8B-Instruct", "n300")
+	u := &units.Unit{Name: "x", Model: "Llama-3.1-8B-Instruct", Device: "n300", Chips: []int{0}}
+	u.Vllm.Args = map[string]string{"service_port": "9"}
+	if _, err := Plan(u, spec, 8001); err == nil || !strings.Contains(err.Error(), "set by the container's wrapper") {
+		t.Errorf("wrapper flag accepted: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/ttis-dev/ttis/runtime/container"
 	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
@@ -71,8 +72,8 @@ func MediaEnv(u *units.Unit, spec *catalog.Spec, apiKey string) (map[string]stri
 	if layout.MaxBatchSize > 0 {
 		env["MAX_BATCH_SIZE"] = strconv.Itoa(layout.MaxBatchSize)
 	}
-	env["CACHE_ROOT"] = containerCacheRoot
-	env["HF_HOME"] = containerCacheRoot + "/huggingface"
+	env["CACHE_ROOT"] = container.ContainerCacheRoot
+	env["HF_HOME"] = container.ContainerCacheRoot + "/huggingface"
 	env["API_KEY"] = apiKey
 	if s := u.Media.MaxAudioDurationSeconds; s > 0 {
 		env["MAX_AUDIO_DURATION_SECONDS"] = strconv.FormatFloat(s, 'f', -1, 64)
@@ -121,15 +122,15 @@ func PlanMedia(u *units.Unit, spec *catalog.Spec, port int, apiKey string) (*Lau
 		argv = append(argv, "--device", d+":"+d)
 	}
 	argv = append(argv,
-		"--mount", "type=bind,src="+hugepagesDir+",dst="+hugepagesDir,
+		"--mount", "type=bind,src="+container.HugepagesDir+",dst="+container.HugepagesDir,
 		"--publish", fmt.Sprintf("127.0.0.1:%d:%d", port, mediaContainerPort))
 	if u.Vllm.CacheDir != "" {
-		argv = append(argv, "--mount", "type=bind,src="+u.Vllm.CacheDir+",dst="+containerCacheRoot)
+		argv = append(argv, "--mount", "type=bind,src="+u.Vllm.CacheDir+",dst="+container.ContainerCacheRoot)
 	} else {
-		argv = append(argv, "--volume", "ttis-cache-"+spec.Impl+"-"+spec.ModelName+":"+containerCacheRoot)
+		argv = append(argv, "--volume", "ttis-cache-"+spec.Impl+"-"+spec.ModelName+":"+container.ContainerCacheRoot)
 	}
 	if u.Vllm.WeightsDir != "" {
-		dst := containerWeightsDir + "/" + spec.ModelName
+		dst := container.ContainerReadonlyMounts + "/" + spec.ModelName
 		argv = append(argv, "--mount", "type=bind,src="+u.Vllm.WeightsDir+",dst="+dst+",readonly")
 		env["MODEL_WEIGHTS_PATH"] = dst
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/ttis-dev/ttis/runtime/host"
 	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
@@ -25,15 +26,19 @@ const (
 // Server is a unit's running upstream vLLM server and the proxy to it.
 type Server struct {
 	*Proxy
-	up     *Upstream
-	launch *Launch
+	up      *Upstream
+	launch  *Launch
+	secrets *startSecrets
 }
 
 // Open plans and starts u's upstream server and waits until its /health
 // answers 200, the process exits, it stalls, or ctx ends.
 func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error) {
-	spec, err := catalog.Lookup(u.Model, u.Device)
+	spec, err := catalog.LookupIn(u.Catalog, u.Model, u.Device)
 	if err != nil {
+		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
+	}
+	if err := checkHost(ctx, u, spec, log); err != nil {
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
 	if spec.IsMedia() {
@@ -45,14 +50,20 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 			return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 		}
 	}
-	l, err := Plan(u, spec, port)
+	secrets, err := readSecrets(u, RuntimeDir())
 	if err != nil {
+		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
+	}
+	l, err := PlanWith(u, spec, port, PlanOptions{EnvFile: secrets.envFile, Secrets: secrets.env})
+	if err != nil {
+		secrets.remove()
 		return nil, err
 	}
 	log = log.With("upstream", l.Argv[0])
 	log.Info("starting upstream server", "argv", l.Argv, "addr", l.Addr)
 	up, err := Start(l, log)
 	if err != nil {
+		secrets.remove()
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
 	stall := u.Vllm.StallTimeout.Duration
@@ -61,10 +72,32 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 	}
 	if err := up.WaitReady(ctx, stall, healthPoll); err != nil {
 		up.Stop(stopTimeout)
+		secrets.remove()
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
 	log.Info("upstream server ready", "pid", up.Pid())
-	return &Server{Proxy: NewProxy(l.Addr, DefaultIdleTimeout), up: up, launch: l}, nil
+	return &Server{Proxy: NewProxy(l.Addr, DefaultIdleTimeout), up: up, launch: l, secrets: secrets}, nil
+}
+
+// checkHost runs the host readiness checks before a start: a failed check
+// blocks it unless the unit says [vllm] host_checks = "warn".
+func checkHost(ctx context.Context, u *units.Unit, spec *catalog.Spec, log *slog.Logger) error {
+	need := host.NeedOf(u)
+	need.Spec = spec
+	r := host.Run(ctx, host.Env{}, need)
+	for _, c := range r.Checks {
+		if c.Status == host.Warn {
+			log.Warn("host check", "check", c.Name, "detail", c.Detail, "fix", c.Fix)
+		}
+	}
+	if r.Ready {
+		return nil
+	}
+	if host.Enforced(u) {
+		return fmt.Errorf("%s (ttisctl doctor %s shows every check; [vllm] host_checks = \"warn\" starts anyway)", r.Summary(), u.Name)
+	}
+	log.Warn("starting on a host that is not ready ([vllm] host_checks = \"warn\")", "checks", r.Summary())
+	return nil
 }
 
 // Model is the name the upstream serves the model under.
@@ -82,6 +115,7 @@ func (s *Server) Err() error { return s.up.Err() }
 // Close stops the upstream process group (SIGTERM, then SIGKILL).
 func (s *Server) Close() error {
 	s.up.Stop(stopTimeout)
+	s.secrets.remove()
 	return nil
 }
 

@@ -33,6 +33,49 @@ var loadIndex = sync.OnceValues(func() (*index, error) {
 	return buildIndex(raw)
 })
 
+// loadDevIndex expands the development catalog the same way.
+var loadDevIndex = sync.OnceValues(func() (*index, error) {
+	raw, err := readDevData()
+	if err != nil {
+		return nil, err
+	}
+	return buildIndex(raw)
+})
+
+// Catalog modes: the production specs (default) or the development ones
+// (tt-inference-server's --dev-mode).
+const (
+	ModeProd = "prod"
+	ModeDev  = "dev"
+)
+
+// ParseMode checks a catalog mode name ("" is prod).
+func ParseMode(mode string) (string, error) {
+	switch mode {
+	case "", ModeProd:
+		return ModeProd, nil
+	case ModeDev:
+		return ModeDev, nil
+	}
+	return "", fmt.Errorf("unknown catalog %q (want %q or %q)", mode, ModeProd, ModeDev)
+}
+
+// indexOf returns the index of a catalog mode ("" is prod).
+func indexOf(mode string) (*index, error) {
+	m, err := ParseMode(mode)
+	if err != nil {
+		return nil, err
+	}
+	if m == ModeDev {
+		idx, err := loadDevIndex()
+		if err != nil {
+			panic(fmt.Sprintf("catalog: embedded dev data is corrupt: %v", err))
+		}
+		return idx, nil
+	}
+	return mustIndex(), nil
+}
+
 // mustIndex returns the index. The embedded data is part of the binary and
 // checked by this package's tests, so failing to decode it is a build defect,
 // not bad input.
@@ -94,12 +137,21 @@ func buildIndex(raw *rawData) (*index, error) {
 
 // Specs returns every (weights, device) spec in catalog order.
 func Specs() []Spec {
-	idx := mustIndex()
+	out, _ := SpecsIn(ModeProd)
+	return out
+}
+
+// SpecsIn returns every spec of the catalog of mode.
+func SpecsIn(mode string) ([]Spec, error) {
+	idx, err := indexOf(mode)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Spec, len(idx.specs))
 	for i := range idx.specs {
 		out[i] = idx.specs[i].clone()
 	}
-	return out
+	return out, nil
 }
 
 // Models returns every model name (HF repo basename) in catalog order.
@@ -110,8 +162,14 @@ func Models() []string {
 // ModelSpecs returns every spec of a model (matched by model name or HF repo,
 // case-insensitively), default implementations first, or an error naming
 // close matches when the model is unknown.
-func ModelSpecs(model string) ([]Spec, error) {
-	idx := mustIndex()
+func ModelSpecs(model string) ([]Spec, error) { return ModelSpecsIn(ModeProd, model) }
+
+// ModelSpecsIn is ModelSpecs in the catalog of mode.
+func ModelSpecsIn(mode, model string) ([]Spec, error) {
+	idx, err := indexOf(mode)
+	if err != nil {
+		return nil, err
+	}
 	ids, ok := idx.byModel[strings.ToLower(strings.TrimSpace(model))]
 	if !ok {
 		return nil, unknownModel(idx, model)
@@ -130,8 +188,14 @@ func ModelSpecs(model string) ([]Spec, error) {
 // several implementations serve the pair, the default one wins. Errors name
 // close matches for an unknown model and list the supported devices when the
 // model does not run on device.
-func Lookup(model, device string) (*Spec, error) {
-	idx := mustIndex()
+func Lookup(model, device string) (*Spec, error) { return LookupIn(ModeProd, model, device) }
+
+// LookupIn is Lookup in the catalog of mode (ModeProd or ModeDev).
+func LookupIn(mode, model, device string) (*Spec, error) {
+	idx, err := indexOf(mode)
+	if err != nil {
+		return nil, err
+	}
 	ids, ok := idx.byModel[strings.ToLower(strings.TrimSpace(model))]
 	if !ok {
 		return nil, unknownModel(idx, model)

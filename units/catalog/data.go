@@ -14,7 +14,15 @@ import (
 // §3.6). They are decoded strictly so that a typo in a data file fails the
 // package's tests instead of silently dropping a field.
 //
-//go:embed data/*.json
+// data/dev/templates.json is the development catalog, transcribed with the
+// same field mapping from workflows/model_specs/dev/*.yaml (tt-inference-
+// server 11ac526e0, what run.py --dev-mode loads: run.py lines 9-14,
+// model_spec.py lines 1216-1242); data/dev/impls.json adds the
+// implementations only dev specs use (model_spec.py lines 286-340). Dev
+// templates pin no image version: a dev unit names its image, as run.py
+// requires --override-docker-image with --dev-mode (run.py lines 811-816).
+//
+//go:embed data/*.json data/dev/*.json
 var dataFS embed.FS
 
 // rawTemplate is one entry of templates.json: a list of weights sharing an
@@ -119,6 +127,24 @@ func decodeStrict(name string, v any) error {
 		return fmt.Errorf("decode embedded catalog file %s: %w", name, err)
 	}
 	return nil
+}
+
+// readDevData is readData with the development templates, and the
+// implementations they add.
+func readDevData() (*rawData, error) {
+	d, err := readData()
+	if err != nil {
+		return nil, err
+	}
+	d.templates = nil
+	var extra []implInfo
+	for name, v := range map[string]any{"dev/templates.json": &d.templates, "dev/impls.json": &extra} {
+		if err := decodeStrict(name, v); err != nil {
+			return nil, err
+		}
+	}
+	d.impls = append(d.impls, extra...)
+	return d, nil
 }
 
 func readData() (*rawData, error) {

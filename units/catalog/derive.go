@@ -220,7 +220,8 @@ func expand(t rawTemplate, impl implInfo, weight string, ds rawDeviceSpec, dev D
 	}
 	maps.Copy(s.Env, ds.Env)
 
-	if s.DockerImage == "" {
+	if s.DockerImage == "" && s.Version != "" {
+		// A dev template pins no version: it has no image of its own.
 		s.DockerImage = defaultDockerImage(s.Engine, dev.Multihost, s.Version, s.TTMetalCommit, s.VllmCommit)
 	}
 

@@ -487,6 +487,10 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 		if d.AuthSecretFile != "" && !filepath.IsAbs(d.AuthSecretFile) {
 			d.AuthSecretFile = filepath.Join(filepath.Dir(good.Path), d.AuthSecretFile)
 		}
+		if good.Runtime == units.RuntimeVllm {
+			on := good.Vllm.TraceCaptureOn()
+			d.TraceCapture = &on
+		}
 		if e := good.Evals; len(e.Tasks) > 0 || e.API != "" || len(e.Limits) > 0 || len(e.Datasets) > 0 {
 			d.Evals = &e
 		}

@@ -1,0 +1,57 @@
+package ctl
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDoctorBareHost(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "runtime", "host", "testdata", "roots", "bare"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	unit := filepath.Join(dir, "llama.toml")
+	if err := os.WriteFile(unit, []byte("model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n300\"\nchips = [0, 1]\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCtl(t, "doctor", unit, "--root", root)
+	if code != exitNotReady {
+		t.Fatalf("doctor on a bare host exited %d:\n%s", code, out)
+	}
+	for _, want := range []string{"unit llama: Llama-3.1-8B-Instruct on n300", "FAIL  chips     chips [0 1] missing", "FAIL  kmd", "fix: ", "not ready: a start of this unit is blocked"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	stdout, _, code := runCtlStdout(t, "doctor", "--root", root, "-o", "json")
+	if code != exitNotReady {
+		t.Fatalf("doctor -o json exited %d", code)
+	}
+	var got doctorOutput
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if got.Ready || len(got.Checks) != 8 || got.Checks[0].Name != "ram" {
+		t.Errorf("doctor json = %+v", got)
+	}
+}
+
+func TestDoctorAutoDeviceWithoutTTSMI(t *testing.T) {
+	if _, err := exec.LookPath("tt-smi"); err == nil {
+		t.Skip("tt-smi is installed here")
+	}
+	dir := t.TempDir()
+	unit := filepath.Join(dir, "auto.toml")
+	if err := os.WriteFile(unit, []byte("model = \"Llama-3.1-8B-Instruct\"\ndevice = \"auto\"\nchips = [0, 1]\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCtl(t, "doctor", unit, "--root", t.TempDir())
+	if code != exitNotReady || !strings.Contains(out, `FAIL  device    `+unit+`:2:1: device: device = "auto": tt-smi is not installed`) {
+		t.Errorf("doctor on an auto unit without tt-smi: %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,102 @@
+package ctl
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const planToken = "hf_PLANsecretTOKEN42"
+
+func writePlanUnit(t *testing.T) (dir, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hf-token"), []byte(planToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := `model = "Llama-3.1-8B-Instruct"
+device = "n300"
+chips = [2, 3]
+listen = "127.0.0.1:8000"
+
+[vllm]
+port = 8101
+hf_token_file = "hf-token"
+cache_dir = "/srv/ttis/cache"
+trace_capture = false
+env = { MY_API_KEY = "sk-unit-secret", TT_LOGGER = "info" }
+args = { max_num_seqs = "16" }
+
+[vllm.override_tt_config]
+trace_region_size = 50000000
+`
+	path = filepath.Join(dir, "llama.toml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path
+}
+
+func TestPlanCommand(t *testing.T) {
+	dir, path := writePlanUnit(t)
+	out, code := runCtl(t, "plan", path)
+	if code != 0 {
+		t.Fatalf("plan exited %d:\n%s", code, out)
+	}
+	for _, want := range []string{
+		"docker run \\\n  --rm \\\n  --name ttis-llama \\\n  --env-file ",
+		"--device /dev/tenstorrent/2:/dev/tenstorrent/2",
+		"--publish 127.0.0.1:8101:8101",
+		"--mount type=bind,src=/srv/ttis/cache,dst=/home/container_app_user/cache_root",
+		"-e TT_CACHE_PATH=/home/container_app_user/cache_root/tt_metal_cache/cache_Llama-3.1-8B-Instruct/N300",
+		"-e 'MY_API_KEY=<redacted>'",
+		"-e TT_LOGGER=info",
+		"--disable-trace-capture",
+		"--service-port 8101",
+		"--max-num-seqs 16",
+		`"trace_region_size": 50000000`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{planToken, "sk-unit-secret"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("plan output shows a secret:\n%s", out)
+		}
+	}
+
+	// By name from --units-dir, as JSON.
+	stdout, stderr, code := runCtlStdout(t, "plan", "llama", "--units-dir", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("plan -o json exited %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, planToken) || strings.Contains(stdout, "sk-unit-secret") {
+		t.Errorf("plan -o json shows a secret:\n%s", stdout)
+	}
+	var got planOutput
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if got.Unit != "llama" || got.Argv[0] != "docker" || got.EnvFile == "" || got.OverrideTTConfig["trace_region_size"] == nil {
+		t.Errorf("plan json = %+v", got)
+	}
+}
+
+func TestPlanCommandErrors(t *testing.T) {
+	out, code := runCtl(t, "plan", "nope", "--units-dir", t.TempDir())
+	if code != exitNoUnit || !strings.Contains(out, "give a unit file") {
+		t.Errorf("missing unit: %d %s", code, out)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "s.toml")
+	if err := os.WriteFile(p, []byte("model = \"Qwen3-8B\"\ndevice = \"n300\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runCtl(t, "plan", p)
+	if code != exitError || !strings.Contains(out, "only vllm units have a plan") {
+		t.Errorf("sim unit: %d %s", code, out)
+	}
+}

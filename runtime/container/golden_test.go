@@ -1,0 +1,116 @@
+package container
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ttis-dev/ttis/units/catalog"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/runpy")
+
+// goldenHeader says where the expected commands come from; every golden file
+// starts with it.
+const goldenHeader = `# The command tt-inference-server's run.py prints for
+#   python3 run.py --model MODEL --device DEVICE --workflow server --docker-server --print-docker-cmd
+# with every other flag at its default (commit 11ac526e0):
+#   run.py lines 169-187 (--service-port 8000, --bind-host 0.0.0.0), 383-391 (--image-user 1000),
+#   1077-1095 (setup_host without --host-volume: a named volume), 1113-1157 (--print-docker-cmd);
+#   workflows/run_docker_server.py lines 289-497 (generate_docker_run_command) and 195-217
+#   (format_docker_command). The container name's random part is fixed to 00000000 and the
+#   .env path (default_dotenv_path) to /path/to/tt-inference-server/.env.
+`
+
+// runpyDefaults are run.py's defaults for the golden files.
+func runpyDefaults() Options {
+	return Options{Name: "tt-inference-server-00000000", EnvFile: "/path/to/tt-inference-server/.env"}
+}
+
+// llmSpecs are the catalog's LLM and VLM specs, the ones served by vLLM
+// images (and the few forge LLMs).
+func llmSpecs() []catalog.Spec {
+	var out []catalog.Spec
+	for _, s := range catalog.Specs() {
+		if s.ModelType == "LLM" || s.ModelType == "VLM" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestRunPyGolden(t *testing.T) {
+	specs := llmSpecs()
+	if len(specs) < 100 {
+		t.Fatalf("only %d LLM/VLM specs in the catalog", len(specs))
+	}
+	seen := map[string]bool{}
+	for _, spec := range specs {
+		name := spec.ModelID + ".txt"
+		p, err := Build(&spec, runpyDefaults())
+		if errors.Is(err, ErrNotSingleHost) {
+			continue
+		}
+		seen[name] = true
+		if err != nil {
+			t.Errorf("%s: %v", spec.ModelID, err)
+			continue
+		}
+		got := goldenHeader + Format(p.Argv) + "\n"
+		path := filepath.Join("testdata", "runpy", name)
+		if *update {
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: %v (run go test -update to create it)", spec.ModelID, err)
+			continue
+		}
+		if string(want) != got {
+			t.Errorf("%s: command differs from %s:\n--- want\n%s\n--- got\n%s", spec.ModelID, path, want, got)
+		}
+	}
+	files, err := os.ReadDir(filepath.Join("testdata", "runpy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if seen[f.Name()] {
+			continue
+		}
+		if *update {
+			_ = os.Remove(filepath.Join("testdata", "runpy", f.Name()))
+			continue
+		}
+		{
+			t.Errorf("golden file %s names no catalog spec (go test -update removes it)", f.Name())
+		}
+	}
+}
+
+// TestRunPyGoldenShape pins, independently of the golden files, the parts
+// of one command that matter most.
+func TestRunPyGoldenShape(t *testing.T) {
+	spec, err := catalog.Lookup("Llama-3.1-8B-Instruct", "n300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(spec, runpyDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(p.Argv, " ")
+	want := "docker run --rm --name tt-inference-server-00000000 --env-file /path/to/tt-inference-server/.env --ipc host" +
+		" --device /dev/tenstorrent:/dev/tenstorrent --mount type=bind,src=/dev/hugepages-1G,dst=/dev/hugepages-1G" +
+		" --publish 0.0.0.0:8000:8000 --volume volume_id_tt_transformers-Llama-3.1-8B-Instruct:/home/container_app_user/cache_root " +
+		spec.DockerImage + " --model meta-llama/Llama-3.1-8B-Instruct --tt-device n300"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
