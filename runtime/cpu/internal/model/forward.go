@@ -440,22 +440,20 @@ func (r *Runner) attentionRange(lo, hi int) {
 		n := pos + 1
 		keys, vals := c.head(l, h0/group, n)
 		q := r.queries(i)[h0*hd : (h0+span)*hd]
-		for j := range n {
-			k := keys[j*hd : (j+1)*hd]
-			for g := range span {
-				scores[g*n+j] = kernels.Dot(q[g*hd:(g+1)*hd], k) * scale
-			}
-		}
-		for g := range span {
-			kernels.Softmax(scores[g*n : (g+1)*n])
-		}
 		out := r.att[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
 		clear(out)
-		for j := range n {
-			v := vals[j*hd : (j+1)*hd]
-			for g := range span {
-				kernels.Axpy(scores[g*n+j], v, out[g*hd:(g+1)*hd])
+		// One call per head over all cached rows: the per-row Dot and Axpy
+		// calls cost as much as the arithmetic for short heads. The row
+		// kernels repeat Dot's and Axpy's arithmetic, so results are the
+		// same bits.
+		for g := range span {
+			sg := scores[g*n : (g+1)*n]
+			kernels.DotRows(sg, q[g*hd:(g+1)*hd], keys, hd)
+			for j := range sg {
+				sg[j] *= scale
 			}
+			kernels.Softmax(sg)
+			kernels.AxpyRows(out[g*hd:(g+1)*hd], sg, vals, hd)
 		}
 	}
 	r.scratch <- scores
