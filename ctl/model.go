@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -70,8 +72,16 @@ func modelCreateCommand() *cli.Command {
 			if _, err := os.Stat(path); err == nil && !c.Bool("force") {
 				return failure(exitError, "%s exists (use --force to overwrite)", path)
 			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
 			start := time.Now()
 			opts := synth.Options{Preset: preset.Name, Type: typ, Seed: c.Uint64("seed"), Name: c.String("name")}
+			fallbacks, matrices, err := synth.Fallbacks(opts)
+			if err != nil {
+				return cli.Exit(err.Error(), exitError)
+			}
 			if err := synth.Create(path, opts); err != nil {
 				return cli.Exit(err.Error(), exitError)
 			}
@@ -79,13 +89,75 @@ func modelCreateCommand() *cli.Command {
 			if err != nil {
 				return failure(exitError, "%v", err)
 			}
+			if asJSON {
+				out := createdModel{Path: path, Preset: preset.Name, Type: strings.ToLower(typ.String()),
+					Parameters: preset.Params(), Bytes: st.Size(), Seed: opts.Seed, Matrices: matrices,
+					Fallbacks: []createdFallback{}}
+				for _, f := range fallbacks {
+					out.Fallbacks = append(out.Fallbacks, createdFallback{Tensor: f.Tensor, Cols: f.Cols, Type: f.Got.String()})
+				}
+				return writeJSON(c.App.Writer, out)
+			}
 			fmt.Fprintf(c.App.Writer, "wrote %s: preset %s, %s weights, %.1fM parameters, %s, seed %d, in %s\n",
 				path, preset.Name, strings.ToLower(typ.String()), float64(preset.Params())/1e6,
 				humanBytes(st.Size()), opts.Seed, time.Since(start).Round(time.Millisecond))
+			printFallbacks(c.App.Writer, typ, fallbacks, matrices)
 			return nil
 		},
 	}
 }
+
+// createdModel is model create's -o json output.
+type createdModel struct {
+	Path       string            `json:"path"`
+	Preset     string            `json:"preset"`
+	Type       string            `json:"type"`
+	Parameters int64             `json:"parameters"`
+	Bytes      int64             `json:"bytes"`
+	Seed       uint64            `json:"seed"`
+	Matrices   int               `json:"matrices"`
+	Fallbacks  []createdFallback `json:"fallbacks"`
+}
+
+// createdFallback is a matrix stored in another type than --type.
+type createdFallback struct {
+	Tensor string `json:"tensor"`
+	Cols   int    `json:"cols"`
+	Type   string `json:"type"`
+}
+
+// printFallbacks says which matrices were stored in another type than
+// asked, as llama-quantize warns: grouped by row length and type, with the
+// layer number of per-layer names folded ("blk.*.attn_q.weight").
+func printFallbacks(w io.Writer, want gguf.TensorType, fallbacks []synth.Fallback, matrices int) {
+	if len(fallbacks) == 0 {
+		return
+	}
+	type group struct {
+		cols int
+		got  gguf.TensorType
+	}
+	var order []group
+	names := map[group][]string{}
+	for _, f := range fallbacks {
+		g := group{f.Cols, f.Got}
+		if _, ok := names[g]; !ok {
+			order = append(order, g)
+		}
+		name := blockIndex.ReplaceAllString(f.Tensor, "blk.*.")
+		if !slices.Contains(names[g], name) {
+			names[g] = append(names[g], name)
+		}
+	}
+	fmt.Fprintf(w, "fallback: %d of %d matrices are not stored as %s (rows not a whole number of its %d-element blocks; llama-quantize's fallback rule):\n",
+		len(fallbacks), matrices, want, want.BlockSize())
+	for _, g := range order {
+		fmt.Fprintf(w, "  %s for rows of %d: %s\n", g.got, g.cols, strings.Join(names[g], ", "))
+	}
+}
+
+// blockIndex matches the layer number of a per-layer tensor name.
+var blockIndex = regexp.MustCompile(`^blk\.[0-9]+\.`)
 
 func presetSummary() string {
 	var parts []string

@@ -80,3 +80,28 @@ func TestModelInfo(t *testing.T) {
 		t.Errorf("bad file: exit %d: %s", code, out)
 	}
 }
+
+// TestModelCreateFallbacks checks that matrices stored in another type
+// than --type (llama-quantize's fallbacks) are reported, as text and JSON.
+func TestModelCreateFallbacks(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tiny-q4k.gguf")
+	out, code := runCtl(t, "model", "create", "--preset", "tiny", "--type", "q4_k", path)
+	for _, want := range []string{"fallback: 16 of 16 matrices are not stored as Q4_K", "Q5_0 for rows of 64: token_embd.weight, output.weight, blk.*.attn_q.weight",
+		"Q5_0 for rows of 128: blk.*.ffn_down.weight"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	if out, code := runCtl(t, "model", "create", "--force", "--type", "q8_0", path); code != 0 || strings.Contains(out, "fallback") {
+		t.Errorf("q8_0 (no fallback): exit %d: %s", code, out)
+	}
+	js, _, code := runCtlStdout(t, "-o", "json", "model", "create", "--force", "--type", "q6_k", path)
+	var created createdModel
+	if err := json.Unmarshal([]byte(js), &created); err != nil || code != 0 {
+		t.Fatalf("json output (exit %d): %v\n%s", code, err, js)
+	}
+	if created.Matrices != 16 || len(created.Fallbacks) != 16 || created.Fallbacks[0] != (createdFallback{Tensor: "token_embd.weight", Cols: 64, Type: "Q8_0"}) {
+		t.Errorf("json %+v", created)
+	}
+}
