@@ -42,6 +42,36 @@ func (c *Cache) Max() int { return c.max }
 // Reset empties the cache, keeping its memory for the next sequence.
 func (c *Cache) Reset() { c.n, c.next = 0, 0 }
 
+// Truncate keeps the first n positions (n <= Len) and drops the rest, so
+// that the next Forward continues at position n.
+func (c *Cache) Truncate(n int) {
+	if n < 0 || n > c.n {
+		panic(fmt.Sprintf("model: truncate a cache of %d positions to %d", c.n, n))
+	}
+	c.n, c.next = n, n
+}
+
+// CopyPrefix makes c hold the first n positions of src (a cache of the same
+// model): the keys and values of a shared prompt prefix, computed once.
+func (c *Cache) CopyPrefix(src *Cache, n int) {
+	if n > src.n || n > c.max || len(src.k) != len(c.k) || src.heads != c.heads || src.hd != c.hd {
+		panic(fmt.Sprintf("model: copy %d positions of a cache of %d into one of at most %d", n, src.n, c.max))
+	}
+	c.n, c.next = 0, 0
+	c.Reserve(n)
+	for l := range c.k {
+		for h := range c.heads {
+			from, to := h*src.capPos*c.hd, h*c.capPos*c.hd
+			copy(c.k[l][to:to+n*c.hd], src.k[l][from:from+n*c.hd])
+			copy(c.v[l][to:to+n*c.hd], src.v[l][from:from+n*c.hd])
+		}
+	}
+	c.n, c.next = n, n
+}
+
+// Bytes is the memory the cache holds now (keys and values of every layer).
+func (c *Cache) Bytes() int64 { return int64(len(c.k)) * 2 * int64(c.heads*c.capPos*c.hd) * 4 }
+
 // Reserve makes room for n positions (at most Max), growing by doubling.
 // Forward reserves what it needs; calling Reserve first moves the
 // allocation out of the forward pass.

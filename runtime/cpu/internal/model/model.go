@@ -243,3 +243,9 @@ func (l *loader) optionalVector(name string, n int) []float32 {
 	}
 	return out
 }
+
+// KVBytesPerToken is the key/value cache memory one position takes: keys
+// and values of every layer's key/value heads, in F32.
+func (m *Model) KVBytesPerToken() int64 {
+	return int64(m.Cfg.Layers) * 2 * int64(m.Cfg.KVDim()) * 4
+}
