@@ -94,8 +94,8 @@ type Engine struct {
 	free        []*slot
 	hashBuf     []uint64
 	batch       model.Batch
-	rows   []rowRef
-	active []*sequence
+	rows        []rowRef
+	active      []*sequence
 }
 
 // sequence is one Generate call as the scheduler tracks it.
