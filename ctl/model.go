@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ttis-dev/ttis/runtime/cpu"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 	"github.com/ttis-dev/ttis/runtime/cpu/tokenizer"
@@ -188,8 +189,19 @@ type modelInfo struct {
 	TensorTypes  map[string]int    `json:"tensor_types"`
 	Tokenizer    *tokenizerInfo    `json:"tokenizer,omitempty"`
 	TokenizerErr string            `json:"tokenizer_error,omitempty"`
+	KVCache      *kvCacheInfo      `json:"kv_cache,omitempty"`
 	Metadata     map[string]string `json:"metadata"`
 	keys         []string
+}
+
+// kvCacheInfo is the key/value cache the cpu runtime would hold for this
+// file: F32 keys and values per position, one cache per slot growing up to
+// the context window.
+type kvCacheInfo struct {
+	BytesPerToken int64 `json:"bytes_per_token"`
+	Context       int   `json:"context"`
+	Slots         int   `json:"slots"`
+	MaxBytes      int64 `json:"max_bytes"`
 }
 
 type tokenizerInfo struct {
@@ -203,8 +215,12 @@ type tokenizerInfo struct {
 func modelInfoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "info",
-		Usage:     "show a GGUF file's metadata, tensor types and tokenizer (validates the file)",
+		Usage:     "show a GGUF file's metadata, tensor types, KV cache size and tokenizer (validates the file)",
 		ArgsUsage: "PATH",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "context", Usage: "context window the KV cache line assumes, as a unit's limits.max_context (0: the model's)"},
+			&cli.IntFlag{Name: "slots", Value: cpu.DefaultMaxSeqs, Usage: "concurrent sequences the KV cache line assumes, as a unit's limits.max_concurrency"},
+		},
 		Action: func(c *cli.Context) error {
 			args, err := positional(c, 1, 1)
 			if err != nil {
@@ -214,7 +230,10 @@ func modelInfoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			info, err := readModelInfo(args[0])
+			if c.Int("context") < 0 || c.Int("slots") < 1 {
+				return usageError(c, "--context must not be negative and --slots must be at least 1")
+			}
+			info, err := readModelInfo(args[0], c.Int("context"), c.Int("slots"))
 			if err != nil {
 				return cli.Exit(err.Error(), exitError)
 			}
@@ -227,7 +246,9 @@ func modelInfoCommand() *cli.Command {
 	}
 }
 
-func readModelInfo(path string) (*modelInfo, error) {
+// readModelInfo reads what model info shows; context (0: the model's) and
+// slots size the KV cache line as a unit's limits would.
+func readModelInfo(path string, context, slots int) (*modelInfo, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
@@ -250,6 +271,13 @@ func readModelInfo(path string) (*modelInfo, error) {
 	for _, kv := range f.KV {
 		info.keys = append(info.keys, kv.Key)
 		info.Metadata[kv.Key] = describeValue(kv.Value)
+	}
+	if perToken, trained, err := cpu.KVCacheShape(f); err == nil {
+		ctx := trained
+		if context > 0 && context < trained {
+			ctx = context
+		}
+		info.KVCache = &kvCacheInfo{BytesPerToken: perToken, Context: ctx, Slots: slots, MaxBytes: cpu.KVCacheBytes(perToken, ctx, slots)}
 	}
 	tk, err := tokenizer.New(f)
 	if err != nil {
@@ -308,6 +336,10 @@ func printModelInfo(w io.Writer, info *modelInfo) {
 	}
 	sort.Strings(types)
 	fmt.Fprintf(tw, "parameters\t%.2fM in %d tensors (%s)\n", float64(info.Parameters)/1e6, info.Tensors, strings.Join(types, ", "))
+	if kv := info.KVCache; kv != nil {
+		fmt.Fprintf(tw, "kv cache\t%s per token (F32 keys and values on the cpu runtime); at most %s for %d slots of %d tokens\n",
+			humanBytes(kv.BytesPerToken), humanBytes(kv.MaxBytes), kv.Slots, kv.Context)
+	}
 	if tk := info.Tokenizer; tk != nil {
 		fmt.Fprintf(tw, "tokenizer\t%s, %d tokens, BOS %d, EOS %v\n", tk.Model, tk.Vocab, tk.BOS, tk.EOS)
 		fmt.Fprintf(tw, "chat\t%s\n", tk.ChatTemplate)

@@ -211,13 +211,44 @@ func New(path string, opt Options) (*Engine, error) {
 			Model:      name,
 			Runtime:    "cpu",
 			MaxContext: maxCtx,
-			Version:    fmt.Sprintf("%s (%s %s, %d threads)", Version, m.Cfg.Arch, m.WeightType(), threads),
+			Version: fmt.Sprintf("%s (%s %s, %d threads, KV cache %s per token, at most %s for %d slots of %d tokens)",
+				Version, m.Cfg.Arch, m.WeightType(), threads, kvSize(m.KVBytesPerToken()),
+				kvSize(KVCacheBytes(m.KVBytesPerToken(), maxCtx, maxSeqs)), maxSeqs, maxCtx),
 		},
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 	go e.loop()
 	return e, nil
+}
+
+// KVCacheBytes is the most key/value cache memory the engine holds: one
+// cache per slot, each growing up to the context window (positions of F32
+// keys and values; the prefix cache lives in the same caches).
+func KVCacheBytes(perToken int64, maxContext, maxSeqs int) int64 {
+	return perToken * int64(maxContext) * int64(maxSeqs)
+}
+
+// KVCacheShape reads the model shape of an open GGUF file: the key/value
+// cache bytes one position takes on this engine and the trained context
+// length (ttisctl model info shows the cache a unit would hold).
+func KVCacheShape(f *gguf.File) (perToken int64, contextLength int, err error) {
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return 0, 0, err
+	}
+	return cfg.KVBytesPerToken(), cfg.ContextLength, nil
+}
+
+// kvSize formats a byte count in KiB, MiB or GiB.
+func kvSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
 // DefaultThreads is the thread count used when none is configured: every
