@@ -21,7 +21,7 @@ DEB_VERSION ?= $(shell echo '$(VERSION)' | sed -e 's/^v//' -e '/^[0-9][0-9]*\.[0
 DEB_ARCH  ?= $(shell $(GO) env GOARCH)
 NFPM      := $(GO) tool -modfile=packaging/tools.mod nfpm
 
-.PHONY: help build test test-short check fmt vet staticcheck docs install deb deb-root-check demo bench clean report-screenshot
+.PHONY: help build test test-short check fmt vet staticcheck docs install deb deb-root-check demo bench bench-cpu clean report-screenshot
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -35,6 +35,10 @@ test: ## run every test with the race detector (what CI runs)
 
 test-short: ## quick tests without the race detector
 	$(GO) test -short $(PKGS)
+
+bench-cpu: build ## cpu runtime vs llama.cpp A/B table: make bench-cpu LLAMA_BIN=<dir with llama-bench, llama-server> (see bench/bench-cpu.sh)
+	@test -n "$(LLAMA_BIN)" || { echo "make bench-cpu LLAMA_BIN=<folder with llama-bench and llama-server>"; exit 2; }
+	TTISCTL=$(BIN)/ttisctl TTISD=$(BIN)/ttisd bench/bench-cpu.sh "$(LLAMA_BIN)"
 
 check: fmt vet staticcheck ## gofmt + go vet + staticcheck
 

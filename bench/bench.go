@@ -22,7 +22,9 @@ import (
 
 // DatasetConfig selects and shapes the prompts.
 type DatasetConfig struct {
-	// Name is "random", "sharegpt" or "custom".
+	// Name is "random", "shared-prefix", "sharegpt" or "custom".
+	// shared-prefix is random with PrefixLen tokens shared by every
+	// prompt (PrefixLen 0 there means 1,000).
 	Name string
 	// Path is the file of sharegpt and custom datasets.
 	Path string
@@ -31,7 +33,14 @@ type DatasetConfig struct {
 	// default when > 0.
 	InputLen, OutputLen int
 	RangeRatio          float64
+	// PrefixLen is the random dataset's shared prefix (vLLM's
+	// --random-prefix-len), in tokens before each prompt's own InputLen.
+	PrefixLen int
 }
+
+// defaultSharedPrefix is the shared-prefix dataset's prefix when none is
+// given: issue 18's prefix-caching workload.
+const defaultSharedPrefix = 1000
 
 // PointConfig is one benchmark run.
 type PointConfig struct {
@@ -68,16 +77,20 @@ func (p *PointResult) Failed() int { return p.Summary.Failed }
 // counted in the ISL.
 func BuildDataset(ctx context.Context, tok dataset.Tokenizer, dc DatasetConfig, n int, seed int64, chat bool) (*dataset.Set, error) {
 	switch dc.Name {
-	case "", "random":
+	case "", "random", "shared-prefix":
+		prefix := dc.PrefixLen
+		if dc.Name == "shared-prefix" && prefix == 0 {
+			prefix = defaultSharedPrefix
+		}
 		return dataset.Random(ctx, tok, dataset.RandomOptions{
-			InputLen: dc.InputLen, OutputLen: dc.OutputLen, RangeRatio: dc.RangeRatio, NumPrompts: n, Seed: seed, Chat: chat,
+			InputLen: dc.InputLen, OutputLen: dc.OutputLen, RangeRatio: dc.RangeRatio, PrefixLen: prefix, NumPrompts: n, Seed: seed, Chat: chat,
 		})
 	case "sharegpt":
 		return dataset.ShareGPT(ctx, tok, dataset.ShareGPTOptions{Path: dc.Path, NumPrompts: n, OutputLen: dc.OutputLen, Seed: seed})
 	case "custom":
 		return dataset.Custom(ctx, tok, dataset.CustomOptions{Path: dc.Path, NumPrompts: n, OutputLen: dc.OutputLen, Seed: seed})
 	}
-	return nil, fmt.Errorf("dataset %q: want random, sharegpt or custom", dc.Name)
+	return nil, fmt.Errorf("dataset %q: want random, shared-prefix, sharegpt or custom", dc.Name)
 }
 
 // RunPoint builds the dataset, runs the load and renders the result.

@@ -43,7 +43,8 @@ sweep's report.json.
 ` + workflowExitHelp,
 		Flags: append(workflowFlags(),
 			&cli.StringFlag{Name: "endpoint", Value: "completions", Usage: "completions or chat"},
-			&cli.StringFlag{Name: "dataset", Value: "random", Usage: "random, sharegpt or custom"},
+			&cli.StringFlag{Name: "dataset", Value: "random", Usage: "random, shared-prefix (random after one shared prefix of --prefix-len tokens), sharegpt or custom"},
+			&cli.IntFlag{Name: "prefix-len", Usage: "tokens of one random prefix shared by every random prompt (shared-prefix default: 1000)"},
 			&cli.StringFlag{Name: "dataset-path", Usage: "ShareGPT JSON or custom JSONL file"},
 			&cli.IntFlag{Name: "isl", Value: 128, Usage: "input length in tokens (random dataset)"},
 			&cli.IntFlag{Name: "osl", Value: 128, Usage: "output length in tokens"},
@@ -177,7 +178,7 @@ func benchTemplate(c *cli.Context) (bench.PointConfig, error) {
 	if err != nil {
 		return bench.PointConfig{}, usageError(c, "--request-rate: %v", err)
 	}
-	ds := bench.DatasetConfig{Name: c.String("dataset"), Path: c.String("dataset-path"), InputLen: c.Int("isl"), OutputLen: c.Int("osl"), RangeRatio: c.Float64("range-ratio")}
+	ds := bench.DatasetConfig{Name: c.String("dataset"), Path: c.String("dataset-path"), InputLen: c.Int("isl"), OutputLen: c.Int("osl"), RangeRatio: c.Float64("range-ratio"), PrefixLen: c.Int("prefix-len")}
 	if (ds.Name == "sharegpt" || ds.Name == "custom") && ds.Path == "" {
 		return bench.PointConfig{}, usageError(c, "--dataset %s needs --dataset-path", ds.Name)
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ttis-dev/ttis/runtime/cpu"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 	"github.com/ttis-dev/ttis/runtime/cpu/tokenizer"
@@ -71,8 +74,16 @@ func modelCreateCommand() *cli.Command {
 			if _, err := os.Stat(path); err == nil && !c.Bool("force") {
 				return failure(exitError, "%s exists (use --force to overwrite)", path)
 			}
+			asJSON, err := jsonOutput(c)
+			if err != nil {
+				return err
+			}
 			start := time.Now()
 			opts := synth.Options{Preset: preset.Name, Type: typ, Seed: c.Uint64("seed"), Name: c.String("name")}
+			fallbacks, matrices, err := synth.Fallbacks(opts)
+			if err != nil {
+				return cli.Exit(err.Error(), exitError)
+			}
 			if err := synth.Create(path, opts); err != nil {
 				return cli.Exit(err.Error(), exitError)
 			}
@@ -80,13 +91,75 @@ func modelCreateCommand() *cli.Command {
 			if err != nil {
 				return failure(exitError, "%v", err)
 			}
+			if asJSON {
+				out := createdModel{Path: path, Preset: preset.Name, Type: strings.ToLower(typ.String()),
+					Parameters: preset.Params(), Bytes: st.Size(), Seed: opts.Seed, Matrices: matrices,
+					Fallbacks: []createdFallback{}}
+				for _, f := range fallbacks {
+					out.Fallbacks = append(out.Fallbacks, createdFallback{Tensor: f.Tensor, Cols: f.Cols, Type: f.Got.String()})
+				}
+				return writeJSON(c.App.Writer, out)
+			}
 			fmt.Fprintf(c.App.Writer, "wrote %s: preset %s, %s weights, %.1fM parameters, %s, seed %d, in %s\n",
 				path, preset.Name, strings.ToLower(typ.String()), float64(preset.Params())/1e6,
 				humanBytes(st.Size()), opts.Seed, time.Since(start).Round(time.Millisecond))
+			printFallbacks(c.App.Writer, typ, fallbacks, matrices)
 			return nil
 		},
 	}
 }
+
+// createdModel is model create's -o json output.
+type createdModel struct {
+	Path       string            `json:"path"`
+	Preset     string            `json:"preset"`
+	Type       string            `json:"type"`
+	Parameters int64             `json:"parameters"`
+	Bytes      int64             `json:"bytes"`
+	Seed       uint64            `json:"seed"`
+	Matrices   int               `json:"matrices"`
+	Fallbacks  []createdFallback `json:"fallbacks"`
+}
+
+// createdFallback is a matrix stored in another type than --type.
+type createdFallback struct {
+	Tensor string `json:"tensor"`
+	Cols   int    `json:"cols"`
+	Type   string `json:"type"`
+}
+
+// printFallbacks says which matrices were stored in another type than
+// asked, as llama-quantize warns: grouped by row length and type, with the
+// layer number of per-layer names folded ("blk.*.attn_q.weight").
+func printFallbacks(w io.Writer, want gguf.TensorType, fallbacks []synth.Fallback, matrices int) {
+	if len(fallbacks) == 0 {
+		return
+	}
+	type group struct {
+		cols int
+		got  gguf.TensorType
+	}
+	var order []group
+	names := map[group][]string{}
+	for _, f := range fallbacks {
+		g := group{f.Cols, f.Got}
+		if _, ok := names[g]; !ok {
+			order = append(order, g)
+		}
+		name := blockIndex.ReplaceAllString(f.Tensor, "blk.*.")
+		if !slices.Contains(names[g], name) {
+			names[g] = append(names[g], name)
+		}
+	}
+	fmt.Fprintf(w, "fallback: %d of %d matrices are not stored as %s (rows not a whole number of its %d-element blocks; llama-quantize's fallback rule):\n",
+		len(fallbacks), matrices, want, want.BlockSize())
+	for _, g := range order {
+		fmt.Fprintf(w, "  %s for rows of %d: %s\n", g.got, g.cols, strings.Join(names[g], ", "))
+	}
+}
+
+// blockIndex matches the layer number of a per-layer tensor name.
+var blockIndex = regexp.MustCompile(`^blk\.[0-9]+\.`)
 
 func presetSummary() string {
 	var parts []string
@@ -117,8 +190,19 @@ type modelInfo struct {
 	TensorTypes  map[string]int    `json:"tensor_types"`
 	Tokenizer    *tokenizerInfo    `json:"tokenizer,omitempty"`
 	TokenizerErr string            `json:"tokenizer_error,omitempty"`
+	KVCache      *kvCacheInfo      `json:"kv_cache,omitempty"`
 	Metadata     map[string]string `json:"metadata"`
 	keys         []string
+}
+
+// kvCacheInfo is the key/value cache the cpu runtime would hold for this
+// file: F32 keys and values per position, one cache per slot growing up to
+// the context window.
+type kvCacheInfo struct {
+	BytesPerToken int64 `json:"bytes_per_token"`
+	Context       int   `json:"context"`
+	Slots         int   `json:"slots"`
+	MaxBytes      int64 `json:"max_bytes"`
 }
 
 type tokenizerInfo struct {
@@ -132,8 +216,12 @@ type tokenizerInfo struct {
 func modelInfoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "info",
-		Usage:     "show a GGUF file's metadata, tensor types and tokenizer (validates the file)",
+		Usage:     "show a GGUF file's metadata, tensor types, KV cache size and tokenizer (validates the file)",
 		ArgsUsage: "PATH",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "context", Usage: "context window the KV cache line assumes, as a unit's limits.max_context (0: the model's)"},
+			&cli.IntFlag{Name: "slots", Value: cpu.DefaultMaxSeqs, Usage: "concurrent sequences the KV cache line assumes, as a unit's limits.max_concurrency"},
+		},
 		Action: func(c *cli.Context) error {
 			args, err := positional(c, 1, 1)
 			if err != nil {
@@ -143,7 +231,10 @@ func modelInfoCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			info, err := readModelInfo(args[0])
+			if c.Int("context") < 0 || c.Int("slots") < 1 {
+				return usageError(c, "--context must not be negative and --slots must be at least 1")
+			}
+			info, err := readModelInfo(args[0], c.Int("context"), c.Int("slots"))
 			if err != nil {
 				return cli.Exit(err.Error(), exitError)
 			}
@@ -156,7 +247,9 @@ func modelInfoCommand() *cli.Command {
 	}
 }
 
-func readModelInfo(path string) (*modelInfo, error) {
+// readModelInfo reads what model info shows; context (0: the model's) and
+// slots size the KV cache line as a unit's limits would.
+func readModelInfo(path string, context, slots int) (*modelInfo, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
@@ -179,6 +272,13 @@ func readModelInfo(path string) (*modelInfo, error) {
 	for _, kv := range f.KV {
 		info.keys = append(info.keys, kv.Key)
 		info.Metadata[kv.Key] = describeValue(kv.Value)
+	}
+	if perToken, trained, err := cpu.KVCacheShape(f); err == nil {
+		ctx := trained
+		if context > 0 && context < trained {
+			ctx = context
+		}
+		info.KVCache = &kvCacheInfo{BytesPerToken: perToken, Context: ctx, Slots: slots, MaxBytes: cpu.KVCacheBytes(perToken, ctx, slots)}
 	}
 	tk, err := tokenizer.New(f)
 	if err != nil {
@@ -237,6 +337,10 @@ func printModelInfo(w io.Writer, info *modelInfo) {
 	}
 	sort.Strings(types)
 	fmt.Fprintf(tw, "parameters\t%.2fM in %d tensors (%s)\n", float64(info.Parameters)/1e6, info.Tensors, strings.Join(types, ", "))
+	if kv := info.KVCache; kv != nil {
+		fmt.Fprintf(tw, "kv cache\t%s per token (F32 keys and values on the cpu runtime); at most %s for %d slots of %d tokens\n",
+			humanBytes(kv.BytesPerToken), humanBytes(kv.MaxBytes), kv.Slots, kv.Context)
+	}
 	if tk := info.Tokenizer; tk != nil {
 		fmt.Fprintf(tw, "tokenizer\t%s, %d tokens, BOS %d, EOS %v\n", tk.Model, tk.Vocab, tk.BOS, tk.EOS)
 		fmt.Fprintf(tw, "chat\t%s\n", tk.ChatTemplate)

@@ -58,7 +58,8 @@ func TestModelInfo(t *testing.T) {
 		t.Fatalf("create: exit %d: %s", code, out)
 	}
 	out, code := runCtl(t, "model", "info", path)
-	for _, want := range []string{"architecture  llama", "in 21 tensors (F32 5, Q4_0 16)", "tokenizer     llama, 512 tokens, BOS 1, EOS [2]",
+	for _, want := range []string{"architecture  llama", "in 21 tensors (F32 5, Q4_0 16)",
+		"kv cache      0.5 KiB per token (F32 keys and values on the cpu runtime); at most 2.0 MiB for 8 slots of 512 tokens", "tokenizer     llama, 512 tokens, BOS 1, EOS [2]",
 		"built-in llama2 format", "llama.block_count", `string[512] "<unk>" "<s>" "</s>"`} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
@@ -69,6 +70,12 @@ func TestModelInfo(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &info); err != nil || code != 0 {
 		t.Fatalf("json output (exit %d): %v\n%s", code, err, out)
 	}
+	if kv := info.KVCache; kv == nil || *kv != (kvCacheInfo{BytesPerToken: 512, Context: 512, Slots: 8, MaxBytes: 2 << 20}) {
+		t.Errorf("json kv_cache %+v", kv)
+	}
+	if out, code := runCtl(t, "model", "info", "--context", "128", "--slots", "2", path); code != 0 || !strings.Contains(out, "at most 128.0 KiB for 2 slots of 128 tokens") {
+		t.Errorf("--context 128 --slots 2: exit %d:\n%s", code, out)
+	}
 	if info.Architecture != "llama" || info.Tokenizer == nil || info.Tokenizer.Vocab != 512 || info.Metadata["llama.embedding_length"] != "64" {
 		t.Errorf("json info %+v", info)
 	}
@@ -78,5 +85,30 @@ func TestModelInfo(t *testing.T) {
 	}
 	if out, code := runCtl(t, "model", "info", bad); code != 1 || !strings.Contains(out, bad) {
 		t.Errorf("bad file: exit %d: %s", code, out)
+	}
+}
+
+// TestModelCreateFallbacks checks that matrices stored in another type
+// than --type (llama-quantize's fallbacks) are reported, as text and JSON.
+func TestModelCreateFallbacks(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tiny-q4k.gguf")
+	out, code := runCtl(t, "model", "create", "--preset", "tiny", "--type", "q4_k", path)
+	for _, want := range []string{"fallback: 16 of 16 matrices are not stored as Q4_K", "Q5_0 for rows of 64: token_embd.weight, output.weight, blk.*.attn_q.weight",
+		"Q5_0 for rows of 128: blk.*.ffn_down.weight"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
+		}
+	}
+	if out, code := runCtl(t, "model", "create", "--force", "--type", "q8_0", path); code != 0 || strings.Contains(out, "fallback") {
+		t.Errorf("q8_0 (no fallback): exit %d: %s", code, out)
+	}
+	js, _, code := runCtlStdout(t, "-o", "json", "model", "create", "--force", "--type", "q6_k", path)
+	var created createdModel
+	if err := json.Unmarshal([]byte(js), &created); err != nil || code != 0 {
+		t.Fatalf("json output (exit %d): %v\n%s", code, err, js)
+	}
+	if created.Matrices != 16 || len(created.Fallbacks) != 16 || created.Fallbacks[0] != (createdFallback{Tensor: "token_embd.weight", Cols: 64, Type: "Q8_0"}) {
+		t.Errorf("json %+v", created)
 	}
 }

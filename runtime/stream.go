@@ -20,6 +20,7 @@ type Stream struct {
 	err        error
 	wake       chan struct{}
 	promptToks int
+	cached     int
 	onTaken    func()
 }
 
@@ -36,6 +37,23 @@ func (s *Stream) signal() {
 	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// SetCachedTokens records how many leading prompt tokens the engine took
+// from its prefix cache instead of computing them (usage's
+// prompt_tokens_details.cached_tokens). Engines call it before the first
+// Push.
+func (s *Stream) SetCachedTokens(n int) {
+	s.mu.Lock()
+	s.cached = n
+	s.mu.Unlock()
+}
+
+// CachedTokens is what SetCachedTokens recorded (0 without a prefix cache).
+func (s *Stream) CachedTokens() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cached
 }
 
 // SetPromptLogprobs records the prompt tokens' logprobs (one entry per prompt

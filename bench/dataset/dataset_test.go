@@ -218,3 +218,37 @@ func FuzzParseShareGPT(f *testing.F) {
 		}
 	})
 }
+
+// TestRandomSharedPrefix: with PrefixLen every prompt starts with the same
+// PrefixLen tokens, followed by its own InputLen tokens.
+func TestRandomSharedPrefix(t *testing.T) {
+	for _, tok := range []Tokenizer{newWordTokenizer(), nil} {
+		set, err := Random(context.Background(), tok, RandomOptions{InputLen: 20, OutputLen: 5, PrefixLen: 30, NumPrompts: 4, Seed: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := strings.Fields(set.Prompts[0].Text)
+		if len(first) < 30 {
+			t.Fatalf("prompt %q is shorter than its prefix", set.Prompts[0].Text)
+		}
+		prefix := strings.Join(first[:30], " ")
+		for i, p := range set.Prompts {
+			words := strings.Fields(p.Text)
+			// 50 tokens either way: with the fake server tokenizer 30 + 19
+			// words and BOS, without one 30 + 20 words.
+			wantWords := 50
+			if tok != nil {
+				wantWords = 49
+			}
+			if !strings.HasPrefix(p.Text, prefix+" ") || p.PromptTokens != 50 || len(words) != wantWords {
+				t.Errorf("tokenizer %v prompt %d: %d words (want %d), prompt_len %d (want 50), shares prefix %v", tok != nil, i, len(words), wantWords, p.PromptTokens, strings.HasPrefix(p.Text, prefix+" "))
+			}
+		}
+		if set.Prompts[0].Text == set.Prompts[1].Text {
+			t.Error("prompts after the prefix are identical")
+		}
+	}
+	if _, err := Random(context.Background(), newWordTokenizer(), RandomOptions{InputLen: 5, OutputLen: 5, PrefixLen: -1, NumPrompts: 1}); err == nil {
+		t.Error("negative prefix length: no error")
+	}
+}

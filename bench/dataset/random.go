@@ -18,6 +18,11 @@ type RandomOptions struct {
 	RangeRatio float64
 	NumPrompts int
 	Seed       int64
+	// PrefixLen, when > 0, puts one random prefix of that many tokens in
+	// front of every prompt (vLLM's --random-prefix-len): a shared-prefix
+	// workload for servers with prefix caching. Prompts are then PrefixLen
+	// plus InputLen tokens long.
+	PrefixLen int
 	// Chat makes InputLen count the whole chat prompt the server builds
 	// (template and special tokens included) when the tokenizer implements
 	// ChatTokenizer; otherwise only the user message is counted.
@@ -38,6 +43,8 @@ func (o RandomOptions) check() error {
 		return fmt.Errorf("random dataset: output length %d must be at least 1", o.OutputLen)
 	case o.NumPrompts < 1:
 		return fmt.Errorf("random dataset: number of prompts %d must be at least 1", o.NumPrompts)
+	case o.PrefixLen < 0:
+		return fmt.Errorf("random dataset: prefix length %d must not be negative", o.PrefixLen)
 	case o.RangeRatio < 0 || o.RangeRatio >= 1:
 		return fmt.Errorf("random dataset: range ratio %g must lie in [0, 1)", o.RangeRatio)
 	}
@@ -65,11 +72,15 @@ func Random(ctx context.Context, tok Tokenizer, o RandomOptions) (*Set, error) {
 		set.Tokenizer = ApproxTokenizerName
 		inLo, inHi := lengthRange(o.InputLen, o.RangeRatio, 1)
 		outLo, outHi := lengthRange(o.OutputLen, o.RangeRatio, 1)
+		prefix := ""
+		if o.PrefixLen > 0 {
+			prefix = words(rng, o.PrefixLen) + " "
+		}
 		for range o.NumPrompts {
 			n := inLo + rng.IntN(inHi-inLo+1)
 			set.Prompts = append(set.Prompts, Prompt{
-				Text:         words(rng, n),
-				PromptTokens: n,
+				Text:         prefix + words(rng, n),
+				PromptTokens: o.PrefixLen + n,
 				OutputTokens: outLo + rng.IntN(outHi-outLo+1),
 			})
 		}
@@ -105,9 +116,20 @@ func Random(ctx context.Context, tok Tokenizer, o RandomOptions) (*Set, error) {
 	for i := range outLens {
 		outLens[i] = outLo + rng.IntN(outHi-outLo+1)
 	}
-	pool, err := tokenPool(ctx, tok, rng, inHi+64)
+	pool, err := tokenPool(ctx, tok, rng, max(inHi, o.PrefixLen)+64)
 	if err != nil {
 		return nil, err
+	}
+	prefix := ""
+	if o.PrefixLen > 0 {
+		off := rng.IntN(len(pool))
+		ids := make([]int, o.PrefixLen)
+		for j := range ids {
+			ids[j] = pool[(off+j)%len(pool)]
+		}
+		if prefix, _, err = fitLength(ctx, tok, rng, ids, o.PrefixLen); err != nil {
+			return nil, fmt.Errorf("random dataset: shared prefix: %w", err)
+		}
 	}
 	mismatched, totalOff := 0, 0
 	for i := range o.NumPrompts {
@@ -123,6 +145,16 @@ func Random(ctx context.Context, tok Tokenizer, o RandomOptions) (*Set, error) {
 		text, got, err := fitLength(ctx, tok, rng, ids, want)
 		if err != nil {
 			return nil, fmt.Errorf("random dataset: prompt %d: %w", i, err)
+		}
+		if prefix != "" {
+			// The two texts may merge or split a token where they meet:
+			// count the prompt as the server will.
+			text = prefix + " " + text
+			n, err := countTokens(ctx, tok, text, false)
+			if err != nil {
+				return nil, fmt.Errorf("random dataset: prompt %d: %w", i, err)
+			}
+			got, want = n, want+o.PrefixLen
 		}
 		if got != want {
 			mismatched++

@@ -88,3 +88,64 @@ func BenchmarkEngine(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEngineConcurrency drives the engine the way a served benchmark
+// does: c clients, each sending its next request as soon as the previous
+// one ends (134-token prompts, 128 greedy output tokens, EOS ignored), on
+// the 24m and 134m Q8_0 presets with 2 threads and 16 slots, reporting
+// output tokens/s. The ratio of c=8 to c=1 is what batched decode buys:
+//
+//	go test -run '^$' -bench 'EngineConcurrency/24m' -benchtime 2x ./runtime/cpu/
+func BenchmarkEngineConcurrency(b *testing.B) {
+	for _, preset := range []string{"24m", "134m"} {
+		b.Run(preset+"-q8_0", func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "model.gguf")
+			if err := synth.Create(path, synth.Options{Preset: preset, Type: gguf.TypeQ8_0, Seed: 1}); err != nil {
+				b.Fatal(err)
+			}
+			e, err := New(path, Options{Threads: 2, MaxSeqs: 16})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			for _, c := range []int{1, 2, 4, 8, 16} {
+				b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+					benchConcurrent(b, e, c, 134, 128)
+				})
+			}
+		})
+	}
+}
+
+// benchConcurrent runs one round of c clients with one request each per
+// iteration and reports the output tokens/s over the whole run, and per
+// CPU-second of the process (steadier on a shared machine; the pool's
+// spinning workers count as busy).
+func benchConcurrent(b *testing.B, e *Engine, c, isl, osl int) {
+	tokens := 0
+	var elapsed time.Duration
+	cpu0 := processCPUTime()
+	for i := 0; b.Loop(); i++ {
+		streams := make([]*runtime.Stream, c)
+		start := time.Now()
+		for k := range streams {
+			prompt := make([]int, isl)
+			for p := range prompt {
+				prompt[p] = 1 + (p*7919+(i*c+k)*104729)%31000
+			}
+			streams[k] = mustGenerate(b, e, &runtime.Request{Prompt: prompt, MaxTokens: osl, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1})
+		}
+		for _, st := range streams {
+			toks, _, err := collect(b, st)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tokens += len(toks)
+		}
+		elapsed += time.Since(start)
+	}
+	b.ReportMetric(float64(tokens)/elapsed.Seconds(), "tok/s")
+	if cpu := processCPUTime() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(tokens)/cpu.Seconds(), "tok/cpu-s")
+	}
+}

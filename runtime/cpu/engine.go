@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
@@ -56,6 +57,9 @@ type Options struct {
 	// so that running sequences keep producing tokens while a long prompt
 	// is read; 0 means DefaultPrefillChunk.
 	PrefillChunk int
+	// NoPrefixCache turns prefix caching off: every prompt is computed
+	// from its first token (prefix.go).
+	NoPrefixCache bool
 	// Tokenizer overrides the tokenizer read from the GGUF file.
 	Tokenizer runtime.Tokenizer
 	// Now is the clock that stamps tokens; nil uses time.Now.
@@ -83,10 +87,15 @@ type Engine struct {
 	once   sync.Once
 
 	// Owned by the scheduler goroutine.
-	free   []*model.Cache
-	batch  model.Batch
-	rows   []rowRef
-	active []*sequence
+	prefixCache bool
+	seed        maphash.Seed
+	steps       uint64
+	slots       []*slot // every cache, held or free (at most maxSeqs)
+	free        []*slot
+	hashBuf     []uint64
+	batch       model.Batch
+	rows        []rowRef
+	active      []*sequence
 }
 
 // sequence is one Generate call as the scheduler tracks it.
@@ -94,7 +103,8 @@ type sequence struct {
 	ctx       context.Context
 	req       runtime.Request
 	stream    *runtime.Stream
-	cache     *model.Cache
+	slot      *slot
+	cache     *model.Cache // slot.cache
 	sampler   *sample.Sampler
 	stops     map[int]bool
 	prefilled int // prompt tokens fed to the model
@@ -194,17 +204,51 @@ func New(path string, opt Options) (*Engine, error) {
 		maxSeqs: maxSeqs,
 		chunk:   chunk,
 		now:     now,
+		seed:    maphash.MakeSeed(),
+
+		prefixCache: !opt.NoPrefixCache,
 		info: runtime.Info{
 			Model:      name,
 			Runtime:    "cpu",
 			MaxContext: maxCtx,
-			Version:    fmt.Sprintf("%s (%s %s, %d threads)", Version, m.Cfg.Arch, m.WeightType(), threads),
+			Version: fmt.Sprintf("%s (%s %s, %d threads, KV cache %s per token, at most %s for %d slots of %d tokens)",
+				Version, m.Cfg.Arch, m.WeightType(), threads, kvSize(m.KVBytesPerToken()),
+				kvSize(KVCacheBytes(m.KVBytesPerToken(), maxCtx, maxSeqs)), maxSeqs, maxCtx),
 		},
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 	go e.loop()
 	return e, nil
+}
+
+// KVCacheBytes is the most key/value cache memory the engine holds: one
+// cache per slot, each growing up to the context window (positions of F32
+// keys and values; the prefix cache lives in the same caches).
+func KVCacheBytes(perToken int64, maxContext, maxSeqs int) int64 {
+	return perToken * int64(maxContext) * int64(maxSeqs)
+}
+
+// KVCacheShape reads the model shape of an open GGUF file: the key/value
+// cache bytes one position takes on this engine and the trained context
+// length (ttisctl model info shows the cache a unit would hold).
+func KVCacheShape(f *gguf.File) (perToken int64, contextLength int, err error) {
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return 0, 0, err
+	}
+	return cfg.KVBytesPerToken(), cfg.ContextLength, nil
+}
+
+// kvSize formats a byte count in KiB, MiB or GiB.
+func kvSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
 // DefaultThreads is the thread count used when none is configured: every
@@ -306,7 +350,7 @@ func (e *Engine) loop() {
 			s := waiting[0]
 			waiting[0] = nil
 			waiting = waiting[1:]
-			s.cache = e.takeCache()
+			e.admit(s)
 			s.sampler = sample.New(s.req.Sampling, e.model.Cfg.Vocab, s.req.Prompt)
 			e.active = append(e.active, s)
 		}
@@ -314,12 +358,15 @@ func (e *Engine) loop() {
 			<-e.wake
 			continue
 		}
+		e.steps++
 		if err := e.step(); err != nil {
 			// A forward error is a bug or a corrupt model; fail the
-			// sequences of this step rather than the whole engine.
+			// sequences of this step rather than the whole engine, and
+			// forget what their caches hold.
 			for _, s := range e.active {
 				s.stream.Finish(runtime.FinishAbort, fmt.Errorf("cpu engine: %w", err))
 				s.ended = true
+				s.slot.truncate(0)
 			}
 		}
 		e.active = e.retire(e.active)
@@ -337,7 +384,8 @@ func (e *Engine) dropCancelled(seqs []*sequence) []*sequence {
 	return e.retire(seqs)
 }
 
-// retire removes ended sequences, returning their caches to the free list.
+// retire removes ended sequences, returning their caches to the free list
+// with what they hold, for later prompts that share a prefix with it.
 func (e *Engine) retire(seqs []*sequence) []*sequence {
 	kept := seqs[:0]
 	for _, s := range seqs {
@@ -345,23 +393,84 @@ func (e *Engine) retire(seqs []*sequence) []*sequence {
 			kept = append(kept, s)
 			continue
 		}
-		if s.cache != nil {
-			s.cache.Reset()
-			e.free = append(e.free, s.cache)
-			s.cache = nil
+		if sl := s.slot; sl != nil {
+			if !e.prefixCache {
+				sl.truncate(0)
+			}
+			sl.lastUse, sl.free = e.steps, true
+			e.free = append(e.free, sl)
+			s.slot, s.cache = nil, nil
 		}
 	}
 	clear(seqs[len(kept):])
 	return kept
 }
 
-func (e *Engine) takeCache() *model.Cache {
-	if n := len(e.free); n > 0 {
-		c := e.free[n-1]
-		e.free = e.free[:n-1]
-		return c
+// admit gives s a cache: the free cache that holds the longest prefix of
+// its prompt, or the least recently used free one (a new one while fewer
+// than MaxSeqs exist) with the longest prefix any cache holds copied in.
+// Prompt logprobs need every prompt position's logits, so such requests
+// compute their whole prompt.
+func (e *Engine) admit(s *sequence) {
+	p := s.req.Prompt
+	limit := len(p) - 1 // the last prompt token is always computed: its logits give the first output token
+	var best *slot
+	n := 0
+	if e.prefixCache && s.req.PromptLogprobs < 0 && limit > 0 {
+		e.hashBuf = prefixHashes(e.seed, e.hashBuf[:0], p[:limit])
+		for _, sl := range e.slots {
+			m := sl.matchLen(p, e.hashBuf, limit)
+			if m > n || (m == n && m > 0 && sl.free && !best.free) {
+				best, n = sl, m
+			}
+		}
 	}
-	return e.model.NewCache(e.info.MaxContext)
+	var sl *slot
+	if best != nil && best.free {
+		sl = best
+		e.unfree(sl)
+		sl.truncate(n)
+	} else {
+		sl = e.takeSlot()
+		if best != nil {
+			sl.cache.CopyPrefix(best.cache, n)
+			sl.tokens = append(sl.tokens, best.tokens[:n]...)
+			sl.hashes = append(sl.hashes, best.hashes[:n/prefixBlock]...)
+		}
+	}
+	sl.lastUse = e.steps
+	s.slot, s.cache, s.prefilled = sl, sl.cache, n
+	s.stream.SetCachedTokens(n)
+}
+
+// takeSlot returns an empty cache: a new one while fewer than MaxSeqs exist,
+// else the free one used least recently (its prefix is forgotten).
+func (e *Engine) takeSlot() *slot {
+	if len(e.free) == 0 || len(e.slots) < e.maxSeqs {
+		sl := &slot{cache: e.model.NewCache(e.info.MaxContext)}
+		e.slots = append(e.slots, sl)
+		return sl
+	}
+	lru := e.free[0]
+	for _, sl := range e.free[1:] {
+		if sl.lastUse < lru.lastUse {
+			lru = sl
+		}
+	}
+	e.unfree(lru)
+	lru.truncate(0)
+	return lru
+}
+
+// unfree removes sl from the free list.
+func (e *Engine) unfree(sl *slot) {
+	for i, f := range e.free {
+		if f == sl {
+			e.free = append(e.free[:i], e.free[i+1:]...)
+			break
+		}
+	}
+	sl.free = false
 }
 
 // step runs one forward pass: a decode token for every sequence past its
@@ -374,6 +483,7 @@ func (e *Engine) step() error {
 	for _, s := range e.active {
 		if s.prefilled == len(s.req.Prompt) {
 			b.Add(s.cache, s.last, s.cache.Len(), true)
+			s.slot.tokens = append(s.slot.tokens, s.last)
 			e.rows = append(e.rows, rowRef{s, -1})
 		}
 	}
@@ -397,6 +507,7 @@ func (e *Engine) step() error {
 				continue
 			}
 		}
+		s.slot.tokens = append(s.slot.tokens, p[s.prefilled:end]...)
 		for i := s.prefilled; i < end; i++ {
 			want := i == len(p)-1 || s.req.PromptLogprobs >= 0
 			b.Add(s.cache, p[i], i, want)
@@ -410,6 +521,9 @@ func (e *Engine) step() error {
 	logits, err := e.runner.Forward(b)
 	if err != nil {
 		return err
+	}
+	for _, s := range e.active {
+		s.slot.sync(e.seed)
 	}
 	vocab := e.model.Cfg.Vocab
 	now := e.now()

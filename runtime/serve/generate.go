@@ -572,6 +572,8 @@ func (j *job) finishSeq(q *seqState) {
 	now := time.Now()
 	m.e2e.observe(now.Sub(j.arrival).Seconds())
 	if q.tokens > 0 {
+		m.prefixQueries.Add(uint64(len(q.req.Prompt)))
+		m.prefixHits.Add(uint64(q.st.CachedTokens()))
 		m.prefill.observe(q.first.Sub(q.acquired).Seconds())
 		m.decode.observe(q.last.Sub(q.first).Seconds())
 		m.inference.observe(q.last.Sub(q.acquired).Seconds())
@@ -869,6 +871,19 @@ func (j *job) appendUsage(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(j.promptToks+gen), 10)
 	b = append(b, `,"completion_tokens":`...)
 	b = strconv.AppendInt(b, int64(gen), 10)
+	// The prompt tokens the engine's prefix cache served, counted once per
+	// prompt (the n choices of a prompt share it), shown when there are any.
+	cached := 0
+	for _, q := range j.seqs {
+		if q.st != nil && q.index%max(j.r.n, 1) == 0 {
+			cached += q.st.CachedTokens()
+		}
+	}
+	if cached > 0 {
+		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+		b = strconv.AppendInt(b, int64(cached), 10)
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 

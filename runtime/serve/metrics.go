@@ -60,6 +60,10 @@ type metrics struct {
 
 	promptTokens, generationTokens atomic.Uint64
 
+	// prefixQueries and prefixHits count prompt tokens looked up in the
+	// engine's prefix cache and those found there (vLLM counts tokens too).
+	prefixQueries, prefixHits atomic.Uint64
+
 	successMu sync.Mutex
 	success   map[string]uint64 // by finished_reason
 
@@ -137,6 +141,8 @@ func (m *metrics) appendText(b []byte) []byte {
 	gauge("vllm:num_requests_waiting", "Number of sequences waiting for a slot.", m.waiting.Load())
 	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", m.promptTokens.Load())
 	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", m.generationTokens.Load())
+	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", m.prefixQueries.Load())
+	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", m.prefixHits.Load())
 	b = append(b, "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\n"...)
 	m.successMu.Lock()
 	inner := m.labels[1 : len(m.labels)-1]

@@ -140,3 +140,45 @@ func compileValidator(t testing.TB, schema string) *jsonschema.Schema {
 	}
 	return s
 }
+
+// TestPrefixCacheUsageAndMetrics: a prompt repeated on the cpu runtime is
+// served from the prefix cache, which usage's
+// prompt_tokens_details.cached_tokens and vLLM's prefix cache counters show.
+func TestPrefixCacheUsageAndMetrics(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := synth.Create(path, synth.Options{Preset: "tiny", Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := cpu.New(path, cpu.Options{Name: "m", Threads: 2, MaxSeqs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	url := startServer(t, Config{Model: "m", MaxConcurrency: 2, MaxQueue: 8}, eng)
+	body := `{"prompt":"Once upon a time there was a little girl who lived in a village near the forest.","max_tokens":4,"temperature":0}`
+	usage := func() map[string]any {
+		code, v := postJSON(t, url+"/v1/completions", body)
+		if code != 200 {
+			t.Fatalf("%d %v", code, v)
+		}
+		return v["usage"].(map[string]any)
+	}
+	if u := usage(); u["prompt_tokens_details"] != nil {
+		t.Errorf("first request: usage %v, want no cached tokens", u)
+	}
+	u := usage()
+	prompt := int(u["prompt_tokens"].(float64))
+	details, _ := u["prompt_tokens_details"].(map[string]any)
+	if details == nil || int(details["cached_tokens"].(float64)) != prompt-1 {
+		t.Fatalf("second request: usage %v, want %d cached tokens", u, prompt-1)
+	}
+	code, metrics := get(t, url+"/metrics")
+	for _, want := range []string{
+		fmt.Sprintf(`vllm:prefix_cache_queries_total{model_name="m",engine="0"} %d`, 2*prompt),
+		fmt.Sprintf(`vllm:prefix_cache_hits_total{model_name="m",engine="0"} %d`, prompt-1),
+	} {
+		if code != 200 || !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q:\n%s", want, metrics)
+		}
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Open memory-maps the GGUF file at path read-only and parses it. Tensor data
@@ -35,7 +38,34 @@ func Open(path string) (*File, error) {
 		return nil, fmt.Errorf("open gguf %s: %w", path, err)
 	}
 	f.unmap = func() error { return syscall.Munmap(data) }
+	f.mapping = data
 	return f, nil
+}
+
+// Evict tells the kernel that the mapped pages lying wholly inside data (a
+// tensor's bytes the caller has copied elsewhere) are not needed now, so
+// that they leave the process's resident set instead of counting twice. A
+// later read faults them back in from the file. It does nothing for data
+// outside the mapping or for files from Parse.
+func (f *File) Evict(data []byte) error {
+	if f.mapping == nil || len(data) == 0 {
+		return nil
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(f.mapping)))
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	if start < base || start+uintptr(len(data)) > base+uintptr(len(f.mapping)) {
+		return nil
+	}
+	page := uintptr(os.Getpagesize())
+	lo := (start - base + page - 1) &^ (page - 1)
+	hi := (start - base + uintptr(len(data))) &^ (page - 1)
+	if lo >= hi {
+		return nil
+	}
+	if err := unix.Madvise(f.mapping[lo:hi], unix.MADV_DONTNEED); err != nil {
+		return fmt.Errorf("gguf: release %d mapped bytes: %w", hi-lo, err)
+	}
+	return nil
 }
 
 // Close unmaps a file opened with Open; tensor Data slices must not be used
@@ -46,6 +76,7 @@ func (f *File) Close() error {
 	}
 	unmap := f.unmap
 	f.unmap = nil
+	f.mapping = nil
 	for i := range f.Tensors {
 		f.Tensors[i].Data = nil
 	}

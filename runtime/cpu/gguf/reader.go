@@ -40,6 +40,7 @@ type File struct {
 	kvIndex     map[string]int
 	tensorIndex map[string]int
 	unmap       func() error
+	mapping     []byte // the file's mapping (Open only)
 }
 
 // TensorInfo describes one tensor and holds its data.

@@ -90,7 +90,8 @@ type Options struct {
 	Shape  Preset
 	// Type is the type of the 2-D weight matrices (F32 when zero). Norm
 	// weights stay F32; a matrix whose rows are not a whole number of the
-	// type's blocks is stored as F16 instead.
+	// type's blocks falls back to another type as llama-quantize does (see
+	// FallbackType and Fallbacks).
 	Type gguf.TensorType
 	// Seed seeds the weights; the same seed gives the same file.
 	Seed uint64
@@ -146,14 +147,8 @@ func Create(path string, opts Options) error {
 
 // Write streams a synthetic model in GGUF to w, one tensor at a time.
 func Write(w io.Writer, opts Options) error {
-	p := opts.Shape
-	if p.Dim == 0 {
-		var err error
-		if p, err = LookupPreset(opts.Preset); err != nil {
-			return err
-		}
-	}
-	if err := p.validate(); err != nil {
+	p, err := opts.shape()
+	if err != nil {
 		return err
 	}
 	ftype, ok := fileTypes[opts.Type]
@@ -290,6 +285,79 @@ func (t tensorPlan) fill(dst []float32, seed, index, chunk uint64) {
 	}
 }
 
+// FallbackType is the type a matrix with rows of cols elements is stored in
+// when want was asked for. It mirrors llama-quantize's rule for tensors
+// whose row length is not a multiple of the type's block size
+// (llama_tensor_get_type in llama.cpp's src/llama-quant.cpp, commit
+// c392e509: "convert_incompatible_tensor"): Q4_K falls back to Q5_0, Q5_K
+// to Q5_1, Q6_K to Q8_0, and a row that does not fit the fallback's 32-element
+// blocks either is stored as F16. llama-quantize refuses such a tensor for
+// the 32-block types (Q4_0, Q5_0, Q5_1, Q8_0: "Unsupported tensor size");
+// a synthetic model stores it as F16 instead, and says so.
+func FallbackType(want gguf.TensorType, cols int) gguf.TensorType {
+	if cols%want.BlockSize() == 0 {
+		return want
+	}
+	t := gguf.TypeF16
+	switch want {
+	case gguf.TypeQ4_K:
+		t = gguf.TypeQ5_0
+	case gguf.TypeQ5_K:
+		t = gguf.TypeQ5_1
+	case gguf.TypeQ6_K:
+		t = gguf.TypeQ8_0
+	}
+	if cols%t.BlockSize() != 0 {
+		t = gguf.TypeF16
+	}
+	return t
+}
+
+// shape is the preset or explicit shape of opts, validated.
+func (opts Options) shape() (Preset, error) {
+	p := opts.Shape
+	if p.Dim == 0 {
+		var err error
+		if p, err = LookupPreset(opts.Preset); err != nil {
+			return Preset{}, err
+		}
+	}
+	if err := p.validate(); err != nil {
+		return Preset{}, err
+	}
+	return p, nil
+}
+
+// Fallback is a matrix stored in another type than the one asked for.
+type Fallback struct {
+	Tensor string          `json:"tensor"`
+	Cols   int             `json:"cols"`
+	Want   gguf.TensorType `json:"-"`
+	Got    gguf.TensorType `json:"-"`
+}
+
+// Fallbacks lists the matrices Create stores in another type than
+// opts.Type (FallbackType), in file order, and the number of matrices.
+func Fallbacks(opts Options) ([]Fallback, int, error) {
+	p, err := opts.shape()
+	if err != nil {
+		return nil, 0, err
+	}
+	typ := opts.Type
+	var out []Fallback
+	matrices := 0
+	for _, t := range plan(p, typ) {
+		if len(t.spec.Dims) != 2 {
+			continue
+		}
+		matrices++
+		if t.spec.Type != typ {
+			out = append(out, Fallback{Tensor: t.spec.Name, Cols: t.spec.Dims[0], Want: typ, Got: t.spec.Type})
+		}
+	}
+	return out, matrices, nil
+}
+
 // plan lists the tensors in file order with llama.cpp's names. Residual
 // projections (attn_output, ffn_down) get the GPT-2 style 1/sqrt(2*layers)
 // scaling so activations keep their size through the stack.
@@ -298,10 +366,7 @@ func plan(p Preset, typ gguf.TensorType) []tensorPlan {
 	residual := std / math.Sqrt(2*float64(p.Layers))
 	kvDim := p.HeadDim() * p.KVHeads
 	matrix := func(name string, cols, rows int, s float64) tensorPlan {
-		t := typ
-		if cols%t.BlockSize() != 0 {
-			t = gguf.TypeF16
-		}
+		t := FallbackType(typ, cols)
 		return tensorPlan{spec: gguf.TensorSpec{Name: name, Type: t, Dims: []int{cols, rows}}, std: s}
 	}
 	norm := func(name string) tensorPlan {

@@ -76,7 +76,7 @@ func TestCreateTiny(t *testing.T) {
 				if len(dims) == 1 {
 					want = gguf.TypeF32
 				} else if dims[0]%typ.BlockSize() != 0 {
-					want = gguf.TypeF16 // rows of 64 are no whole Q4_K block
+					want = FallbackType(typ, dims[0]) // rows of 64 are no whole K-quant block
 				}
 				if ti.Type != want {
 					t.Errorf("%s type %s, want %s", name, ti.Type, want)
@@ -234,5 +234,76 @@ func BenchmarkWrite24M(b *testing.B) {
 		if err := Write(io.Discard, Options{Preset: "24m", Seed: uint64(i)}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestFallbackType checks llama-quantize's fallbacks for rows that are not
+// a whole number of blocks (llama.cpp src/llama-quant.cpp,
+// convert_incompatible_tensor).
+func TestFallbackType(t *testing.T) {
+	cases := []struct {
+		want gguf.TensorType
+		cols int
+		got  gguf.TensorType
+	}{
+		{gguf.TypeQ4_K, 256, gguf.TypeQ4_K},
+		{gguf.TypeQ4_K, 288, gguf.TypeQ5_0},
+		{gguf.TypeQ5_K, 288, gguf.TypeQ5_1},
+		{gguf.TypeQ6_K, 288, gguf.TypeQ8_0},
+		{gguf.TypeQ4_K, 300, gguf.TypeF16}, // not a multiple of 32 either
+		{gguf.TypeQ8_0, 288, gguf.TypeQ8_0},
+		{gguf.TypeQ8_0, 100, gguf.TypeF16},
+		{gguf.TypeF32, 7, gguf.TypeF32},
+		{gguf.TypeF16, 7, gguf.TypeF16},
+	}
+	for _, c := range cases {
+		if got := FallbackType(c.want, c.cols); got != c.got {
+			t.Errorf("FallbackType(%s, %d) = %s, want %s", c.want, c.cols, got, c.got)
+		}
+	}
+}
+
+// TestFallbacksMatchFile writes the tiny preset (dim 64, ffn 128: no row is
+// a multiple of 256) as Q4_K and checks that the file's types are the ones
+// Fallbacks reports, and that the 24m preset's only Q4_K matrices are the
+// ffn_down ones (768 columns).
+func TestFallbacksMatchFile(t *testing.T) {
+	opts := Options{Preset: "tiny", Type: gguf.TypeQ4_K, Seed: 1}
+	fb, matrices, err := Fallbacks(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if matrices != 2+2*7 || len(fb) != matrices {
+		t.Fatalf("tiny q4_k: %d fallbacks of %d matrices, want all of 16", len(fb), matrices)
+	}
+	path := filepath.Join(t.TempDir(), "tiny-q4k.gguf")
+	if err := Create(path, opts); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, b := range fb {
+		ti, ok := f.Tensor(b.Tensor)
+		if !ok || ti.Type != b.Got || b.Got != gguf.TypeQ5_0 || b.Want != gguf.TypeQ4_K {
+			t.Errorf("%s: file has %v, fallback says %s -> %s", b.Tensor, ti.Type, b.Want, b.Got)
+		}
+	}
+	fb, matrices, err = Fallbacks(Options{Preset: "24m", Type: gguf.TypeQ4_K})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if matrices != 2+6*7 || len(fb) != matrices-6 {
+		t.Fatalf("24m q4_k: %d fallbacks of %d matrices, want all but the 6 ffn_down", len(fb), matrices)
+	}
+	for _, b := range fb {
+		if strings.HasSuffix(b.Tensor, "ffn_down.weight") || b.Got != gguf.TypeQ5_0 || b.Cols != 288 {
+			t.Errorf("24m q4_k fallback %+v", b)
+		}
+	}
+	if _, _, err := Fallbacks(Options{Preset: "huge"}); err == nil {
+		t.Error("unknown preset: no error")
 	}
 }

@@ -388,10 +388,10 @@ func TestAsmQ8_0VNNI(t *testing.T) {
 		x := randVec(rng, batch*cols)
 		xq, xd, xd8 := make([]int8, batch*cols), make([]float32, batch*nb), make([]float32, batch*nb*8)
 		quantizeQ8Go(x, xq, xd, xd8)
-		prep := make([]byte, nb*256)
-		q8PrepVNNI(w.Data, rb, nb, prep)
+		xc := make([]int32, batch*cols/4)
+		q8CorrGo(xq, xc)
 		out := make([]float32, 3*9+4)
-		q8Tile4x4VNNI(w.Data, rb, prep, xq, cols, xd8, nb, out, 9)
+		q8Tile4x4VNNI(w.Data, rb, xq, cols, xc, xd8, nb, out, 9)
 		deq := make([]float32, cols)
 		for r := 0; r < rows; r++ {
 			row := w.Data[r*rb : (r+1)*rb]
@@ -456,9 +456,9 @@ func TestAsmIntegerExact(t *testing.T) {
 			tc.tile(w[:2*rb], rb, xq, cols, xd8, nb, tileOut, 4)
 			tc.tile(w[2*rb:], rb, xq, cols, xd8, nb, tileOut[2:], 4)
 			if tc.typ == gguf.TypeQ8_0 && haveVNNI {
-				prep := make([]byte, nb*256)
-				q8PrepVNNI(w, rb, nb, prep)
-				q8Tile4x4VNNI(w, rb, prep, xq, cols, xd8, nb, vnniOut, 4)
+				xc := make([]int32, 4*cols/4)
+				q8CorrGo(xq[:4*cols], xc)
+				q8Tile4x4VNNI(w, rb, xq, cols, xc, xd8, nb, vnniOut, 4)
 			}
 			for b := 0; b < 4; b++ {
 				xb, db := xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb]

@@ -297,7 +297,10 @@ t18sum:
 
 // func axpyRowsAVX(y []float32, a []float32, m []float32, stride int)
 // y[c] += sum_j a[j]*m[j*stride+c] for j < len(a), c < len(y); len(y) must
-// be a multiple of 8 (attention's weighted sum of value rows).
+// be a multiple of 8 (attention's weighted sum of value rows). Each run of
+// 32 (then 8) columns of y stays in registers across all rows: the same
+// fused multiply-adds in the same order as one axpyF32AVX per row, without
+// a load and store of y per row.
 TEXT ·axpyRowsAVX(SB), NOSPLIT, $0-80
 	MOVQ y_base+0(FP), DI
 	MOVQ y_len+8(FP), CX
@@ -307,27 +310,64 @@ TEXT ·axpyRowsAVX(SB), NOSPLIT, $0-80
 	MOVQ stride+72(FP), R9
 	SHLQ $2, CX
 	SHLQ $2, R9
-
-arow:
-	TESTQ BX, BX
-	JZ    arowsdone
-	VBROADCASTSS (DX), Y0
 	XORQ AX, AX
 
-acol:
-	CMPQ AX, CX
-	JAE  acoldone
+acols32:
+	MOVQ CX, R10
+	SUBQ AX, R10
+	CMPQ R10, $128
+	JB   acols8
 	VMOVUPS (DI)(AX*1), Y1
-	VFMADD231PS (SI)(AX*1), Y0, Y1
+	VMOVUPS 32(DI)(AX*1), Y2
+	VMOVUPS 64(DI)(AX*1), Y3
+	VMOVUPS 96(DI)(AX*1), Y4
+	MOVQ DX, R11
+	MOVQ BX, R12
+	LEAQ (SI)(AX*1), R13
+
+arows32:
+	TESTQ R12, R12
+	JZ    astore32
+	VBROADCASTSS (R11), Y0
+	VFMADD231PS (R13), Y0, Y1
+	VFMADD231PS 32(R13), Y0, Y2
+	VFMADD231PS 64(R13), Y0, Y3
+	VFMADD231PS 96(R13), Y0, Y4
+	ADDQ $4, R11
+	ADDQ R9, R13
+	DECQ R12
+	JMP  arows32
+
+astore32:
+	VMOVUPS Y1, (DI)(AX*1)
+	VMOVUPS Y2, 32(DI)(AX*1)
+	VMOVUPS Y3, 64(DI)(AX*1)
+	VMOVUPS Y4, 96(DI)(AX*1)
+	ADDQ $128, AX
+	JMP  acols32
+
+acols8:
+	CMPQ AX, CX
+	JAE  arowsdone
+	VMOVUPS (DI)(AX*1), Y1
+	MOVQ DX, R11
+	MOVQ BX, R12
+	LEAQ (SI)(AX*1), R13
+
+arows8:
+	TESTQ R12, R12
+	JZ    astore8
+	VBROADCASTSS (R11), Y0
+	VFMADD231PS (R13), Y0, Y1
+	ADDQ $4, R11
+	ADDQ R9, R13
+	DECQ R12
+	JMP  arows8
+
+astore8:
 	VMOVUPS Y1, (DI)(AX*1)
 	ADDQ $32, AX
-	JMP  acol
-
-acoldone:
-	ADDQ $4, DX
-	ADDQ R9, SI
-	DECQ BX
-	JMP  arow
+	JMP  acols8
 
 arowsdone:
 	VZEROUPPER

@@ -22,6 +22,9 @@ type matmulJob struct {
 	xs  []int16
 	// xs1 is the Q8_1 sum term of every 32-element block (Q5_1 only).
 	xs1 []float32
+	// xc is -128 times the sum of every four codes of xq (Q8_0 weights on
+	// the VNNI tiles, which offset the weights rather than the activations).
+	xc []int32
 	// xr is the activations rounded to half precision (F16 or BF16
 	// weights), widened back to float32 for the kernels; xh is the same
 	// values as bfloat16 bits (BF16 weights), which the assembly reads.
@@ -87,6 +90,10 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 		j.xd = grow(j.xd, n/32)
 		j.xd8 = grow(j.xd8, n/4)
 		quantizeQ8(x[:n], j.xq, j.xd, j.xd8)
+		if w.Type == gguf.TypeQ8_0 && useVNNI(batch) {
+			j.xc = grow(j.xc, n/4)
+			q8CorrGo(j.xq[:n], j.xc)
+		}
 		if w.Type == gguf.TypeQ5_1 {
 			j.xs1 = grow(j.xs1, n/32)
 			q8_1Sums(x[:n], j.xq, j.xs1)
@@ -108,6 +115,16 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 	}
 	p.run((w.Rows+rowTile-1)/rowTile, p.matmulFn)
 	j.out, j.w, j.x = nil, nil, nil
+}
+
+// q8CorrGo sets corr[i] = -128 * (q[4i]+q[4i+1]+q[4i+2]+q[4i+3]): the
+// excess that offsetting the weights by 128 adds to each VPDPBUSD lane.
+func q8CorrGo(q []int8, corr []int32) {
+	corr = corr[:len(q)/4]
+	for i := range corr {
+		g := q[4*i : 4*i+4]
+		corr[i] = -128 * (int32(g[0]) + int32(g[1]) + int32(g[2]) + int32(g[3]))
+	}
 }
 
 func grow[T any](s []T, n int) []T {

@@ -12,15 +12,8 @@ var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX
 // also checks that the OS saves the AVX-512 state).
 var haveVNNI = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
-// vnniMaxBlocks bounds the row width of the VNNI path: the per-row-tile
-// offsets and scales live in a stack buffer of 4*64 bytes per block.
-const vnniMaxBlocks = 128
-
 //go:noescape
-func q8PrepVNNI(w []byte, ws int, nb int, prep []byte)
-
-//go:noescape
-func q8Tile4x4VNNI(w []byte, ws int, prep []byte, xq []int8, xs int, xd8 []float32, nb int, out []float32, os int)
+func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int)
 
 //go:noescape
 func dotF32AVX(a, b []float32) float32
@@ -288,7 +281,7 @@ func matmulQ8_0(j *matmulJob, r0, r1 int) {
 		matmulQ8_0Go(j, r0, r1)
 		return
 	}
-	if haveVNNI && j.batch >= 4 && j.w.Cols/32 <= vnniMaxBlocks {
+	if useVNNI(j.batch) {
 		matmulQ8_0VNNI(j, r0, r1)
 		return
 	}
@@ -424,21 +417,22 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 	return q6kDotAVX(w, xq, xd, xs)
 }
 
-// matmulQ8_0VNNI runs 4x4 VNNI tiles: each 4-row weight tile is prepared once
-// (offsets and scales) and then met by the batch four rows at a time.
+// useVNNI reports whether a Q8_0 product of this batch runs the VNNI tiles
+// (which need the activations' offset corrections, see q8CorrGo).
+func useVNNI(batch int) bool { return haveVNNI && batch >= 4 }
+
+// matmulQ8_0VNNI runs 4x4 VNNI tiles: each 4-row weight tile meets the
+// batch four rows at a time, straight from the file's Q8_0 blocks.
 func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
-	var prepBuf [vnniMaxBlocks * 256]byte
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
-	prep := prepBuf[:nb*256]
-	data, xq, xd, xd8, out := j.w.Data, j.xq, j.xd, j.xd8, j.out
+	data, xq, xc, xd, xd8, out := j.w.Data, j.xq, j.xc, j.xd, j.xd8, j.out
 	r := r0
 	for ; r+4 <= r1; r += 4 {
 		wr := data[r*rb : (r+4)*rb]
-		q8PrepVNNI(wr, rb, nb, prep)
 		b := 0
 		for ; b+4 <= batch; b += 4 {
-			q8Tile4x4VNNI(wr, rb, prep, xq[b*cols:(b+4)*cols], cols, xd8[b*nb*8:(b+4)*nb*8], nb, out[b*rows+r:(b+3)*rows+r+4], rows)
+			q8Tile4x4VNNI(wr, rb, xq[b*cols:(b+4)*cols], cols, xc[b*cols/4:(b+4)*cols/4], xd8[b*nb*8:(b+4)*nb*8], nb, out[b*rows+r:(b+3)*rows+r+4], rows)
 		}
 		for ; b < batch; b++ {
 			for rr := r; rr < r+4; rr++ {

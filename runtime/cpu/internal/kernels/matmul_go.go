@@ -11,6 +11,9 @@ func matmulBF16(j *matmulJob, r0, r1 int)                { matmulBF16Go(j, r0, r
 func matmulQ8_0(j *matmulJob, r0, r1 int)                { matmulQ8_0Go(j, r0, r1) }
 func matmulQ4_0(j *matmulJob, r0, r1 int)                { matmulQ4_0Go(j, r0, r1) }
 
+// useVNNI: there are no VNNI tiles without assembly.
+func useVNNI(int) bool { return false }
+
 // Dot returns the dot product of a and b[:len(a)].
 func Dot(a, b []float32) float32 { return dotF32Go(a, b) }
 

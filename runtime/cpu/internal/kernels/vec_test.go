@@ -151,3 +151,34 @@ func TestDotRowsAxpyRows(t *testing.T) {
 	}
 	AxpyRows([]float32{1}, nil, nil, 1)
 }
+
+// TestRowsMatchSingleCalls checks the promise attention relies on: DotRows
+// and AxpyRows give the same bits as one Dot or Axpy per row.
+func TestRowsMatchSingleCalls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, hd := range []int{3, 8, 32, 48, 64, 72, 100, 128} {
+		for _, rows := range []int{1, 5, 200} {
+			m := randVec(rng, rows*hd)
+			x := randVec(rng, hd)
+			out := make([]float32, rows)
+			DotRows(out, x, m, hd)
+			for j := range rows {
+				if want := Dot(x, m[j*hd:(j+1)*hd]); out[j] != want {
+					t.Fatalf("DotRows hd=%d rows=%d row %d: %g, Dot gives %g", hd, rows, j, out[j], want)
+				}
+			}
+			a := randVec(rng, rows)
+			y := randVec(rng, hd)
+			want := append([]float32(nil), y...)
+			AxpyRows(y, a, m, hd)
+			for j := range rows {
+				Axpy(a[j], m[j*hd:(j+1)*hd], want)
+			}
+			for c := range hd {
+				if y[c] != want[c] {
+					t.Fatalf("AxpyRows hd=%d rows=%d [%d]: %g, Axpy gives %g", hd, rows, c, y[c], want[c])
+				}
+			}
+		}
+	}
+}

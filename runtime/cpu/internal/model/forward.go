@@ -42,6 +42,36 @@ func (c *Cache) Max() int { return c.max }
 // Reset empties the cache, keeping its memory for the next sequence.
 func (c *Cache) Reset() { c.n, c.next = 0, 0 }
 
+// Truncate keeps the first n positions (n <= Len) and drops the rest, so
+// that the next Forward continues at position n.
+func (c *Cache) Truncate(n int) {
+	if n < 0 || n > c.n {
+		panic(fmt.Sprintf("model: truncate a cache of %d positions to %d", c.n, n))
+	}
+	c.n, c.next = n, n
+}
+
+// CopyPrefix makes c hold the first n positions of src (a cache of the same
+// model): the keys and values of a shared prompt prefix, computed once.
+func (c *Cache) CopyPrefix(src *Cache, n int) {
+	if n > src.n || n > c.max || len(src.k) != len(c.k) || src.heads != c.heads || src.hd != c.hd {
+		panic(fmt.Sprintf("model: copy %d positions of a cache of %d into one of at most %d", n, src.n, c.max))
+	}
+	c.n, c.next = 0, 0
+	c.Reserve(n)
+	for l := range c.k {
+		for h := range c.heads {
+			from, to := h*src.capPos*c.hd, h*c.capPos*c.hd
+			copy(c.k[l][to:to+n*c.hd], src.k[l][from:from+n*c.hd])
+			copy(c.v[l][to:to+n*c.hd], src.v[l][from:from+n*c.hd])
+		}
+	}
+	c.n, c.next = n, n
+}
+
+// Bytes is the memory the cache holds now (keys and values of every layer).
+func (c *Cache) Bytes() int64 { return int64(len(c.k)) * 2 * int64(c.heads*c.capPos*c.hd) * 4 }
+
 // Reserve makes room for n positions (at most Max), growing by doubling.
 // Forward reserves what it needs; calling Reserve first moves the
 // allocation out of the forward pass.
@@ -440,22 +470,20 @@ func (r *Runner) attentionRange(lo, hi int) {
 		n := pos + 1
 		keys, vals := c.head(l, h0/group, n)
 		q := r.queries(i)[h0*hd : (h0+span)*hd]
-		for j := range n {
-			k := keys[j*hd : (j+1)*hd]
-			for g := range span {
-				scores[g*n+j] = kernels.Dot(q[g*hd:(g+1)*hd], k) * scale
-			}
-		}
-		for g := range span {
-			kernels.Softmax(scores[g*n : (g+1)*n])
-		}
 		out := r.att[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
 		clear(out)
-		for j := range n {
-			v := vals[j*hd : (j+1)*hd]
-			for g := range span {
-				kernels.Axpy(scores[g*n+j], v, out[g*hd:(g+1)*hd])
+		// One call per head over all cached rows: the per-row Dot and Axpy
+		// calls cost as much as the arithmetic for short heads. The row
+		// kernels repeat Dot's and Axpy's arithmetic, so results are the
+		// same bits.
+		for g := range span {
+			sg := scores[g*n : (g+1)*n]
+			kernels.DotRows(sg, q[g*hd:(g+1)*hd], keys, hd)
+			for j := range sg {
+				sg[j] *= scale
 			}
+			kernels.Softmax(sg)
+			kernels.AxpyRows(out[g*hd:(g+1)*hd], sg, vals, hd)
 		}
 	}
 	r.scratch <- scores

@@ -91,7 +91,9 @@ func Load(f *gguf.File) (*Model, error) {
 		return nil, l.err
 	}
 	if m.WeightBytes() <= fuseLimit {
-		m.fuse()
+		if err := m.fuse(f.Evict); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
@@ -104,8 +106,13 @@ func Load(f *gguf.File) (*Model, error) {
 const fuseLimit = 1 << 30
 
 // fuse stacks the Q, K and V matrices of every layer into one, and gate and
-// up into one, when their types agree across every layer.
-func (m *Model) fuse() {
+// up into one, when their types agree across every layer. The stacked
+// copies are what the forward pass reads, so evict is called on each
+// original as soon as it is copied: the mapped pages leave the resident set
+// rather than count twice, and the peak stays one layer's matrices above
+// the file (should a later layer not fuse, the originals simply fault back
+// in when read).
+func (m *Model) fuse(evict func([]byte) error) error {
 	stack := func(ws ...*kernels.Weight) *kernels.Weight {
 		rows, size := 0, 0
 		for _, w := range ws {
@@ -132,9 +139,13 @@ func (m *Model) fuse() {
 		ly := &m.layers[i]
 		if qkv[i] = stack(ly.wq, ly.wk, ly.wv); qkv[i] == nil {
 			m.fusedQKV = false
+		} else if err := evictAll(evict, ly.wq, ly.wk, ly.wv); err != nil {
+			return err
 		}
 		if gateUp[i] = stack(ly.gate, ly.up); gateUp[i] == nil {
 			m.fusedGateUp = false
+		} else if err := evictAll(evict, ly.gate, ly.up); err != nil {
+			return err
 		}
 	}
 	for i := range m.layers {
@@ -145,6 +156,16 @@ func (m *Model) fuse() {
 			m.layers[i].gateUp = gateUp[i]
 		}
 	}
+	return nil
+}
+
+func evictAll(evict func([]byte) error, ws ...*kernels.Weight) error {
+	for _, w := range ws {
+		if err := evict(w.Data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WeightBytes is the storage size of the model's matrices and vectors.
@@ -243,3 +264,7 @@ func (l *loader) optionalVector(name string, n int) []float32 {
 	}
 	return out
 }
+
+// KVBytesPerToken is the key/value cache memory one position takes: keys
+// and values of every layer's key/value heads, in F32.
+func (m *Model) KVBytesPerToken() int64 { return m.Cfg.KVBytesPerToken() }

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# bench-cpu.sh: the cpu runtime against llama.cpp, side by side, on the same
+# GGUF files (written here by `ttisctl model create`: nothing is downloaded).
+#
+#   bench/bench-cpu.sh LLAMA_BIN_DIR        (or: make bench-cpu LLAMA_BIN=DIR)
+#
+# LLAMA_BIN_DIR holds llama-bench and llama-server (a llama.cpp CPU build).
+# Raw speed: `ttisctl model bench` against `llama-bench` (pp128, tg128) and the
+# peak RSS of each process; served: `ttisd serve` against `llama-server -np N`,
+# both measured by `ttisctl bench --url` (random prompts, ignore_eos) at each
+# concurrency. Every repetition runs the two engines back to back, alternating
+# which goes first, and the table shows medians and their ratios (ttis/llama).
+#
+# Environment (defaults in brackets):
+#   MODELS         preset:type list for the raw table ["24m:f32 24m:f16 24m:q8_0 134m:f32 134m:f16 134m:q8_0 134m:q4_k"]
+#   SERVED_MODELS  preset:type list for the served table ["24m:q8_0"]
+#   THREADS [2]  REPS [3]  CONCURRENCY ["1 2 4 8 16"]  PROMPTS [16]  ISL [128]  OSL [128]
+#   TTISCTL, TTISD  the binaries [bin/ttisctl, bin/ttisd]   KEEP=1 keeps the work folder
+# Needs python3 (to read the JSON results) and GNU time (/usr/bin/time) for RSS.
+set -euo pipefail
+
+LLAMA_BIN=${1:-${LLAMA_BIN:-}}
+if [[ -z "$LLAMA_BIN" || ! -x "$LLAMA_BIN/llama-bench" || ! -x "$LLAMA_BIN/llama-server" ]]; then
+	echo "usage: $0 LLAMA_BIN_DIR (a folder with llama-bench and llama-server)" >&2
+	exit 2
+fi
+TTISCTL=${TTISCTL:-bin/ttisctl}
+TTISD=${TTISD:-bin/ttisd}
+for b in "$TTISCTL" "$TTISD" /usr/bin/time python3; do
+	command -v "$b" >/dev/null || { echo "$0: $b not found (make build; apt install time python3)" >&2; exit 2; }
+done
+MODELS=${MODELS:-"24m:f32 24m:f16 24m:q8_0 134m:f32 134m:f16 134m:q8_0 134m:q4_k"}
+SERVED_MODELS=${SERVED_MODELS:-"24m:q8_0"}
+THREADS=${THREADS:-2}
+REPS=${REPS:-3}
+CONCURRENCY=${CONCURRENCY:-"1 2 4 8 16"}
+PROMPTS=${PROMPTS:-16}
+ISL=${ISL:-128}
+OSL=${OSL:-128}
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if [[ -z "${KEEP:-}" ]]; then rm -rf "$WORK"; else echo "work folder: $WORK" >&2; fi
+}
+trap cleanup EXIT
+RESULTS=$WORK/results.tsv # engine, model, test, value
+: >"$RESULTS"
+
+model_file() { # preset:type -> path, created once
+	local f=$WORK/${1/:/-}.gguf
+	[[ -f $f ]] || "$TTISCTL" model create --preset "${1%%:*}" --type "${1##*:}" "$f" >&2
+	echo "$f"
+}
+
+# rss CMD...: runs CMD, its stdout to $WORK/out, and prints its peak RSS in KiB.
+rss() {
+	/usr/bin/time -f %M -o "$WORK/rss" "$@" >"$WORK/out" 2>"$WORK/err" || { cat "$WORK/err" >&2; return 1; }
+	cat "$WORK/rss"
+}
+
+raw_ttis() { # model spec, file
+	local kib
+	kib=$(rss "$TTISCTL" -o json model bench -t "$THREADS" -p 128 -n 128 --batch 1 -r 1 "$2")
+	python3 - "$1" "$kib" "$WORK/out" >>"$RESULTS" <<'EOF'
+import json, sys
+spec, kib, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+for r in json.load(open(path)):
+    print(f"ttis\t{spec}\t{r['test']}\t{r['tokens_per_second']}")
+print(f"ttis\t{spec}\trss_mib\t{kib/1024}")
+EOF
+}
+
+raw_llama() {
+	local kib
+	kib=$(rss "$LLAMA_BIN/llama-bench" -m "$2" -t "$THREADS" -p 128 -n 128 -r 1 -o json)
+	python3 - "$1" "$kib" "$WORK/out" >>"$RESULTS" <<'EOF'
+import json, sys
+spec, kib, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+for r in json.load(open(path)):
+    test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+    print(f"llama\t{spec}\t{test}\t{r['avg_ts']}")
+print(f"llama\t{spec}\trss_mib\t{kib/1024}")
+EOF
+}
+
+for spec in $MODELS; do
+	f=$(model_file "$spec")
+	for rep in $(seq "$REPS"); do
+		echo "raw $spec rep $rep/$REPS" >&2
+		if ((rep % 2)); then raw_ttis "$spec" "$f"; raw_llama "$spec" "$f"
+		else raw_llama "$spec" "$f"; raw_ttis "$spec" "$f"; fi
+	done
+done
+
+wait_health() { # url, pid
+	for _ in $(seq 600); do
+		kill -0 "$2" 2>/dev/null || { echo "$0: server $1 exited" >&2; return 1; }
+		curl -sf "$1/health" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "$0: $1 not healthy after 60 s" >&2
+	return 1
+}
+
+served() { # engine, spec, url, concurrency
+	"$TTISCTL" bench --url "$3" --name "$1" --state-dir "$WORK/state" --no-progress -o json \
+		--max-concurrency "$4" --num-prompts "$PROMPTS" --isl "$ISL" --osl "$OSL" >"$WORK/out" 2>"$WORK/err" ||
+		{ cat "$WORK/err" >&2; return 1; }
+	python3 - "$1" "$2" "$4" "$WORK/out" >>"$RESULTS" <<'EOF'
+import json, sys
+engine, spec, c, path = sys.argv[1:5]
+r = json.load(open(path))
+print(f"{engine}\t{spec}\tc={c} tok/s\t{r['output_throughput']}")
+print(f"{engine}\t{spec}\tc={c} failed\t{r.get('failed', 0)}")
+EOF
+}
+
+peak_rss() { awk '/VmHWM/ {print $2/1024}' "/proc/$1/status"; }
+
+port=18400
+for spec in $SERVED_MODELS; do
+	f=$(model_file "$spec")
+	ctx=$((ISL + OSL + 64))
+	cat >"$WORK/unit.toml" <<EOF
+model   = "$f"
+device  = "cpu"
+runtime = "cpu"
+listen  = "127.0.0.1:$port"
+
+[cpu]
+threads = $THREADS
+
+[limits]
+max_concurrency = 16
+max_context = $ctx
+EOF
+	"$TTISD" serve "$WORK/unit.toml" >"$WORK/ttisd.log" 2>&1 &
+	ttis_pid=$!
+	PIDS+=("$ttis_pid")
+	"$LLAMA_BIN/llama-server" -m "$f" -t "$THREADS" -np 16 -c $((16 * ctx)) --host 127.0.0.1 --port $((port + 1)) >"$WORK/llama-server.log" 2>&1 &
+	llama_pid=$!
+	PIDS+=("$llama_pid")
+	wait_health "http://127.0.0.1:$port" "$ttis_pid"
+	wait_health "http://127.0.0.1:$((port + 1))" "$llama_pid"
+	for rep in $(seq "$REPS"); do
+		for c in $CONCURRENCY; do
+			echo "served $spec c=$c rep $rep/$REPS" >&2
+			if ((rep % 2)); then
+				served ttis "$spec" "http://127.0.0.1:$port" "$c"
+				served llama "$spec" "http://127.0.0.1:$((port + 1))" "$c"
+			else
+				served llama "$spec" "http://127.0.0.1:$((port + 1))" "$c"
+				served ttis "$spec" "http://127.0.0.1:$port" "$c"
+			fi
+		done
+	done
+	printf 'ttis\t%s\tserved rss_mib\t%s\n' "$spec" "$(peak_rss "$ttis_pid")" >>"$RESULTS"
+	printf 'llama\t%s\tserved rss_mib\t%s\n' "$spec" "$(peak_rss "$llama_pid")" >>"$RESULTS"
+	kill "$ttis_pid" "$llama_pid"
+	wait "$ttis_pid" "$llama_pid" 2>/dev/null || true
+	port=$((port + 2))
+done
+
+python3 - "$RESULTS" "$THREADS" "$REPS" <<'EOF'
+import statistics, sys
+from collections import defaultdict
+path, threads, reps = sys.argv[1:4]
+vals = defaultdict(list)
+order = []
+for line in open(path):
+    engine, spec, test, v = line.rstrip("\n").split("\t")
+    if (spec, test) not in order:
+        order.append((spec, test))
+    vals[(engine, spec, test)].append(float(v))
+print(f"\nttis cpu runtime vs llama.cpp: {threads} threads, medians of {reps} interleaved repetitions (ratio = ttis / llama.cpp)\n")
+print(f"| {'model':<12} | {'test':<16} | {'ttis':>10} | {'llama.cpp':>10} | {'ratio':>6} |")
+print(f"|{'-'*14}|{'-'*18}|{'-'*12}|{'-'*12}|{'-'*8}|")
+for spec, test in order:
+    a, b = vals.get(("ttis", spec, test)), vals.get(("llama", spec, test))
+    if not a or not b:
+        continue
+    ma, mb = statistics.median(a), statistics.median(b)
+    ratio = f"{ma / mb:.2f}" if mb else "-"
+    print(f"| {spec:<12} | {test:<16} | {ma:>10.1f} | {mb:>10.1f} | {ratio:>6} |")
+EOF
