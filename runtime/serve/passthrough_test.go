@@ -50,7 +50,7 @@ func TestPassthroughOnUpstream(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("k1"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.New(auth.ModeAPIKey, secret)
+	v, err := auth.New(auth.ModeAPIKey, secret, auth.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
