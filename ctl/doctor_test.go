@@ -36,7 +36,7 @@ func TestDoctorBareHost(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	if got.Ready || len(got.Checks) != 8 || got.Checks[0].Name != "ram" {
+	if got.Ready || len(got.Checks) != 9 || got.Checks[0].Name != "ram" {
 		t.Errorf("doctor json = %+v", got)
 	}
 }

@@ -191,6 +191,12 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 	if err := t.ask(ctx); err != nil {
 		return nil, err
 	}
+	if t.Device == units.DeviceAuto {
+		// The server resolved it from the host's boards and reports it.
+		if d := t.Conditions["device"]; d != "" && d != units.DeviceAuto {
+			t.Device = d
+		}
+	}
 	if t.CatalogModel == "" {
 		t.CatalogModel = t.Model
 	}

@@ -140,3 +140,28 @@ func TestUnitOfTraceCapture(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveAutoDevice takes an auto unit's device from the server, which
+// resolved it from the host's boards and reports it in /version.
+func TestResolveAutoDevice(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"Llama-3.1-8B-Instruct","max_model_len":8192,"runtime":"vllm"}]}`)
+		case "/version":
+			_, _ = io.WriteString(w, `{"server":"ttis","version":"1","runtime":"vllm","engine":"vllm","conditions":{"device":"n300"}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	u := UnitOf(&units.Unit{Name: "auto", Model: "Llama-3.1-8B-Instruct", Device: units.DeviceAuto, Chips: []int{0, 1}, Runtime: "vllm",
+		Listen: strings.TrimPrefix(srv.URL, "http://"), Auth: units.Auth{Mode: "none"}})
+	got, err := Resolve(context.Background(), Query{Unit: &u})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Device != "n300" || got.Spec == nil || got.Spec.Device != "n300" || !got.TraceCapture {
+		t.Errorf("auto unit target: device %q spec %v trace capture %v", got.Device, got.Spec, got.TraceCapture)
+	}
+}

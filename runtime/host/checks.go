@@ -310,3 +310,24 @@ func readInt(path string) (int, error) {
 	}
 	return n, nil
 }
+
+// checkWeightsSource wants a container to have its weights: mounted from
+// the host, or a Hugging Face token to download them with. run.py refuses
+// a docker server without HF_TOKEN (run.py lines 847-857); a public model
+// downloads without one, so this only warns.
+func checkWeightsSource(need Need) Check {
+	c := Check{Name: "weights"}
+	switch {
+	case !need.Docker || need.Spec == nil:
+		c.Status, c.Detail = Skip, "no container unit to check"
+	case need.WeightsDir != "":
+		c.Status, c.Detail = Pass, "mounted read-only from "+need.WeightsDir
+	case need.HFToken:
+		c.Status, c.Detail = Pass, "downloaded in the container with the unit's Hugging Face token"
+	default:
+		c.Status = Warn
+		c.Detail = "no [vllm] weights_dir and no [vllm] hf_token_file: gated weights (Llama, ...) cannot be downloaded"
+		c.Fix = "pull them (ttisctl model pull MODEL) and set [vllm] weights_dir, or set [vllm] hf_token_file (a mode 0600 file)"
+	}
+	return c
+}

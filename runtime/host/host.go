@@ -115,6 +115,9 @@ type Need struct {
 	Docker bool
 	// ResetDevice is set when the unit resets chips with tt-smi.
 	ResetDevice bool
+	// HFToken is set when the unit hands the container a Hugging Face
+	// token ([vllm] hf_token_file).
+	HFToken bool
 }
 
 // DefaultDockerRoot is where docker keeps named volumes (the tensor cache
@@ -135,6 +138,7 @@ func Run(ctx context.Context, env Env, need Need) Report {
 	add(checkKMD(env, need, snap))
 	add(checkFirmware(need, snap, snapErr))
 	add(checkDocker(ctx, env, need))
+	add(checkWeightsSource(need))
 	r.Ready = len(r.Failed()) == 0
 	return r
 }

@@ -64,7 +64,7 @@ func statuses(r Report) map[string]Status {
 
 func TestReadyT3K(t *testing.T) {
 	s := pinnedSpec(t, "Llama-3.1-70B-Instruct", "t3k")
-	r := Run(context.Background(), fakeEnv(t, "t3k-ready", "t3k.json"), Need{Spec: s, Chips: []int{0, 1, 2, 3, 4, 5, 6, 7}, Docker: true})
+	r := Run(context.Background(), fakeEnv(t, "t3k-ready", "t3k.json"), Need{Spec: s, Chips: []int{0, 1, 2, 3, 4, 5, 6, 7}, Docker: true, HFToken: true})
 	for _, c := range r.Checks {
 		if c.Status != Pass {
 			t.Errorf("%s: %s (%s)", c.Name, c.Status, c.Detail)
@@ -84,7 +84,7 @@ func TestBareHostIsNotReady(t *testing.T) {
 	if r.Ready {
 		t.Fatal("a host without chips is ready")
 	}
-	want := map[string]Status{"ram": Fail, "disk": Fail, "hugepages": Fail, "chips": Fail, "tt-smi": Warn, "kmd": Fail, "firmware": Warn, "docker": Fail}
+	want := map[string]Status{"ram": Fail, "disk": Fail, "hugepages": Fail, "chips": Fail, "tt-smi": Warn, "kmd": Fail, "firmware": Warn, "docker": Fail, "weights": Warn}
 	got := statuses(r)
 	for k, v := range want {
 		if got[k] != v {

@@ -17,6 +17,7 @@ func NeedOf(u *units.Unit) Need {
 		WeightsDir:   u.Vllm.WeightsDir,
 		Docker:       u.Runtime == units.RuntimeVllm && len(u.Vllm.Command) == 0,
 		ResetDevice:  u.Restart.ResetDevice,
+		HFToken:      u.Vllm.HFTokenFile != "",
 	}
 }
 

@@ -56,6 +56,7 @@ func TestHFTokenTravelsInEnvFileOnly(t *testing.T) {
 	u.Vllm.Port = 18123
 	// This machine has no chips: start anyway, to see what docker gets.
 	u.Vllm.HostChecks = units.HostChecksWarn
+	u.Vllm.Env = map[string]string{"WANDB_API_KEY": "wandb-secret-value"}
 	var logs bytes.Buffer
 	_, err := Open(context.Background(), u, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err == nil {
@@ -76,9 +77,12 @@ func TestHFTokenTravelsInEnvFileOnly(t *testing.T) {
 		}
 	}
 	for _, s := range []string{logs.String(), err.Error()} {
-		if strings.Contains(s, testToken) {
+		if strings.Contains(s, testToken) || strings.Contains(s, "wandb-secret-value") {
 			t.Errorf("token leaked into logs or error: %s", s)
 		}
+	}
+	if !strings.Contains(logs.String(), "WANDB_API_KEY=<redacted>") {
+		t.Errorf("the start's log does not show the redacted variable:\n%s", logs.String())
 	}
 	left, _ := os.ReadDir(runDir)
 	if len(left) != 0 {

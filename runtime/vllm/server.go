@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/ttis-dev/ttis/runtime/container"
 	"github.com/ttis-dev/ttis/runtime/host"
 	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
@@ -60,7 +61,9 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 		return nil, err
 	}
 	log = log.With("upstream", l.Argv[0])
-	log.Info("starting upstream server", "argv", l.Argv, "addr", l.Addr)
+	// Secrets travel in the env file; a secret-looking [vllm] env value is
+	// still kept out of the log.
+	log.Info("starting upstream server", "argv", container.Redact(l.Argv), "addr", l.Addr)
 	up, err := Start(l, log)
 	if err != nil {
 		secrets.remove()
