@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -480,5 +482,42 @@ func TestParallelFailureNamesTheCause(t *testing.T) {
 		if !errors.Is(err, hub.ErrGated) {
 			t.Fatalf("error %v, want the gated repository", err)
 		}
+	}
+}
+
+// The Hub's CDN is a subdomain of the Hub (cdn-lfs.huggingface.co), which
+// Go's client would trust with the Authorization header; huggingface_hub
+// drops it for any other host, and so does this client.
+func TestTokenNotSentToACDNSubdomain(t *testing.T) {
+	fake := hubtest.New(t)
+	gsm8k(fake)
+	hubPort := strings.TrimPrefix(fake.URL, "http://127.0.0.1:")
+	cdnPort := strings.TrimPrefix(fake.CDNURL, "http://127.0.0.1:")
+	fake.CDNURL = "http://cdn-lfs.hub.test:" + cdnPort
+	// Every *.hub.test name dials the loopback servers.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		_, port, _ := net.SplitHostPort(addr)
+		return (&net.Dialer{}).DialContext(ctx, network, "127.0.0.1:"+port)
+	}
+	c := newClient(t, fake, func(cfg *hub.Config) {
+		cfg.Endpoint, cfg.Token, cfg.HTTPClient = "http://hub.test:"+hubPort, "hf_secret", &http.Client{Transport: tr}
+	})
+	if _, err := c.Pull(context.Background(), gsmRepo, hub.PullOptions{Include: []string{"main/test-*"}}); err != nil {
+		t.Fatal(err)
+	}
+	var cdn int
+	for _, r := range fake.Requests() {
+		if r.Server == "cdn" {
+			cdn++
+			if r.Authorization != "" {
+				t.Errorf("the CDN subdomain received the token: %+v", r)
+			}
+		} else if r.Authorization == "" {
+			t.Errorf("the Hub did not receive the token: %+v", r)
+		}
+	}
+	if cdn != 1 {
+		t.Errorf("%d CDN requests, want 1", cdn)
 	}
 }
