@@ -419,7 +419,7 @@ func TestStalledDownloadIsResumed(t *testing.T) {
 	// The CDN goes silent after 20000 bytes for far longer than the stall
 	// timeout: the client gives up on that try and resumes.
 	fake.Fail(hubtest.Failure{Server: "cdn", Times: 1, CutAfter: 20000, Stall: time.Minute})
-	c := newClient(t, fake, func(cfg *hub.Config) { cfg.StallTimeout = 200 * time.Millisecond })
+	c := newClient(t, fake, func(cfg *hub.Config) { cfg.StallTimeout = time.Second })
 	start := time.Now()
 	snap, err := c.Pull(context.Background(), gsmRepo, hub.PullOptions{Include: []string{"main/test-*"}})
 	if err != nil {
@@ -431,9 +431,14 @@ func TestStalledDownloadIsResumed(t *testing.T) {
 	if time.Since(start) > 30*time.Second {
 		t.Errorf("the stall was not cut short (%s)", time.Since(start))
 	}
-	reqs := fake.Requests()
-	if last := reqs[len(reqs)-1]; last.Range != "bytes=20000-" {
-		t.Errorf("last request %+v, want a resume at byte 20000", last)
+	// The stalled try is resumed where it stopped (a busy machine may
+	// add a stall of its own, so any later resume point is fine).
+	var resumed bool
+	for _, r := range fake.Requests() {
+		resumed = resumed || r.Range == "bytes=20000-"
+	}
+	if !resumed {
+		t.Errorf("no resume at byte 20000: %+v", fake.Requests())
 	}
 }
 
