@@ -148,7 +148,7 @@ func runDatasetPull(c *cli.Context) error {
 		if err := writeJSON(c.App.Writer, pulled); err != nil {
 			return err
 		}
-	} else {
+	} else if len(pulled) > 0 {
 		tw := tabwriter.NewWriter(safeWriter{c.App.Writer}, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "TASK\tROLE\tREPOSITORY\tCONFIG\tSPLIT\tCOMMIT\tFILES\tPATH")
 		for _, d := range pulled {

@@ -138,7 +138,7 @@ func TestModelPull(t *testing.T) {
 		t.Fatalf("token file mode 0644: exit %d\n%s", code, out)
 	}
 	os.Chmod(tok, 0o600)
-	stdout, stderr, code := runCtlStdout(t, append([]string{"model", "pull", "Llama-3.1-8B-Instruct", "--exclude", "original", "--hf-token-file", tok}, args...)...)
+	stdout, stderr, code := runCtlStdout(t, append([]string{"model", "pull", "Llama-3.1-8B-Instruct", "--hf-token-file", tok}, args...)...)
 	if code != 0 {
 		t.Fatalf("pull: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -150,7 +150,11 @@ func TestModelPull(t *testing.T) {
 		t.Error(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "original")); err == nil {
-		t.Error("--exclude original was pulled")
+		t.Error("original/ was pulled without --with-original")
+	}
+	stdout, _, code = runCtlStdout(t, append([]string{"model", "pull", "Llama-3.1-8B-Instruct", "--hf-token-file", tok, "--with-original", "-o", "json"}, args...)...)
+	if code != 0 || !strings.Contains(stdout, `"path": "original/consolidated.00.pth"`) {
+		t.Errorf("--with-original: exit %d\n%s", code, stdout)
 	}
 	if strings.Contains(stdout+stderr, "hf_llama") {
 		t.Error("the token was printed")

@@ -24,16 +24,21 @@ with -o json) is the snapshot folder: its files are hard links to the
 cache's blobs, so it can be bind-mounted read-only into a container on its
 own.
 
+Like tt-inference-server's setup_host (workflows/setup_host.py: "hf download
+REPO --exclude original/**", then a read-only mount of
+models--ORG--NAME/snapshots/REV), Meta's consolidated checkpoints under
+original/ are left out unless --with-original is given.
+
 Gated weights (Llama) need a token: accept the licence on the model's Hub
 page, save a token in a file of mode 0600 and pass --hf-token-file.
---include/--exclude take globs ("*.safetensors", "original"); tt-inference-
-server's images read the Hugging Face format, so "original" (Meta's
-consolidated checkpoints) can usually be left out.`,
+--include/--exclude take globs ("*.safetensors"; a folder name takes
+everything under it).`,
 		Flags: append(hubFlags(),
 			&cli.StringFlag{Name: "state-dir", Usage: "state folder whose hub/ is the default cache (default: the daemon's, else ./ttis-state)"},
 			&cli.StringFlag{Name: "revision", Value: "main", Usage: "branch, tag or commit"},
 			&cli.StringSliceFlag{Name: "include", Usage: "only files matching this glob (repeatable)"},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "leave out files matching this glob (repeatable)"},
+			&cli.BoolFlag{Name: "with-original", Usage: "also pull original/ (Meta's consolidated checkpoints)"},
 			&cli.BoolFlag{Name: "no-progress", Usage: "no running byte count"},
 		),
 		Action: func(c *cli.Context) error {
@@ -62,7 +67,11 @@ consolidated checkpoints) can usually be left out.`,
 			if err != nil {
 				return err
 			}
-			snap, err := hc.Pull(c.Context, repo, hub.PullOptions{Revision: c.String("revision"), Include: c.StringSlice("include"), Exclude: c.StringSlice("exclude")})
+			exclude := c.StringSlice("exclude")
+			if !c.Bool("with-original") {
+				exclude = append(exclude, "original")
+			}
+			snap, err := hc.Pull(c.Context, repo, hub.PullOptions{Revision: c.String("revision"), Include: c.StringSlice("include"), Exclude: exclude})
 			if err != nil {
 				if c.Context.Err() != nil {
 					return failure(exitInterrupted, "interrupted; partial files are kept and the next pull resumes them")

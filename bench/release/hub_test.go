@@ -17,6 +17,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/cmd/testbin"
+	"github.com/ttis-dev/ttis/evalsuite/taskdata"
 	"github.com/ttis-dev/ttis/evalsuite/workflow"
 	"github.com/ttis-dev/ttis/runtime/hub"
 	"github.com/ttis-dev/ttis/runtime/hub/hubtest"
@@ -194,5 +195,91 @@ func TestNightlyReleasePullsReferenceDataFromTheHub(t *testing.T) {
 	}
 	if v := out.Report.Acceptance.Verdict; v != release.VerdictIncomplete && v != release.VerdictFail {
 		t.Errorf("offline with an empty cache: verdict %s", v)
+	}
+}
+
+// longbenchRow is Xnhyacinth/LongBench's Parquet schema (one config per
+// subtask, split test).
+type longbenchRow struct {
+	ID         string   `parquet:"_id" json:"_id"`
+	Input      string   `parquet:"input" json:"input"`
+	Question   string   `parquet:"question" json:"question"`
+	Context    string   `parquet:"context" json:"context"`
+	Answers    []string `parquet:"answers,list" json:"answers"`
+	AllClasses []string `parquet:"all_classes,list" json:"all_classes"`
+	Length     int64    `parquet:"length" json:"length"`
+	Dataset    string   `parquet:"dataset" json:"dataset"`
+	Language   string   `parquet:"language" json:"language"`
+}
+
+// TestReleaseOfTheMostCommonUnit: Llama-3.1-8B-Instruct's references are
+// meta_ifeval, meta_gpqa_cot and six LongBench-E groups. The fake Hub
+// serves Meta's GPQA details and every LongBench subtask's split, but not
+// Meta's IFEval details: seven references are measured from pulled data,
+// and meta_ifeval is listed as not measured, naming the missing split.
+func TestReleaseOfTheMostCommonUnit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ttisd serve")
+	}
+	const model = "Llama-3.1-8B-Instruct"
+	fake := hubtest.New(t)
+	evals := "meta-llama/" + model + "-evals"
+	fake.SetBranch("dataset", evals, "refs/convert/parquet", []hubtest.File{
+		{Path: model + "-evals__gpqa__details/latest/0000.parquet", Content: parquetOf[metaGPQADetail](t, "meta_gpqa_details.jsonl"), LFS: true},
+	})
+	var lb []hubtest.File
+	for _, ref := range catalog.ModelEvalRefs(model) {
+		if !strings.HasPrefix(ref.Task, "longbench_") {
+			continue
+		}
+		splits, err := taskdata.Plan(ref.Task, "meta-llama/"+model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range splits {
+			fixture := "longbench_qasper_e.jsonl"
+			switch s.Config {
+			case "trec_e":
+				fixture = "longbench_trec_e.jsonl"
+			case "lcc_e", "repobench-p_e":
+				fixture = "longbench_lcc_e.jsonl"
+			}
+			lb = append(lb, hubtest.File{Path: strings.TrimSuffix(s.Files, "*.parquet") + "0000.parquet", Content: parquetOf[longbenchRow](t, fixture), LFS: true})
+		}
+	}
+	fake.SetBranch("dataset", "Xnhyacinth/LongBench", "refs/convert/parquet", lb)
+	hc, err := hub.New(hub.Config{Endpoint: fake.URL, Token: "hf_nightly", CacheDir: t.TempDir(), MaxAttempts: 2, MaxRetryWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := testbin.Serve(t, "model = \""+model+"\"\ndevice = \"n150\"\nruntime = \"sim\"\n[sim]\ntime_scale = 0.0\n").URL
+	tgt, err := target.Resolve(context.Background(), target.Query{URL: url, Device: "n150"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := release.Run(context.Background(), release.Config{Target: tgt, Workflow: release.WorkflowEvals, Limit: limit.Smoke,
+		Store: &runs.Store{Root: filepath.Join(t.TempDir(), "runs")}, Trigger: "schedule", Hub: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := 0
+	for _, r := range out.Report.Evals.Rows {
+		switch {
+		case r.Task == "meta_ifeval":
+			if !strings.Contains(r.NotRun, "could not be pulled") || !strings.Contains(r.NotRun, "ifeval__strict__details/latest/*.parquet") {
+				t.Errorf("meta_ifeval: %q, want the missing split named", r.NotRun)
+			}
+		case r.Role == release.RoleReference && r.NotRun == "" && r.Samples > 0:
+			measured++
+		default:
+			t.Errorf("%s (%s) not measured: %s", r.Task, r.Role, r.NotRun)
+		}
+	}
+	if measured != 7 {
+		t.Errorf("%d references measured from the Hub, want 7", measured)
+	}
+	t.Logf("verdict %s: %s", out.Report.Acceptance.Verdict, out.Report.Acceptance.Summary)
+	if out.Report.Acceptance.Verdict == release.VerdictPass {
+		t.Error("PASS with a reference not measured")
 	}
 }

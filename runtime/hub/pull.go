@@ -156,7 +156,7 @@ func (c *Client) Pull(ctx context.Context, repo Repo, opts PullOptions) (*Snapsh
 		return nil, err
 	}
 	snap := &Snapshot{Repo: repo, Revision: rev, Commit: commit, Dir: c.SnapshotDir(repo, commit)}
-	results := c.fetchAll(ctx, repo, commit, picked)
+	results, cause := c.fetchAll(ctx, repo, commit, picked)
 	var missing []string
 	var firstErr error
 	for i, f := range picked {
@@ -175,6 +175,10 @@ func (c *Client) Pull(ctx context.Context, repo Repo, opts PullOptions) (*Snapsh
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if cause != nil {
+		// The failure that stopped the others, not their cancellation.
+		firstErr = cause
 	}
 	if firstErr == nil {
 		for _, r := range results {
@@ -206,10 +210,10 @@ type fetchResult struct {
 // in several multi-GiB shards, as huggingface_hub's snapshot_download
 // fetches them in parallel). The first failure other than a cache miss
 // stops the files not started yet.
-func (c *Client) fetchAll(ctx context.Context, repo Repo, commit string, files []File) []fetchResult {
+func (c *Client) fetchAll(ctx context.Context, repo Repo, commit string, files []File) ([]fetchResult, error) {
 	results := make([]fetchResult, len(files))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(c.cfg.Workers, max(len(files), 1)) {
@@ -227,7 +231,7 @@ func (c *Client) fetchAll(ctx context.Context, repo Repo, commit string, files [
 				local, err := c.Fetch(ctx, repo, commit, f)
 				var me *MissingError
 				if err != nil && !errors.As(err, &me) {
-					cancel()
+					cancel(err) // the first cause is kept
 				}
 				results[i] = fetchResult{local: local, err: err}
 				if err == nil && !cached {
@@ -241,7 +245,10 @@ func (c *Client) fetchAll(ctx context.Context, repo Repo, commit string, files [
 	}
 	close(next)
 	wg.Wait()
-	return results
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return results, cause
+	}
+	return results, nil
 }
 
 func (c *Client) hasBlob(repo Repo, f File) bool {
