@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -555,6 +556,18 @@ func TestMediaAdmission(t *testing.T) {
 		code, _ := m.postJSON("/image/generations", map[string]any{"prompt": "slow", "number_of_images": 4, "size": "512x512"})
 		done <- code
 	}()
+	// Wait until the slow request holds the slot: otherwise a probe below
+	// could take it first and the slow one would be the one refused.
+	running := regexp.MustCompile(`(?m)^vllm:num_requests_running(\{[^}]*\})? 1$`)
+	for i := 0; ; i++ {
+		if _, _, body := m.do("GET", "/metrics", "", nil); running.Match(body) {
+			break
+		}
+		if i == 500 {
+			t.Fatal("the slow request never took the slot")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	var got429 bool
 	for range 200 {
 		req, _ := http.NewRequest("POST", m.url+"/image/generations", strings.NewReader(`{"prompt":"x","size":"512x512"}`))
@@ -718,6 +731,8 @@ secret_file = %q
 device_ids = "(0,1),(2,3),(4,5),(6,7)"
 [vllm]
 port = %s
+# This host has no Tenstorrent chips; the fake docker needs none.
+host_checks = "warn"
 `, addr, secret, upPort)
 	u := startUnitFile(t, filepath.Join(dir, "sdxl-t3k.toml"), addr, text)
 	raw, err := os.ReadFile(argsFile)

@@ -179,8 +179,9 @@ func TestNoPassthroughOnEngine(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	code, body := get(t, url+"/v1/embeddings")
-	if code != 404 || !strings.Contains(body, "no route for GET /v1/embeddings") {
+	// /v1/responses is served by vLLM and not by ttis's engines.
+	code, body := get(t, url+"/v1/responses")
+	if code != 404 || !strings.Contains(body, "no route for GET /v1/responses") {
 		t.Errorf("engine runtime: %d %s", code, body)
 	}
 }
