@@ -48,7 +48,6 @@ type soak struct {
 	cl                        *client.Client
 	texts                     map[string]string
 	logs                      int
-	mu                        sync.Mutex
 	faults                    []faultRow
 	peakRSS                   int64
 }
