@@ -21,7 +21,7 @@ DEB_VERSION ?= $(shell echo '$(VERSION)' | sed -e 's/^v//' -e '/^[0-9][0-9]*\.[0
 DEB_ARCH  ?= $(shell $(GO) env GOARCH)
 NFPM      := $(GO) tool -modfile=packaging/tools.mod nfpm
 
-.PHONY: help build test test-short check fmt vet staticcheck docs install deb deb-root-check demo bench bench-cpu clean report-screenshot
+.PHONY: help build test test-short soak soak-short fuzz-short check fmt vet staticcheck docs install deb deb-root-check demo bench bench-cpu clean report-screenshot
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -30,8 +30,13 @@ build: ## build bin/ttisd and bin/ttisctl
 	$(GO) build -trimpath -buildmode=$(BUILDMODE) -ldflags '$(LDFLAGS)' -o $(BIN)/ttisd ./cmd/ttisd
 	$(GO) build -trimpath -buildmode=$(BUILDMODE) -ldflags '$(LDFLAGS)' -o $(BIN)/ttisctl ./cmd/ttisctl
 
-test: ## run every test with the race detector (what CI runs)
+# CI's budget is 90 min on 2 cores; the two extra steps took 4 min
+# (fuzz-short, 40 targets at 3 s) and 75 s (soak-short) on a shared
+# 2-core machine.
+test: ## every test with the race detector, every fuzz target for 3s, the 60s soak (what CI runs)
 	$(GO) test -race -timeout 40m $(PKGS)
+	./.ci/fuzz-short
+	$(MAKE) soak-short
 
 test-short: ## quick tests without the race detector
 	$(GO) test -short $(PKGS)
@@ -39,6 +44,17 @@ test-short: ## quick tests without the race detector
 bench-cpu: build ## cpu runtime vs llama.cpp A/B table: make bench-cpu LLAMA_BIN=<dir with llama-bench, llama-server> (see bench/bench-cpu.sh)
 	@test -n "$(LLAMA_BIN)" || { echo "make bench-cpu LLAMA_BIN=<folder with llama-bench and llama-server>"; exit 2; }
 	TTISCTL=$(BIN)/ttisctl TTISD=$(BIN)/ttisd bench/bench-cpu.sh "$(LLAMA_BIN)"
+
+SOAK ?= 10m
+SOAK_TIMEOUT ?= 90m
+soak: ## reliability suite: faults against a running ttisd for SOAK (default 10m), then a table
+	$(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout $(SOAK_TIMEOUT) ./daemon/soak/ -soak.duration $(SOAK)
+
+soak-short: ## the reliability suite for 60s (what CI runs)
+	$(MAKE) soak SOAK=60s
+
+fuzz-short: ## every fuzz target for FUZZTIME (default 3s) each, on its seed corpus
+	./.ci/fuzz-short
 
 check: fmt vet staticcheck ## gofmt + go vet + staticcheck
 

@@ -89,6 +89,6 @@ func printDevices(c *cli.Context, devs api.Devices) {
 		if !ch.Present {
 			present = "MISSING"
 		}
-		fmt.Fprintf(w, "%-6d %-28s %-8s %s\n", ch.ID, dash(ch.Path), present, dash(ch.Holder))
+		fmt.Fprintf(w, "%-6d %-28s %-8s %s\n", ch.ID, dash(safe(ch.Path)), present, dash(safe(ch.Holder)))
 	}
 }

@@ -2,6 +2,8 @@ package ctl
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +58,37 @@ func TestMainErrorPrefixAndEscaping(t *testing.T) {
 	out, code = runCtl(t, "catalog", "no\x1b[2Jmodel")
 	if code != exitNoUnit || strings.ContainsRune(out, 0x1b) || !strings.HasPrefix(out, "ttisctl catalog: ") {
 		t.Errorf("exit %d %q", code, out)
+	}
+}
+
+// validate prints one escaped line per result: a file whose name holds a
+// newline and escape sequences cannot forge an "OK" line, and a quoted
+// value from the file cannot reach the terminal raw.
+func TestValidateEscapesHostileText(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "x\x1b[2J\nOK forged.toml")
+	if err := os.WriteFile(name, []byte("model = \"Llama\x1b]0;pwned\a\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCtl(t, "validate", name)
+	if code != exitError || strings.ContainsRune(out, 0x1b) || strings.ContainsRune(out, '\a') || strings.Contains(out, "\nOK forged") {
+		t.Errorf("exit %d, control characters or a forged line in:\n%q", code, out)
+	}
+	if !strings.Contains(out, `x\x1b[2J\nOK forged.toml`) {
+		t.Errorf("file name not shown escaped:\n%s", out)
+	}
+}
+
+// reload's unit names (file names) and errors are escaped.
+func TestReloadEscapesHostileText(t *testing.T) {
+	evil := "u\x1b[1A\x1b[2Kfake\nline"
+	var out, errs bytes.Buffer
+	printReload(&out, &errs, api.ReloadResult{Units: 2, Started: []string{evil}, Changed: []string{"ok"}, Errors: []string{evil}})
+	all := out.String() + errs.String()
+	if strings.ContainsRune(all, 0x1b) || strings.Contains(all, "fake\nline") {
+		t.Errorf("control characters reached the output:\n%q", all)
+	}
+	if !strings.Contains(out.String(), `started [u\x1b[1A\x1b[2Kfake\nline]`) || !strings.Contains(errs.String(), `error: u\x1b[1A`) {
+		t.Errorf("names or errors not shown escaped:\n%s\n%s", out.String(), errs.String())
 	}
 }

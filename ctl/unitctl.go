@@ -3,6 +3,7 @@ package ctl
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -64,7 +65,7 @@ func waitActive(c *cli.Context, cl *client.Client, d api.UnitDetail, wait time.D
 		case d.State == api.StateActive:
 			return nil
 		case d.State == api.StateFailed, d.State == api.StateInactive:
-			return failure(exitError, "unit %s is %s (%s): %s", d.Name, d.State, d.SubState, dash(safe(d.LastError)))
+			return failure(exitError, "unit %s is %s (%s): %s", safe(d.Name), d.State, d.SubState, dash(safe(d.LastError)))
 		}
 		select {
 		case <-ctx.Done():
@@ -101,20 +102,7 @@ func reloadCommand() *cli.Command {
 			if asJSON {
 				return writeJSON(c.App.Writer, res)
 			}
-			w := c.App.Writer
-			fmt.Fprintf(w, "%d units", res.Units)
-			for _, part := range []struct {
-				label string
-				names []string
-			}{{"started", res.Started}, {"stopped", res.Stopped}, {"restarted", res.Changed}} {
-				if len(part.names) > 0 {
-					fmt.Fprintf(w, "; %s %v", part.label, part.names)
-				}
-			}
-			fmt.Fprintln(w)
-			for _, e := range res.Errors {
-				fmt.Fprintln(c.App.ErrWriter, "error:", safe(e))
-			}
+			printReload(c.App.Writer, c.App.ErrWriter, res)
 			if len(res.Errors) > 0 {
 				// A reload that applied some units and refused others is not a
 				// success: scripts must see it.
@@ -122,5 +110,28 @@ func reloadCommand() *cli.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// printReload prints a reload's outcome: unit names (file names, which
+// anyone who can write the units folder chooses) and errors are escaped,
+// one line each.
+func printReload(w, errw io.Writer, res api.ReloadResult) {
+	fmt.Fprintf(w, "%d units", res.Units)
+	for _, part := range []struct {
+		label string
+		names []string
+	}{{"started", res.Started}, {"stopped", res.Stopped}, {"restarted", res.Changed}} {
+		if len(part.names) > 0 {
+			names := make([]string, len(part.names))
+			for i, n := range part.names {
+				names[i] = safe(n)
+			}
+			fmt.Fprintf(w, "; %s %v", part.label, names)
+		}
+	}
+	fmt.Fprintln(w)
+	for _, e := range res.Errors {
+		fmt.Fprintln(errw, "error:", safe(e))
 	}
 }

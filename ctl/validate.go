@@ -84,16 +84,18 @@ func printValidate(c *cli.Context, results []validateResult) error {
 	if asJSON {
 		return writeJSON(c.App.Writer, results)
 	}
-	w := safeWriter{c.App.Writer}
+	// One escaped line per result: a file name or a quoted value with a
+	// newline in it must not forge an "OK" line or move the cursor.
+	w := c.App.Writer
 	for _, r := range results {
 		if r.OK {
-			if _, err := fmt.Fprintf(w, "OK %s\n", r.Path); err != nil {
+			if _, err := fmt.Fprintf(w, "OK %s\n", safe(r.Path)); err != nil {
 				return err
 			}
 			continue
 		}
 		for _, e := range r.Errors {
-			if _, err := fmt.Fprintln(w, e.Error()); err != nil {
+			if _, err := fmt.Fprintln(w, safe(e.Error())); err != nil {
 				return err
 			}
 		}

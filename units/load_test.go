@@ -79,7 +79,7 @@ func TestBadFiles(t *testing.T) {
 		"missing-secret.toml": {"missing-secret.toml:8:1: auth.secret_file: secret file …/no-such-secret: no such file"},
 		"never-cron.toml":     {"never-cron.toml:8:1: schedule[0].calendar: calendar \"0 0 30 2 *\" never fires"},
 		"unknown-device.toml": {"unknown-device.toml:2:1: device: unknown device \"n3000\" (did you mean n300"},
-		"unknown-key.toml":    {"unknown-key.toml:7:1: limits.max_conc: unknown key (known: max_concurrency, max_context, max_queue, request_timeout, max_body_bytes)"},
+		"unknown-key.toml":    {"unknown-key.toml:7:1: limits.max_conc: unknown key (known: max_concurrency, max_context, max_queue, request_timeout, max_body_bytes, write_timeout)"},
 		"unknown-model.toml":  {"unknown-model.toml:1:1: model: unknown model \"Llama-3.1-8B-Instruc\" (did you mean Llama-3.1-8B-Instruct"},
 		"vllm-no-chips.toml":  {"vllm-no-chips.toml: chips: required for runtime vllm on device n150"},
 		"wrong-type.toml":     {"wrong-type.toml:5:9: chips: wrong type: got string, want array of integers"},

@@ -100,6 +100,10 @@ type Limits struct {
 	RequestTimeout Duration `toml:"request_timeout" json:"request_timeout"`
 	// MaxBodyBytes limits request bodies.
 	MaxBodyBytes int `toml:"max_body_bytes" json:"max_body_bytes"`
+	// WriteTimeout ends a stream whose client accepts nothing for this
+	// long (a write blocked, or nothing acknowledged), freeing its slot
+	// (default 30s).
+	WriteTimeout Duration `toml:"write_timeout" json:"write_timeout"`
 }
 
 // Restart is the systemd-style restart policy of the unit's server process.

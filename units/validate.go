@@ -54,6 +54,9 @@ const (
 	DefaultRequestTimeout = 10 * time.Minute
 	// DefaultMaxBodyBytes bounds request bodies (long prompts fit easily).
 	DefaultMaxBodyBytes = 8 << 20
+	// DefaultWriteTimeout is how long a stream may wait for a client that
+	// accepts nothing.
+	DefaultWriteTimeout = 30 * time.Second
 	// DefaultRestartPolicy restarts crashed servers but not clean exits.
 	DefaultRestartPolicy = RestartOnFailure
 	// DefaultRestartDelay is the first back-off; it doubles up to
@@ -455,6 +458,12 @@ func validateLimits(c *errorsOf, u *Unit) {
 	}
 	if l.MaxBodyBytes == 0 {
 		l.MaxBodyBytes = defaultBodyBytes(u)
+	}
+	switch d := l.WriteTimeout.Duration; {
+	case d == 0:
+		l.WriteTimeout.Duration = DefaultWriteTimeout
+	case d < time.Second:
+		c.add("limits.write_timeout", "%s is shorter than a second (want e.g. \"30s\")", d)
 	}
 }
 

@@ -183,6 +183,10 @@ func (s *Store) Create(m Manifest) (*Run, error) {
 	}
 	r := &Run{store: s, Dir: dir, m: m}
 	if err := r.save(); err != nil {
+		// A full disk: leave no folder without a manifest behind, which
+		// no listing could explain. Remove only fails if something else
+		// wrote there meanwhile; then it stays.
+		_ = os.Remove(dir)
 		return nil, err
 	}
 	return r, nil

@@ -40,7 +40,9 @@ func ReadParquet(r io.ReaderAt, size int64, name string, opts Options) (docs []e
 			docs, err = nil, fmt.Errorf("%s: malformed parquet data: %v", name, p)
 		}
 	}()
-	pf, err := parquet.OpenFile(r, size)
+	// The file's structure is checked first: parquet-go allocates the
+	// sizes and counts a file states (see parquetcheck.go).
+	pf, err := checkedOpen(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -2,8 +2,10 @@ package dataset
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -61,6 +63,11 @@ func FuzzReadParquet(f *testing.F) {
 	}
 	f.Add(buf.Bytes())
 	f.Add([]byte("PAR1PAR1"))
+	// The same rows compressed each way the reader accepts, and in v2
+	// pages: seeds that reach the page checks and the decoders.
+	for _, o := range []parquet.WriterOption{parquet.Compression(&parquet.Snappy), parquet.Compression(&parquet.Gzip), parquet.Compression(&parquet.Zstd), parquet.DataPageVersion(2)} {
+		f.Add(parquetBytes(f, o))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		docs, err := ReadParquet(bytes.NewReader(data), int64(len(data)), "f.parquet", Options{})
 		if err != nil {
@@ -72,4 +79,58 @@ func FuzzReadParquet(f *testing.F) {
 			}
 		}
 	})
+}
+
+func parquetBytes(tb testing.TB, opts ...parquet.WriterOption) []byte {
+	tb.Helper()
+	subj := "astronomy"
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[mmluRow](&buf, opts...)
+	if _, err := w.Write([]mmluRow{{"Which planet is largest?", &subj, []string{"Mars", "Jupiter"}, 1}, {"2+2?", nil, []string{"3", "4"}, 1}}); err != nil {
+		tb.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Sizes and counts a file states are checked before anything is
+// allocated for them: each of these asked parquet-go for gigabytes.
+func TestReadParquetBounded(t *testing.T) {
+	for _, o := range []parquet.WriterOption{parquet.Compression(&parquet.Snappy), parquet.Compression(&parquet.Gzip), parquet.Compression(&parquet.Zstd), parquet.DataPageVersion(2)} {
+		data := parquetBytes(t, o)
+		if docs, err := ReadParquet(bytes.NewReader(data), int64(len(data)), "ok.parquet", Options{}); err != nil || len(docs) != 2 {
+			t.Fatalf("a well-formed file: %d docs, %v", len(docs), err)
+		}
+	}
+	good := parquetBytes(t)
+	footer := func(data []byte, n uint32) []byte {
+		out := bytes.Clone(data)
+		binary.LittleEndian.PutUint32(out[len(out)-8:], n)
+		return out
+	}
+	// file frames a footer: "PAR1", the footer, its length, "PAR1".
+	file := func(footer []byte, n uint32) []byte {
+		out := append([]byte("PAR1"), footer...)
+		out = binary.LittleEndian.AppendUint32(out, n)
+		return append(out, "PAR1"...)
+	}
+	cases := map[string]struct {
+		data []byte
+		want string
+	}{
+		"footer of 4 GiB":   {footer(good, 0xffffffff), "does not fit"},
+		"footer over limit": {file(make([]byte, maxParquetFooter+1), maxParquetFooter+1), "exceeds the reader's limits"},
+		// A struct whose field 1 is a list claiming 2^31-1 i32 entries.
+		"huge thrift list": {file([]byte("\x19\xf5\xff\xff\xff\xff\x07\x00"), 8), "entries run past the data"},
+		// A struct whose field 1 is a string claiming 2^31-1 bytes.
+		"huge thrift string": {file([]byte("\x18\xff\xff\xff\xff\x07\x00"), 7), "runs past the data"},
+	}
+	for name, c := range cases {
+		_, err := ReadParquet(bytes.NewReader(c.data), int64(len(c.data)), "bad.parquet", Options{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
 }

@@ -19,6 +19,12 @@ import (
 // errClientGone ends a stream whose client stopped reading.
 var errClientGone = errors.New("client went away")
 
+// errClientStalled ends a stream whose client has acknowledged nothing
+// for the write timeout while output waited for it: it stopped reading,
+// and the kernel's socket buffers would otherwise absorb a slow stream's
+// writes (and hold its slot) for many minutes before a write blocked.
+var errClientStalled = errors.New("client stopped reading")
+
 // closedCtx makes Stream.Recv non-blocking: it returns what is pending or
 // the end of the stream, else ctx.Err() at once.
 var closedCtx = func() context.Context {
@@ -588,6 +594,7 @@ func (j *job) finishSeq(q *seqState) {
 func (j *job) stream(conn net.Conn, keep, chunked bool) (kept bool) {
 	k := j.s.sinks.Get().(*sseSink)
 	k.conn, k.timeout, k.deadline, k.chunked = conn, j.s.cfg.WriteTimeout, time.Time{}, chunked
+	k.acked, k.progressAt = 0, time.Time{}
 	status := "ok"
 	defer func() {
 		k.conn = nil
@@ -659,6 +666,10 @@ type sseSink struct {
 	chunked  bool   // HTTP/1.1 chunked framing; HTTP/1.0 gets the bare body
 	buf      []byte // pending events
 	frame    []byte // buf with its chunk framing
+	// acked is the peer's acknowledged byte count when it last grew (or
+	// nothing was pending), at progressAt; see stalled.
+	acked      uint64
+	progressAt time.Time
 }
 
 // header writes the response head; without keep it says the connection
@@ -691,12 +702,33 @@ func (k *sseSink) write() error {
 	if k.timeout > 0 {
 		now := time.Now()
 		if now.Add(k.timeout - time.Second).After(k.deadline) {
+			// Once a second at most, like the deadline's renewal.
+			if k.stalled(now) {
+				return errClientStalled
+			}
 			k.deadline = now.Add(k.timeout)
 			_ = k.conn.SetWriteDeadline(k.deadline)
 		}
 	}
 	_, err := k.conn.Write(k.frame)
 	return err
+}
+
+// stalled reports whether the client has acknowledged none of the output
+// waiting for it for longer than the write timeout. A write deadline alone
+// does not catch a client that stops reading: each write lands in the
+// socket buffers (megabytes) and succeeds, so a slow stream would keep its
+// slot until those filled.
+func (k *sseSink) stalled(now time.Time) bool {
+	acked, pending, ok := peerProgress(k.conn)
+	if !ok {
+		return false
+	}
+	if k.progressAt.IsZero() || acked != k.acked || !pending {
+		k.acked, k.progressAt = acked, now
+		return false
+	}
+	return now.Sub(k.progressAt) > k.timeout
 }
 
 func (k *sseSink) emit(j *job, q *seqState, final bool) {

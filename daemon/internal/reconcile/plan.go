@@ -61,6 +61,9 @@ type Current struct {
 	// Supervised is true when the unit has a supervisor (it runs, or ran
 	// and was stopped).
 	Supervised bool
+	// Broken is true while the file's newest text is invalid (its error
+	// shows in status): a file put back to the running text must clear it.
+	Broken bool
 }
 
 // Action is one step of a plan.
@@ -124,6 +127,11 @@ func planFile(c Current, f *units.File) []Action {
 		return []Action{a}
 	}
 	if f.Hash == c.Hash && (c.Supervised || c.Good.Disabled) {
+		if c.Broken {
+			// Put back as it runs after a broken edit: nothing to do
+			// to the server, but the error must go.
+			return []Action{{Kind: Keep, Name: f.Name, File: f, Unit: f.Unit}}
+		}
 		return nil
 	}
 	a.Diff = change.Between(c.Good, f.Unit)

@@ -89,3 +89,19 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+// A file put back to the running text after a broken edit is planned (a
+// keep, which clears the error), not skipped as unchanged: the soak found
+// the error shown for good after such a fix.
+func TestPlanFixBackToRunningText(t *testing.T) {
+	f := file(t, "a", sim(8000, ""))
+	cur := running(f)
+	if acts := Plan(map[string]Current{"a": cur}, []*units.File{f}); len(acts) != 0 {
+		t.Fatalf("unchanged file planned %v", show(acts))
+	}
+	cur.Broken = true
+	acts := Plan(map[string]Current{"a": cur}, []*units.File{f})
+	if got := strings.Join(show(acts), "; "); got != "keep a" {
+		t.Fatalf("file put back while broken: %q, want keep a", got)
+	}
+}

@@ -206,7 +206,7 @@ func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 func (r *Reconciler) current() map[string]Current {
 	cur := make(map[string]Current, len(r.units))
 	for name, e := range r.units {
-		cur[name] = Current{Good: e.good, Hash: e.hash, Supervised: e.sup != nil}
+		cur[name] = Current{Good: e.good, Hash: e.hash, Supervised: e.sup != nil, Broken: e.loadErr != ""}
 	}
 	return cur
 }
