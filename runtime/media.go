@@ -211,3 +211,28 @@ type Embedder interface {
 // ErrInputTooLong is returned (wrapped) by an Embedder when an input does
 // not fit the model's context; the server answers 400.
 var ErrInputTooLong = errors.New("input exceeds the model's context window")
+
+// VideoRequest asks for a video from a text prompt.
+type VideoRequest struct {
+	ID             string
+	Prompt         string
+	NegativePrompt string
+	Steps          int
+	Seed           int64
+	HasSeed        bool
+	// DurationSeconds is the video's length.
+	DurationSeconds int
+}
+
+// Video is a generated video: an MP4 file.
+type Video struct {
+	MP4           []byte
+	Width, Height int
+	FPS, Frames   int
+}
+
+// VideoGenerator generates videos. The server runs them as jobs
+// (tt-media-server's asynchronous video API).
+type VideoGenerator interface {
+	GenerateVideo(ctx context.Context, req *VideoRequest) (*Video, error)
+}

@@ -29,6 +29,8 @@ import (
 //	POST /v1/audio/speech, /audio/speech              text to speech (WAV)
 //	POST /v1/cnn/search-image, /cnn/search-image      CNN classification
 //	POST /v1/embeddings, /embeddings                  embeddings
+//	POST /v1/videos/generations, GET .../{id}[/download], POST .../{id}/cancel,
+//	GET  /v1/videos/jobs                              video jobs (media_video.go)
 //	GET  /tt-liveness                                 tt-media-server's liveness
 //
 // GET /health answers 200 once the engine is ready, as for text units.
@@ -130,6 +132,10 @@ func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string
 	}
 	ms := s.media.Load()
 	task, isMedia := mediaRoutes[path]
+	want := "POST"
+	if m := videoMethod(path); m != "" {
+		task, isMedia, want = runtime.TaskVideo, true, m
+	}
 	switch {
 	case isMedia:
 	case ms != nil && textRoutes[path]:
@@ -153,10 +159,15 @@ func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string
 	default:
 		return false
 	}
-	if !s.mediaPreamble(ctx, path, method, "POST") {
+	if !s.mediaPreamble(ctx, path, method, want) {
 		return true
 	}
 	if up := s.upstream.Load(); up != nil {
+		if task == runtime.TaskVideo && path != "/v1/videos/generations" {
+			// A job's state, video or cancellation takes no slot.
+			up.u.Forward(ctx, nil, nil)
+			return true
+		}
 		s.forwardMedia(ctx, up, path, reqID, start)
 		return true
 	}
@@ -191,6 +202,8 @@ func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string
 		h.classify()
 	case runtime.TaskEmbedding:
 		h.embeddings()
+	case runtime.TaskVideo:
+		h.videos()
 	}
 	return true
 }
@@ -203,8 +216,8 @@ func routesOf(t runtime.MediaTask) []string {
 			out = append(out, "POST "+p)
 		}
 	}
-	if len(out) == 0 {
-		return []string{"none yet (video generation is not served by ttis)"}
+	if t == runtime.TaskVideo {
+		out = append(out, "POST /v1/videos/generations", "GET /v1/videos/generations/{id}", "GET /v1/videos/generations/{id}/download")
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"math"
@@ -42,7 +43,10 @@ func startMedia(t testing.TB, model, device, extra string) *mediaServer {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.toml")
-	text := fmt.Sprintf("model = %q\ndevice = %q\nruntime = \"sim\"\nlisten = \"127.0.0.1:1\"\n%s\n[sim]\ntime_scale = 0\n", model, device, extra)
+	text := fmt.Sprintf("model = %q\ndevice = %q\nruntime = \"sim\"\nlisten = \"127.0.0.1:1\"\n%s\n", model, device, extra)
+	if !strings.Contains(extra, "[sim]") {
+		text += "[sim]\ntime_scale = 0\n"
+	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +180,7 @@ func TestEveryMediaRowServes(t *testing.T) {
 				dims, _, _ := catalog.EmbeddingDimensions(spec.ModelName)
 				checkEmbeddings(t, m, dims)
 			case "video":
-				code, body := m.postJSON("/v1/videos/generations", map[string]any{"prompt": "x"})
-				if code != 404 {
-					t.Fatalf("video route %d %s", code, body)
-				}
+				checkVideo(t, m, 1)
 			default:
 				t.Fatalf("unknown service %q", spec.MediaService())
 			}
@@ -762,4 +763,97 @@ port = %s
 	if code != 200 || !bytes.Contains(body, []byte(`vllm:e2e_request_latency_seconds_count{model_name="stable-diffusion-xl-base-1.0",engine="0"} 1`)) {
 		t.Fatalf("metrics: %d %s", code, body)
 	}
+}
+
+// checkVideo submits a video job, waits (bounded) for it and checks the
+// MP4: frames of 832x480 JPEG at 16 per second.
+func checkVideo(t *testing.T, m *mediaServer, seconds int) []byte {
+	t.Helper()
+	code, body := m.postJSON("/v1/videos/generations", map[string]any{"prompt": "waves on a beach", "seed": 4, "duration_seconds": seconds, "num_inference_steps": 20})
+	var job struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Object string `json:"object"`
+	}
+	if err := json.Unmarshal(body, &job); code != 202 || err != nil || job.ID == "" || job.Object != "video" {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	for range 500 {
+		code, _, body = m.do("GET", "/v1/videos/generations/"+job.ID, "", nil)
+		if err := json.Unmarshal(body, &job); code != 200 || err != nil {
+			t.Fatalf("job: %d %s", code, body)
+		}
+		if job.Status != "queued" && job.Status != "in_progress" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if job.Status != "completed" {
+		t.Fatalf("job ended %s", body)
+	}
+	code, hdr, mp4 := m.do("GET", "/v1/videos/generations/"+job.ID+"/download", "", nil)
+	if code != 200 || hdr.Get("Content-Type") != "video/mp4" {
+		t.Fatalf("download: %d %.200s", code, mp4)
+	}
+	frames, err := media.MP4Frames(mp4)
+	if err != nil || len(frames) != 16*seconds {
+		t.Fatalf("%d frames, %v", len(frames), err)
+	}
+	img, err := jpeg.Decode(bytes.NewReader(frames[len(frames)-1]))
+	if err != nil || img.Bounds().Dx() != 832 || img.Bounds().Dy() != 480 {
+		t.Fatalf("last frame: %v %v", img.Bounds(), err)
+	}
+	return mp4
+}
+
+// TestVideoJobs covers the video job API: determinism per seed, listing,
+// cancellation, unknown jobs and bad input.
+func TestVideoJobs(t *testing.T) {
+	m := startMedia(t, "Wan2.2-T2V-A14B-Diffusers", "t3k", "")
+	a, b := checkVideo(t, m, 1), checkVideo(t, m, 1)
+	if !bytes.Equal(a, b) {
+		t.Error("the same seed gave different videos")
+	}
+	code, _, body := m.do("GET", "/v1/videos/jobs", "", nil)
+	var jobs []map[string]any
+	if err := json.Unmarshal(body, &jobs); code != 200 || err != nil || len(jobs) != 2 {
+		t.Fatalf("jobs: %d %s", code, body)
+	}
+	code, _, body = m.do("GET", "/v1/videos/generations/video-nope", "", nil)
+	checkMediaError(t, code, body, 404, "id")
+	code, _, body = m.do("GET", "/v1/videos/generations/"+jobs[0]["id"].(string)+"/cancel", "", nil)
+	if code != 405 {
+		t.Fatalf("GET cancel: %d %s", code, body)
+	}
+	for _, tc := range []struct{ body, param string }{
+		{`{"prompt":""}`, "prompt"},
+		{`{"prompt":"x","duration_seconds":0}`, "duration_seconds"},
+		{`{"prompt":"x","duration_seconds":61}`, "duration_seconds"},
+		{`{"prompt":"x","num_inference_steps":500}`, "num_inference_steps"},
+		{`{"prompt":"x","aspect_ratio":"4:3"}`, "aspect_ratio"},
+	} {
+		code, _, body := m.do("POST", "/v1/videos/generations", "application/json", []byte(tc.body))
+		checkMediaError(t, code, body, 400, tc.param)
+	}
+	// A slow job (about 2 s at this scale) is cancelled while it runs.
+	slow := startMedia(t, "mochi-1-preview", "t3k", "[sim]\ntime_scale = 0.01\n")
+	code, body = slow.postJSON("/v1/videos/generations", map[string]any{"prompt": "x"})
+	var job struct{ ID, Status string }
+	if err := json.Unmarshal(body, &job); code != 202 || err != nil {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	code, body = slow.postJSON("/v1/videos/generations/"+job.ID+"/cancel", nil)
+	if err := json.Unmarshal(body, &job); code != 200 || err != nil || job.Status != "cancelled" {
+		t.Fatalf("cancel: %d %s", code, body)
+	}
+	code, _, body = slow.do("GET", "/v1/videos/generations/"+job.ID+"/download", "", nil)
+	checkMediaError(t, code, body, 404, "id")
+	// The cancelled job gave its slot back.
+	for range 200 {
+		if _, _, b := slow.do("GET", "/metrics", "", nil); bytes.Contains(b, []byte(`vllm:num_requests_running{model_name="mochi-1-preview",engine="0"} 0`)) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the cancelled job still holds its slot")
 }

@@ -120,6 +120,8 @@ type Server struct {
 	live     atomic.Pointer[Live]
 	upstream atomic.Pointer[upstreamState]
 	media    atomic.Pointer[mediaState]
+	// videoJobs are the video generation jobs (media_video.go).
+	videoJobs videoJobs
 	// loadErr is set when the engine failed to open.
 	loadErr atomic.Pointer[string]
 	sem     *semaphore.Weighted

@@ -259,6 +259,9 @@ func (e *MediaEngine) Media() runtime.MediaInfo {
 			mi.MinSteps = 1
 		}
 	}
+	if e.cfg.Task == runtime.TaskVideo {
+		mi.MinSteps, mi.MaxSteps, mi.DefaultSteps = 1, 100, e.cfg.Timing.ImageSteps
+	}
 	return mi
 }
 
@@ -477,6 +480,47 @@ func (e *MediaEngine) Classify(ctx context.Context, req *runtime.ClassifyRequest
 	return out, nil
 }
 
+// Video frames: the size Wan 2.2 generates at 480p, at 16 frames a
+// second.
+const (
+	videoWidth, videoHeight = 832, 480
+	videoFPS                = 16
+	defaultVideoSeconds     = 5
+)
+
+// GenerateVideo renders an MP4 of drifting shapes, deterministic per
+// (seed, prompt, negative prompt, steps, duration), after the image
+// timing rule applied to the video target.
+func (e *MediaEngine) GenerateVideo(ctx context.Context, req *runtime.VideoRequest) (*runtime.Video, error) {
+	if err := e.need(runtime.TaskVideo); err != nil {
+		return nil, err
+	}
+	steps := req.Steps
+	if steps <= 0 {
+		steps = e.cfg.Timing.ImageSteps
+	}
+	secs := req.DurationSeconds
+	if secs <= 0 {
+		secs = defaultVideoSeconds
+	}
+	d := time.Duration(e.cfg.Timing.ImageSeconds * float64(steps) / float64(e.cfg.Timing.ImageSteps) * float64(time.Second))
+	if err := e.work(ctx, d); err != nil {
+		return nil, err
+	}
+	var seed []byte
+	if req.HasSeed {
+		seed = binary.LittleEndian.AppendUint64(nil, uint64(req.Seed))
+	}
+	rng := e.rng([]byte("video"), seed, []byte(req.Prompt), []byte(req.NegativePrompt),
+		binary.LittleEndian.AppendUint64(nil, uint64(steps)), binary.LittleEndian.AppendUint64(nil, uint64(secs)))
+	frames := secs * videoFPS
+	mp4, err := drawMP4(rng, videoWidth, videoHeight, videoFPS, frames)
+	if err != nil {
+		return nil, err
+	}
+	return &runtime.Video{MP4: mp4, Width: videoWidth, Height: videoHeight, FPS: videoFPS, Frames: frames}, nil
+}
+
 // EmbeddingInfo gives the vector length.
 func (e *MediaEngine) EmbeddingInfo() (int, bool) { return e.cfg.Dimensions, e.cfg.Matryoshka }
 
@@ -530,4 +574,5 @@ var (
 	_ runtime.SpeechSynthesizer = (*MediaEngine)(nil)
 	_ runtime.ImageClassifier   = (*MediaEngine)(nil)
 	_ runtime.Embedder          = (*MediaEngine)(nil)
+	_ runtime.VideoGenerator    = (*MediaEngine)(nil)
 )
