@@ -857,3 +857,14 @@ func TestVideoJobs(t *testing.T) {
 	}
 	t.Fatal("the cancelled job still holds its slot")
 }
+
+// TestMediaRequestTimeout: limits.request_timeout ends a media request
+// with 408, as it does a text one.
+func TestMediaRequestTimeout(t *testing.T) {
+	m := startMedia(t, "stable-diffusion-xl-base-1.0", "n150", "[limits]\nrequest_timeout = \"200ms\"\n[sim]\ntime_scale = 1\n")
+	start := time.Now()
+	code, body := m.postJSON("/v1/images/generations", map[string]any{"prompt": "slow"})
+	if code != 408 || !bytes.Contains(body, []byte("limits.request_timeout")) || time.Since(start) > 5*time.Second {
+		t.Fatalf("%d %s after %v", code, body, time.Since(start))
+	}
+}
