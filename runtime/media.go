@@ -64,6 +64,11 @@ type MediaInfo struct {
 	ImageSizes []string
 	// MaxImages is the most images one request may ask for.
 	MaxImages int
+	// ImageInput says what an image model takes besides the prompt, as
+	// its tt-media-server runner does: ImageFromText (/generations),
+	// ImageFromImage (/image-to-image: an image) or ImageEdit (/edits:
+	// an image and a mask).
+	ImageInput ImageInput
 	// MinSteps and MaxSteps bound num_inference_steps; DefaultSteps is
 	// used when a request gives none.
 	MinSteps, MaxSteps, DefaultSteps int
@@ -73,7 +78,18 @@ type MediaInfo struct {
 	Matryoshka bool
 }
 
-// ImageRequest asks for images from a text prompt.
+// ImageInput is what an image model takes besides its prompt.
+type ImageInput string
+
+// Image inputs.
+const (
+	ImageFromText  ImageInput = ""
+	ImageFromImage ImageInput = "image"
+	ImageEdit      ImageInput = "image+mask"
+)
+
+// ImageRequest asks for images from a text prompt (and, for
+// image-to-image and edit models, an image and a mask).
 type ImageRequest struct {
 	ID             string
 	Prompt         string
@@ -89,6 +105,10 @@ type ImageRequest struct {
 	// ImageSizes.
 	Count         int
 	Width, Height int
+	// Image is the (checked) input image, Mask the edit mask (white is
+	// repainted); Strength (0-1) how far the output departs from Image.
+	Image, Mask []byte
+	Strength    float64
 }
 
 // ImageGenerator generates images. Each returned image is a PNG file of

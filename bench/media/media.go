@@ -36,6 +36,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"strings"
@@ -284,15 +285,30 @@ func requester(cfg Config, task string, target *catalog.PerfTarget) (func(contex
 		if target != nil {
 			steps = target.Steps
 		}
+		// The SDXL image-to-image and inpainting runners take an image
+		// (and a mask) on their own routes.
+		path, extra := "/v1/images/generations", map[string]any{}
+		if runner, _ := catalog.MediaRunner(cfg.Spec); runner == "tt-sdxl-image-to-image" || runner == "tt-sdxl-edit" {
+			img, err := testImage()
+			if err != nil {
+				return nil, "", err
+			}
+			extra["image"] = base64.StdEncoding.EncodeToString(img)
+			path = "/v1/images/image-to-image"
+			if runner == "tt-sdxl-edit" {
+				extra["mask"], path = extra["image"], "/v1/images/edits"
+			}
+		}
 		return func(ctx context.Context, i int) outcome {
 			body := map[string]any{"model": cfg.Model, "prompt": "a photograph of a lighthouse on a cliff at dusk", "seed": i, "number_of_images": 1}
+			maps.Copy(body, extra)
 			if steps > 0 {
 				body["num_inference_steps"] = steps
 			}
 			var r struct {
 				Images []string `json:"images"`
 			}
-			if err := post(ctx, c, "/v1/images/generations", body, &r); err != nil {
+			if err := post(ctx, c, path, body, &r); err != nil {
 				return outcome{err: err}
 			}
 			if len(r.Images) != 1 {

@@ -31,6 +31,7 @@ func TestReleaseMediaUnits(t *testing.T) {
 		// Enforces nothing: measured, not certified.
 		{"bge-large-en-v1.5", "UNGRADED", []string{"Embeddings/s", "prompt_tokens_per_s_user"}},
 		{"resnet-50", "PASS", []string{"Images/s"}},
+		{"stable-diffusion-xl-1.0-inpainting-0.1", "PASS", []string{"Seconds per Image"}},
 		{"mochi-1-preview", "PASS", []string{"Seconds per Image", "videos_per_s_user"}},
 	} {
 		t.Run(tc.model, func(t *testing.T) {

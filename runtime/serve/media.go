@@ -25,6 +25,7 @@ import (
 // Endpoints (legacy unprefixed paths as tt-media-server still routes them):
 //
 //	POST /v1/images/generations, /image/generations   image models
+//	POST /v1/images/image-to-image, /v1/images/edits  SDXL image-to-image and inpainting runners
 //	POST /v1/audio/transcriptions, /audio/transcriptions  speech to text (JSON base64 or multipart)
 //	POST /v1/audio/speech, /audio/speech              text to speech (WAV)
 //	POST /v1/cnn/search-image, /cnn/search-image      CNN classification
@@ -102,16 +103,20 @@ func (mediaBackend) deathErr() error       { return nil }
 
 // mediaRoutes maps a path to its task and the handler that serves it.
 var mediaRoutes = map[string]runtime.MediaTask{
-	"/v1/images/generations":   runtime.TaskImage,
-	"/image/generations":       runtime.TaskImage,
-	"/v1/audio/transcriptions": runtime.TaskAudio,
-	"/audio/transcriptions":    runtime.TaskAudio,
-	"/v1/audio/speech":         runtime.TaskSpeech,
-	"/audio/speech":            runtime.TaskSpeech,
-	"/v1/cnn/search-image":     runtime.TaskCNN,
-	"/cnn/search-image":        runtime.TaskCNN,
-	"/v1/embeddings":           runtime.TaskEmbedding,
-	"/embeddings":              runtime.TaskEmbedding,
+	"/v1/images/generations":    runtime.TaskImage,
+	"/image/generations":        runtime.TaskImage,
+	"/v1/images/image-to-image": runtime.TaskImage,
+	"/image/image-to-image":     runtime.TaskImage,
+	"/v1/images/edits":          runtime.TaskImage,
+	"/image/edits":              runtime.TaskImage,
+	"/v1/audio/transcriptions":  runtime.TaskAudio,
+	"/audio/transcriptions":     runtime.TaskAudio,
+	"/v1/audio/speech":          runtime.TaskSpeech,
+	"/audio/speech":             runtime.TaskSpeech,
+	"/v1/cnn/search-image":      runtime.TaskCNN,
+	"/cnn/search-image":         runtime.TaskCNN,
+	"/v1/embeddings":            runtime.TaskEmbedding,
+	"/embeddings":               runtime.TaskEmbedding,
 }
 
 // textRoutes are the routes a media unit does not serve.

@@ -159,7 +159,15 @@ func TestEveryMediaRowServes(t *testing.T) {
 			}
 			switch spec.MediaService() {
 			case "image":
-				checkImages(t, m, "/v1/images/generations", map[string]any{"prompt": "a red fox", "seed": 3, "n": 1}, 1)
+				req := map[string]any{"prompt": "a red fox", "seed": 3, "n": 1}
+				path := "/v1/images/generations"
+				switch runner, _ := catalog.MediaRunner(&spec); runner {
+				case "tt-sdxl-image-to-image":
+					path, req["image"] = "/v1/images/image-to-image", base64.StdEncoding.EncodeToString(testPNG(t))
+				case "tt-sdxl-edit":
+					path, req["image"], req["mask"] = "/v1/images/edits", base64.StdEncoding.EncodeToString(testPNG(t)), base64.StdEncoding.EncodeToString(testPNG(t))
+				}
+				checkImages(t, m, path, req, 1)
 			case "audio":
 				checkTranscript(t, m, 12)
 			case "text_to_speech":
@@ -865,4 +873,53 @@ func TestMediaRequestTimeout(t *testing.T) {
 	if code != 408 || !bytes.Contains(body, []byte("limits.request_timeout")) || time.Since(start) > 5*time.Second {
 		t.Fatalf("%d %s after %v", code, body, time.Since(start))
 	}
+}
+
+// TestImageToImageAndEdits: the SDXL image-to-image and inpainting runners
+// serve their own routes (JSON base64 or multipart, as OpenAI's
+// images.edit sends), not /generations, and check their inputs.
+func TestImageToImageAndEdits(t *testing.T) {
+	i2i := startMedia(t, "stable-diffusion-xl-base-1.0-img-2-img", "n150", "")
+	img := base64.StdEncoding.EncodeToString(testPNG(t))
+	a := checkImages(t, i2i, "/v1/images/image-to-image", map[string]any{"prompt": "a cat", "image": img, "strength": 0.3, "seed": 1, "size": "512x512"}, 1)
+	b := checkImages(t, i2i, "/image/image-to-image", map[string]any{"prompt": "a cat", "image": img, "strength": 0.9, "seed": 1, "size": "512x512"}, 1)
+	if bytes.Equal(a[0], b[0]) {
+		t.Error("strength changed nothing")
+	}
+	code, body := i2i.postJSON("/v1/images/generations", map[string]any{"prompt": "x"})
+	if code != 404 || !bytes.Contains(body, []byte("image-to-image")) {
+		t.Fatalf("generations on an image-to-image unit: %d %s", code, body)
+	}
+	for _, tc := range []struct {
+		body  map[string]any
+		param string
+	}{
+		{map[string]any{"prompt": "x"}, "image"},
+		{map[string]any{"prompt": "x", "image": base64.StdEncoding.EncodeToString([]byte("not an image"))}, "image"},
+		{map[string]any{"prompt": "x", "image": img, "strength": 2}, "strength"},
+		{map[string]any{"prompt": "x", "image": img, "mask": img}, "mask"},
+	} {
+		code, body := i2i.postJSON("/v1/images/image-to-image", tc.body)
+		checkMediaError(t, code, body, 400, tc.param)
+	}
+	edit := startMedia(t, "stable-diffusion-xl-1.0-inpainting-0.1", "n150", "")
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	_ = w.WriteField("prompt", "a hat")
+	_ = w.WriteField("n", "2")
+	_ = w.WriteField("size", "512x512")
+	for _, name := range []string{"image", "mask"} {
+		fw, _ := w.CreateFormFile(name, name+".png")
+		_, _ = fw.Write(testPNG(t))
+	}
+	_ = w.Close()
+	code, _, out := edit.do("POST", "/v1/images/edits", w.FormDataContentType(), buf.Bytes())
+	if code != 200 || bytes.Count(out, []byte(`"b64_json"`)) != 2 {
+		t.Fatalf("multipart edit: %d %.300s", code, out)
+	}
+	code, body = edit.postJSON("/v1/images/edits", map[string]any{"prompt": "x", "image": img})
+	checkMediaError(t, code, body, 400, "mask")
+	gen := startMedia(t, "stable-diffusion-xl-base-1.0", "n150", "")
+	code, body = gen.postJSON("/v1/images/generations", map[string]any{"prompt": "x", "image": img})
+	checkMediaError(t, code, body, 400, "image")
 }

@@ -251,6 +251,12 @@ func (e *MediaEngine) Media() runtime.MediaInfo {
 		Dimensions: e.cfg.Dimensions, Matryoshka: e.cfg.Matryoshka}
 	if e.cfg.Task == runtime.TaskImage {
 		mi.ImageSizes, mi.MaxImages = e.cfg.ImageSizes, 4
+		switch e.cfg.Runner {
+		case "tt-sdxl-image-to-image":
+			mi.ImageInput = runtime.ImageFromImage
+		case "tt-sdxl-edit":
+			mi.ImageInput = runtime.ImageEdit
+		}
 		mi.MinSteps, mi.MaxSteps, mi.DefaultSteps = 12, 50, 20
 		switch e.cfg.Runner {
 		case "tt-flux.1-dev", "tt-flux.1-schnell":
@@ -343,8 +349,8 @@ func (e *MediaEngine) GenerateImages(ctx context.Context, req *runtime.ImageRequ
 		}
 		rng := e.rng([]byte("image"), seed, []byte(req.Prompt), []byte(req.NegativePrompt),
 			binary.LittleEndian.AppendUint64(nil, uint64(steps)), binary.LittleEndian.AppendUint64(nil, math.Float64bits(req.GuidanceScale)),
-			binary.LittleEndian.AppendUint64(nil, uint64(i)))
-		png, err := drawPNG(rng, req.Width, req.Height)
+			binary.LittleEndian.AppendUint64(nil, uint64(i)), req.Image, req.Mask, binary.LittleEndian.AppendUint64(nil, math.Float64bits(req.Strength)))
+		png, err := drawPNG(rng, req.Width, req.Height, req.Image, req.Mask, req.Strength)
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"image"
+	"image/color"
 	"image/jpeg"
 	"image/png"
 	"math"
@@ -62,14 +63,57 @@ func (s *scene) paint(w, h int, t float64) *image.NRGBA {
 	return img
 }
 
-// drawPNG paints a seeded picture and encodes it as PNG.
-func drawPNG(rng *rand.Rand, w, h int) ([]byte, error) {
+// drawPNG paints a seeded picture and encodes it as PNG. With an input
+// image (image-to-image, edits) the picture is laid over it by strength,
+// only where the mask is light when there is a mask.
+func drawPNG(rng *rand.Rand, w, h int, input, mask []byte, strength float64) ([]byte, error) {
+	img := newScene(rng).paint(w, h, 0)
+	if len(input) > 0 {
+		if err := blend(img, input, mask, strength); err != nil {
+			return nil, err
+		}
+	}
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, newScene(rng).paint(w, h, 0)); err != nil {
+	if err := enc.Encode(&buf, img); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// blend mixes the input image (scaled to img's size, nearest pixel) into
+// img: a pixel keeps the input by 1-strength, times the mask's darkness.
+func blend(img *image.NRGBA, input, mask []byte, strength float64) error {
+	in, _, err := image.Decode(bytes.NewReader(input))
+	if err != nil {
+		return err
+	}
+	var m image.Image
+	if len(mask) > 0 {
+		if m, _, err = image.Decode(bytes.NewReader(mask)); err != nil {
+			return err
+		}
+	}
+	w, h := img.Rect.Dx(), img.Rect.Dy()
+	at := func(src image.Image, x, y int) color.NRGBA {
+		b := src.Bounds()
+		return color.NRGBAModel.Convert(src.At(b.Min.X+x*b.Dx()/w, b.Min.Y+y*b.Dy()/h)).(color.NRGBA)
+	}
+	for y := range h {
+		for x := range w {
+			keep := 1 - strength
+			if m != nil {
+				c := at(m, x, y)
+				keep = 1 - strength*(float64(c.R)+float64(c.G)+float64(c.B))/765
+			}
+			src := at(in, x, y)
+			o := img.Pix[y*img.Stride+x*4:]
+			o[0] = uint8(float64(o[0])*(1-keep) + float64(src.R)*keep)
+			o[1] = uint8(float64(o[1])*(1-keep) + float64(src.G)*keep)
+			o[2] = uint8(float64(o[2])*(1-keep) + float64(src.B)*keep)
+		}
+	}
+	return nil
 }
 
 // drawMP4 renders a seeded scene's frames as JPEGs in an MP4.
