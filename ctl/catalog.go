@@ -137,6 +137,11 @@ func printCatalogDetail(w io.Writer, specs []catalog.Spec) error {
 			field("Host", fmt.Sprintf("disk >= %d GB, RAM >= %s GB", s.MinDiskGB, strconv.FormatFloat(s.MinRAMGB, 'f', -1, 64)))
 		}
 		field("Image", s.DockerImage)
+		if s.IsMedia() {
+			if m, err := catalog.MediaLayout(&s); err == nil {
+				field("Media", fmt.Sprintf("service %s, runner %s, %d worker(s) of mesh %dx%d, batch %d", s.MediaService(), m.Runner, m.Workers, m.Mesh[0], m.Mesh[1], m.MaxBatchSize))
+			}
+		}
 		if r := s.SystemRequirements; r != nil {
 			field("Requires", strings.TrimSpace(fmt.Sprintf("%s %s", prefixed("firmware ", r.Firmware), prefixed("kmd ", r.KMD))))
 		}

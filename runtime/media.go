@@ -64,6 +64,11 @@ type MediaInfo struct {
 	ImageSizes []string
 	// MaxImages is the most images one request may ask for.
 	MaxImages int
+	// ImageInput says what an image model takes besides the prompt, as
+	// its tt-media-server runner does: ImageFromText (/generations),
+	// ImageFromImage (/image-to-image: an image) or ImageEdit (/edits:
+	// an image and a mask).
+	ImageInput ImageInput
 	// MinSteps and MaxSteps bound num_inference_steps; DefaultSteps is
 	// used when a request gives none.
 	MinSteps, MaxSteps, DefaultSteps int
@@ -73,7 +78,18 @@ type MediaInfo struct {
 	Matryoshka bool
 }
 
-// ImageRequest asks for images from a text prompt.
+// ImageInput is what an image model takes besides its prompt.
+type ImageInput string
+
+// Image inputs.
+const (
+	ImageFromText  ImageInput = ""
+	ImageFromImage ImageInput = "image"
+	ImageEdit      ImageInput = "image+mask"
+)
+
+// ImageRequest asks for images from a text prompt (and, for
+// image-to-image and edit models, an image and a mask).
 type ImageRequest struct {
 	ID             string
 	Prompt         string
@@ -89,6 +105,10 @@ type ImageRequest struct {
 	// ImageSizes.
 	Count         int
 	Width, Height int
+	// Image is the (checked) input image, Mask the edit mask (white is
+	// repainted); Strength (0-1) how far the output departs from Image.
+	Image, Mask []byte
+	Strength    float64
 }
 
 // ImageGenerator generates images. Each returned image is a PNG file of
@@ -211,3 +231,28 @@ type Embedder interface {
 // ErrInputTooLong is returned (wrapped) by an Embedder when an input does
 // not fit the model's context; the server answers 400.
 var ErrInputTooLong = errors.New("input exceeds the model's context window")
+
+// VideoRequest asks for a video from a text prompt.
+type VideoRequest struct {
+	ID             string
+	Prompt         string
+	NegativePrompt string
+	Steps          int
+	Seed           int64
+	HasSeed        bool
+	// DurationSeconds is the video's length.
+	DurationSeconds int
+}
+
+// Video is a generated video: an MP4 file.
+type Video struct {
+	MP4           []byte
+	Width, Height int
+	FPS, Frames   int
+}
+
+// VideoGenerator generates videos. The server runs them as jobs
+// (tt-media-server's asynchronous video API).
+type VideoGenerator interface {
+	GenerateVideo(ctx context.Context, req *VideoRequest) (*Video, error)
+}

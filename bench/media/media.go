@@ -12,14 +12,16 @@
 //     json, which the server sends whole: its first byte is its last);
 //   - CNN: images/s (POST /v1/cnn/search-image, a 224x224 image);
 //   - embeddings: embeddings/s and prompt tokens/s (POST /v1/embeddings,
-//     16 texts a request).
+//     16 texts a request);
+//   - video: seconds per video, from submitting the job (POST
+//     /v1/videos/generations) to its completion, polled, and the MP4
+//     downloaded.
 //
 // A point is graded against the catalog's media target for the model and
 // device in the same tiers as text points (bench/grade): the target's
 // ttft_ms against the measured time to first result, and its tput_user
 // against images/s per user (image, CNN), the real-time factor (rtr:
-// speech) or prompt tokens/s per user (embeddings). Video is not
-// benchmarked.
+// speech), prompt tokens/s per user (embeddings) or videos/s per user.
 package media
 
 import (
@@ -34,6 +36,7 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"strings"
@@ -109,7 +112,7 @@ type outcome struct {
 
 // taskTarget is the lowest-concurrency target of the spec's task.
 func taskTarget(spec *catalog.Spec) *catalog.PerfTarget {
-	task := map[string]string{"image": "image", "audio": "asr", "text_to_speech": "tts", "cnn": "cnn", "embedding": "embedding"}[spec.MediaService()]
+	task := map[string]string{"image": "image", "audio": "asr", "text_to_speech": "tts", "cnn": "cnn", "embedding": "embedding", "video": "video"}[spec.MediaService()]
 	var p *catalog.PerfTarget
 	for i := range spec.Targets {
 		if t := &spec.Targets[i]; t.Task == task && (p == nil || t.Concurrency < p.Concurrency) {
@@ -195,7 +198,7 @@ func Run(ctx context.Context, cfg Config) (*Point, error) {
 		c := float64(p.Completed)
 		p.TTFTms, p.E2ELms = val(1000*first/c), val(1000*lat/c)
 		switch task {
-		case "image", "cnn":
+		case "image", "cnn", "video":
 			p.SecondsPerImage = val(lat / float64(items))
 			p.ImagesPerSecond = val(float64(items) / p.Duration)
 			p.UserRate = val(float64(items) / lat)
@@ -282,15 +285,30 @@ func requester(cfg Config, task string, target *catalog.PerfTarget) (func(contex
 		if target != nil {
 			steps = target.Steps
 		}
+		// The SDXL image-to-image and inpainting runners take an image
+		// (and a mask) on their own routes.
+		path, extra := "/v1/images/generations", map[string]any{}
+		if runner, _ := catalog.MediaRunner(cfg.Spec); runner == "tt-sdxl-image-to-image" || runner == "tt-sdxl-edit" {
+			img, err := testImage()
+			if err != nil {
+				return nil, "", err
+			}
+			extra["image"] = base64.StdEncoding.EncodeToString(img)
+			path = "/v1/images/image-to-image"
+			if runner == "tt-sdxl-edit" {
+				extra["mask"], path = extra["image"], "/v1/images/edits"
+			}
+		}
 		return func(ctx context.Context, i int) outcome {
 			body := map[string]any{"model": cfg.Model, "prompt": "a photograph of a lighthouse on a cliff at dusk", "seed": i, "number_of_images": 1}
+			maps.Copy(body, extra)
 			if steps > 0 {
 				body["num_inference_steps"] = steps
 			}
 			var r struct {
 				Images []string `json:"images"`
 			}
-			if err := post(ctx, c, "/v1/images/generations", body, &r); err != nil {
+			if err := post(ctx, c, path, body, &r); err != nil {
 				return outcome{err: err}
 			}
 			if len(r.Images) != 1 {
@@ -399,6 +417,59 @@ func requester(cfg Config, task string, target *catalog.PerfTarget) (func(contex
 			}
 			return outcome{items: len(r.Data), tokens: r.Usage.PromptTokens}
 		}, "prompt_tokens_per_s_user", nil
+	case "video":
+		steps := 0
+		if target != nil {
+			steps = min(target.Steps, 50)
+		}
+		return func(ctx context.Context, i int) outcome {
+			body := map[string]any{"model": cfg.Model, "prompt": "waves rolling onto a beach at sunset", "seed": i}
+			if steps > 0 {
+				body["num_inference_steps"] = steps
+			}
+			var job struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+				Error  *struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			// The job is created with 202 Accepted, which the client
+			// counts as an error that carries the answer.
+			raw, err := c.PostJSON(ctx, "/v1/videos/generations", body)
+			var oe *openai.Error
+			if err != nil && !(errors.As(err, &oe) && oe.Status == http.StatusAccepted) {
+				return outcome{err: err}
+			}
+			if err := json.Unmarshal(raw, &job); err != nil || job.ID == "" {
+				return outcome{err: fmt.Errorf("video job answer %q: %v", raw, err)}
+			}
+			// Poll at a tenth of the time so far (between 50 ms and 5 s).
+			t0 := time.Now()
+			for job.Status == "queued" || job.Status == "in_progress" {
+				wait := min(max(time.Since(t0)/10, 50*time.Millisecond), 5*time.Second)
+				select {
+				case <-ctx.Done():
+					return outcome{err: ctx.Err()}
+				case <-time.After(wait):
+				}
+				raw, err := c.Get(ctx, "/v1/videos/generations/"+job.ID)
+				if err != nil {
+					return outcome{err: err}
+				}
+				if err := json.Unmarshal(raw, &job); err != nil {
+					return outcome{err: fmt.Errorf("job: %v", err)}
+				}
+			}
+			if job.Status != "completed" {
+				msg := job.Status
+				if job.Error != nil {
+					msg += ": " + job.Error.Message
+				}
+				return outcome{err: fmt.Errorf("video job %s ended %s", job.ID, msg)}
+			}
+			return outcome{items: 1}
+		}, "videos_per_s_user", nil
 	}
 	return nil, "", fmt.Errorf("media benchmark: %s models are not benchmarked", task)
 }

@@ -131,4 +131,4 @@ func columnsFor(rows []BenchRow) []struct {
 }
 
 // mediaNotes explain a media table.
-const mediaNotes = "- Media point (bench/media): one point at the catalog target's concurrency. TTFT is the time to the first result: the first streamed segment for speech to text, the whole answer otherwise. The real-time factor is audio seconds per wall second. The graded rate is images/s per user (image, CNN), the real-time factor (rtr: speech) or prompt tokens/s per user (embeddings), against the target's tput_user (or rtr).\n"
+const mediaNotes = "- Media point (bench/media): one point at the catalog target's concurrency. TTFT is the time to the first result: the first streamed segment for speech to text, the whole answer otherwise (a video job's completion). The real-time factor is audio seconds per wall second. The graded rate is images/s per user (image, CNN), the real-time factor (rtr: speech), prompt tokens/s per user (embeddings) or videos/s per user, against the target's tput_user (or rtr). Seconds per Image is seconds per video for video models.\n"

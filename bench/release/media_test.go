@@ -31,11 +31,17 @@ func TestReleaseMediaUnits(t *testing.T) {
 		// Enforces nothing: measured, not certified.
 		{"bge-large-en-v1.5", "UNGRADED", []string{"Embeddings/s", "prompt_tokens_per_s_user"}},
 		{"resnet-50", "PASS", []string{"Images/s"}},
+		{"stable-diffusion-xl-1.0-inpainting-0.1", "PASS", []string{"Seconds per Image"}},
+		{"mochi-1-preview", "PASS", []string{"Seconds per Image", "videos_per_s_user"}},
 	} {
 		t.Run(tc.model, func(t *testing.T) {
-			url := testbin.Serve(t, "model = \""+tc.model+"\"\ndevice = \"n150\"\nruntime = \"sim\"\n[sim]\ntime_scale = 0.01\n").URL
+			device, scale := "n150", "0.01"
+			if tc.model == "mochi-1-preview" {
+				device, scale = "t3k", "0.0005" // 526 s a video at this target
+			}
+			url := testbin.Serve(t, "model = \""+tc.model+"\"\ndevice = \""+device+"\"\nruntime = \"sim\"\n[sim]\ntime_scale = "+scale+"\n").URL
 			state := t.TempDir()
-			out, _ := ctl(t, ttisctl, "release", "--url", url, "--device", "n150", "--workflow", "benchmarks", "--limit", "smoke", "--state-dir", state)
+			out, _ := ctl(t, ttisctl, "release", "--url", url, "--device", device, "--workflow", "benchmarks", "--limit", "smoke", "--state-dir", state)
 			if !strings.Contains(out, "Verdict: "+tc.verdict) {
 				t.Fatalf("want verdict %s:\n%s", tc.verdict, out)
 			}

@@ -107,10 +107,12 @@ echo "== release workflow (evals, then the smoke benchmark sweep, then the repor
 #   PASS        everything the model's catalog status enforces was measured and met
 #   FAIL        (exit 3) an enforced check was measured and missed
 #   INCOMPLETE  (exit 5) something required was not measured: here the sim
-#               unit's eval references need datasets the demo does not download
+#               unit's eval references need datasets the demo does not download,
+#               and the media unit's eval (load_image) is not implemented yet;
+#               its benchmark point (seconds per image, images/s) is graded
 #   UNGRADED    nothing to grade against: the cpu unit's random-weight model is
 #               not in the catalog, so only functional checks run
-for unit in demo-cpu demo-sim; do
+for unit in demo-cpu demo-sim demo-sdxl; do
 	rc=0
 	ttisctl release --limit smoke "$unit" || rc=$?
 	case $rc in

@@ -25,10 +25,13 @@ import (
 // Endpoints (legacy unprefixed paths as tt-media-server still routes them):
 //
 //	POST /v1/images/generations, /image/generations   image models
+//	POST /v1/images/image-to-image, /v1/images/edits  SDXL image-to-image and inpainting runners
 //	POST /v1/audio/transcriptions, /audio/transcriptions  speech to text (JSON base64 or multipart)
 //	POST /v1/audio/speech, /audio/speech              text to speech (WAV)
 //	POST /v1/cnn/search-image, /cnn/search-image      CNN classification
 //	POST /v1/embeddings, /embeddings                  embeddings
+//	POST /v1/videos/generations, GET .../{id}[/download], POST .../{id}/cancel,
+//	GET  /v1/videos/jobs                              video jobs (media_video.go)
 //	GET  /tt-liveness                                 tt-media-server's liveness
 //
 // GET /health answers 200 once the engine is ready, as for text units.
@@ -100,16 +103,20 @@ func (mediaBackend) deathErr() error       { return nil }
 
 // mediaRoutes maps a path to its task and the handler that serves it.
 var mediaRoutes = map[string]runtime.MediaTask{
-	"/v1/images/generations":   runtime.TaskImage,
-	"/image/generations":       runtime.TaskImage,
-	"/v1/audio/transcriptions": runtime.TaskAudio,
-	"/audio/transcriptions":    runtime.TaskAudio,
-	"/v1/audio/speech":         runtime.TaskSpeech,
-	"/audio/speech":            runtime.TaskSpeech,
-	"/v1/cnn/search-image":     runtime.TaskCNN,
-	"/cnn/search-image":        runtime.TaskCNN,
-	"/v1/embeddings":           runtime.TaskEmbedding,
-	"/embeddings":              runtime.TaskEmbedding,
+	"/v1/images/generations":    runtime.TaskImage,
+	"/image/generations":        runtime.TaskImage,
+	"/v1/images/image-to-image": runtime.TaskImage,
+	"/image/image-to-image":     runtime.TaskImage,
+	"/v1/images/edits":          runtime.TaskImage,
+	"/image/edits":              runtime.TaskImage,
+	"/v1/audio/transcriptions":  runtime.TaskAudio,
+	"/audio/transcriptions":     runtime.TaskAudio,
+	"/v1/audio/speech":          runtime.TaskSpeech,
+	"/audio/speech":             runtime.TaskSpeech,
+	"/v1/cnn/search-image":      runtime.TaskCNN,
+	"/cnn/search-image":         runtime.TaskCNN,
+	"/v1/embeddings":            runtime.TaskEmbedding,
+	"/embeddings":               runtime.TaskEmbedding,
 }
 
 // textRoutes are the routes a media unit does not serve.
@@ -130,6 +137,10 @@ func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string
 	}
 	ms := s.media.Load()
 	task, isMedia := mediaRoutes[path]
+	want := "POST"
+	if m := videoMethod(path); m != "" {
+		task, isMedia, want = runtime.TaskVideo, true, m
+	}
 	switch {
 	case isMedia:
 	case ms != nil && textRoutes[path]:
@@ -153,10 +164,15 @@ func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string
 	default:
 		return false
 	}
-	if !s.mediaPreamble(ctx, path, method, "POST") {
+	if !s.mediaPreamble(ctx, path, method, want) {
 		return true
 	}
 	if up := s.upstream.Load(); up != nil {
+		if task == runtime.TaskVideo && path != "/v1/videos/generations" {
+			// A job's state, video or cancellation takes no slot.
+			up.u.Forward(ctx, nil, nil)
+			return true
+		}
 		s.forwardMedia(ctx, up, path, reqID, start)
 		return true
 	}
@@ -191,6 +207,8 @@ func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string
 		h.classify()
 	case runtime.TaskEmbedding:
 		h.embeddings()
+	case runtime.TaskVideo:
+		h.videos()
 	}
 	return true
 }
@@ -203,8 +221,8 @@ func routesOf(t runtime.MediaTask) []string {
 			out = append(out, "POST "+p)
 		}
 	}
-	if len(out) == 0 {
-		return []string{"none yet (video generation is not served by ttis)"}
+	if t == runtime.TaskVideo {
+		out = append(out, "POST /v1/videos/generations", "GET /v1/videos/generations/{id}", "GET /v1/videos/generations/{id}/download")
 	}
 	return out
 }

@@ -71,11 +71,102 @@ type imageBody struct {
 	ResponseFormat string `json:"response_format"`
 	OutputFormat   string `json:"output_format"`
 	User           string `json:"user"`
+	// Image-to-image and edits: base64 images, and how far to depart.
+	Image    *string  `json:"image"`
+	Mask     *string  `json:"mask"`
+	Strength *float64 `json:"strength"`
+}
+
+// imageRoute is the input a path's images take: /generations none,
+// /image-to-image an image, /edits an image and a mask.
+func imageRoute(path string) runtime.ImageInput {
+	switch {
+	case strings.HasSuffix(path, "/image-to-image"):
+		return runtime.ImageFromImage
+	case strings.HasSuffix(path, "/edits"):
+		return runtime.ImageEdit
+	}
+	return runtime.ImageFromText
+}
+
+// imageFormFields are the form fields of a multipart image request
+// (OpenAI's images.edit sends one), with the numbers among them.
+var imageFormFields = map[string]bool{"prompt": true, "negative_prompt": true, "num_inference_steps": true, "seed": true,
+	"guidance_scale": true, "number_of_images": true, "n": true, "size": true, "response_format": true, "model": true,
+	"image_return_format": true, "output_format": true, "image_quality": true, "strength": true, "user": true,
+	"image": true, "image[]": true, "mask": true}
+
+var imageFormNumbers = map[string]bool{"num_inference_steps": true, "seed": true, "guidance_scale": true, "number_of_images": true,
+	"n": true, "image_quality": true, "strength": true}
+
+// imageForm turns a multipart image request into the JSON body's shape:
+// files become base64 strings, numbers numbers.
+func imageForm(body, contentType []byte) ([]byte, *apiError) {
+	f, e := parseForm(body, contentType, imageFormFields, map[string]int64{"image": maxImageUploadBytes, "image[]": maxImageUploadBytes, "mask": maxImageUploadBytes})
+	if e != nil {
+		return nil, e
+	}
+	m := map[string]any{}
+	for k, v := range f.fields {
+		if imageFormNumbers[k] {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return nil, badRequest(k, "%s must be a number, got %q", k, v)
+			}
+			m[k] = n
+			continue
+		}
+		m[k] = v
+	}
+	for k, v := range f.files {
+		m[strings.TrimSuffix(k, "[]")] = base64.StdEncoding.EncodeToString(v)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, badRequest("", "%v", err)
+	}
+	return b, nil
+}
+
+// decodeImageInput decodes and checks a base64 input image.
+func decodeImageInput(param string, v *string) ([]byte, *apiError) {
+	if v == nil || *v == "" {
+		return nil, badRequest(param, "%s is required: a base64 PNG or JPEG", param)
+	}
+	if base64.StdEncoding.DecodedLen(len(*v)) > maxImageUploadBytes+3 {
+		return nil, &apiError{Status: fasthttp.StatusRequestEntityTooLarge, Type: "BadRequestError", Param: param, Message: sprintf("%s exceeds %d bytes", param, maxImageUploadBytes)}
+	}
+	raw, err := base64.StdEncoding.DecodeString(*v)
+	if err != nil {
+		return nil, badRequest(param, "%s: not valid base64: %v", param, err)
+	}
+	if _, err := media.ProbeImage(raw); err != nil {
+		return nil, badRequest(param, "%s: %v", param, err)
+	}
+	return raw, nil
 }
 
 func (h *mediaHandler) images() {
+	if want := imageRoute(h.path); want != h.mi.ImageInput {
+		route := map[runtime.ImageInput]string{runtime.ImageFromText: "generations", runtime.ImageFromImage: "image-to-image", runtime.ImageEdit: "edits"}[h.mi.ImageInput]
+		h.fail(notFound("", fmt.Sprintf("%s (runner %s) serves POST /v1/images/%s, not %s", h.s.cfg.Model, h.mi.Runner, route, h.path)))
+		return
+	}
 	var b imageBody
-	if !h.decode(&b) || !h.checkModel(b.Model) {
+	if isMultipart(h.ctx.Request.Header.ContentType()) {
+		body, e := imageForm(h.ctx.PostBody(), h.ctx.Request.Header.ContentType())
+		if e != nil {
+			h.fail(e)
+			return
+		}
+		if e := decodeJSON(body, &b); e != nil {
+			h.fail(e)
+			return
+		}
+	} else if !h.decode(&b) {
+		return
+	}
+	if !h.checkModel(b.Model) {
 		return
 	}
 	if b.Prompt == nil || strings.TrimSpace(*b.Prompt) == "" {
@@ -128,6 +219,38 @@ func (h *mediaHandler) images() {
 		size = b.Size
 	}
 	fmt.Sscanf(size, "%dx%d", &req.Width, &req.Height)
+	switch h.mi.ImageInput {
+	case runtime.ImageFromText:
+		for param, given := range map[string]bool{"image": b.Image != nil, "mask": b.Mask != nil, "strength": b.Strength != nil} {
+			if given {
+				h.fail(badRequest(param, "%s is for image-to-image and edits; this model generates from text", param))
+				return
+			}
+		}
+	default:
+		var e *apiError
+		if req.Image, e = decodeImageInput("image", b.Image); e != nil {
+			h.fail(e)
+			return
+		}
+		if h.mi.ImageInput == runtime.ImageEdit {
+			if req.Mask, e = decodeImageInput("mask", b.Mask); e != nil {
+				h.fail(e)
+				return
+			}
+		} else if b.Mask != nil {
+			h.fail(badRequest("mask", "mask is for edits; this model does image-to-image"))
+			return
+		}
+		req.Strength = 0.6
+		if b.Strength != nil {
+			if st := *b.Strength; !(st >= 0 && st <= 1) {
+				h.fail(badRequest("strength", "strength must be between 0 and 1, got %v", st))
+				return
+			}
+			req.Strength = *b.Strength
+		}
+	}
 	if b.ResponseFormat != "" && b.ResponseFormat != "b64_json" {
 		h.fail(badRequest("response_format", "response_format %q is not supported; ttis returns images inline (b64_json)", b.ResponseFormat))
 		return

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image"
+	"image/jpeg"
 	"image/png"
 	"io"
 	"math"
@@ -16,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +43,10 @@ func startMedia(t testing.TB, model, device, extra string) *mediaServer {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "m.toml")
-	text := fmt.Sprintf("model = %q\ndevice = %q\nruntime = \"sim\"\nlisten = \"127.0.0.1:1\"\n%s\n[sim]\ntime_scale = 0\n", model, device, extra)
+	text := fmt.Sprintf("model = %q\ndevice = %q\nruntime = \"sim\"\nlisten = \"127.0.0.1:1\"\n%s\n", model, device, extra)
+	if !strings.Contains(extra, "[sim]") {
+		text += "[sim]\ntime_scale = 0\n"
+	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +159,15 @@ func TestEveryMediaRowServes(t *testing.T) {
 			}
 			switch spec.MediaService() {
 			case "image":
-				checkImages(t, m, "/v1/images/generations", map[string]any{"prompt": "a red fox", "seed": 3, "n": 1}, 1)
+				req := map[string]any{"prompt": "a red fox", "seed": 3, "n": 1}
+				path := "/v1/images/generations"
+				switch runner, _ := catalog.MediaRunner(&spec); runner {
+				case "tt-sdxl-image-to-image":
+					path, req["image"] = "/v1/images/image-to-image", base64.StdEncoding.EncodeToString(testPNG(t))
+				case "tt-sdxl-edit":
+					path, req["image"], req["mask"] = "/v1/images/edits", base64.StdEncoding.EncodeToString(testPNG(t)), base64.StdEncoding.EncodeToString(testPNG(t))
+				}
+				checkImages(t, m, path, req, 1)
 			case "audio":
 				checkTranscript(t, m, 12)
 			case "text_to_speech":
@@ -177,10 +188,7 @@ func TestEveryMediaRowServes(t *testing.T) {
 				dims, _, _ := catalog.EmbeddingDimensions(spec.ModelName)
 				checkEmbeddings(t, m, dims)
 			case "video":
-				code, body := m.postJSON("/v1/videos/generations", map[string]any{"prompt": "x"})
-				if code != 404 {
-					t.Fatalf("video route %d %s", code, body)
-				}
+				checkVideo(t, m, 1)
 			default:
 				t.Fatalf("unknown service %q", spec.MediaService())
 			}
@@ -556,39 +564,24 @@ func TestMediaAdmission(t *testing.T) {
 		code, _ := m.postJSON("/image/generations", map[string]any{"prompt": "slow", "number_of_images": 4, "size": "512x512"})
 		done <- code
 	}()
-	// Wait until the slow request holds the slot: otherwise a probe below
-	// could take it first and the slow one would be the one refused.
-	running := regexp.MustCompile(`(?m)^vllm:num_requests_running(\{[^}]*\})? 1$`)
-	for i := 0; ; i++ {
-		if _, _, body := m.do("GET", "/metrics", "", nil); running.Match(body) {
+	// Once the first request holds the slot, the next is refused at once.
+	running := []byte(`vllm:num_requests_running{model_name="stable-diffusion-xl-base-1.0",engine="0"} 1`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, _, b := m.do("GET", "/metrics", "", nil); bytes.Contains(b, running) {
 			break
 		}
-		if i == 500 {
-			t.Fatal("the slow request never took the slot")
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
-	var got429 bool
-	for range 200 {
-		req, _ := http.NewRequest("POST", m.url+"/image/generations", strings.NewReader(`{"prompt":"x","size":"512x512"}`))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == 429 {
-			if resp.Header.Get("Retry-After") == "" {
-				t.Fatal("429 without Retry-After")
-			}
-			got429 = true
-			break
-		}
+	req, _ := http.NewRequest("POST", m.url+"/image/generations", strings.NewReader(`{"prompt":"x","size":"512x512"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("second request while the only slot is busy: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	if c := <-done; c != 200 {
 		t.Fatalf("first request %d", c)
-	}
-	if !got429 {
-		t.Fatal("no 429 while the only slot was busy")
 	}
 	code, _, body := m.do("GET", "/metrics", "", nil)
 	if code != 200 || !bytes.Contains(body, []byte(`vllm:e2e_request_latency_seconds_count`)) {
@@ -777,4 +770,158 @@ host_checks = "warn"
 	if code != 200 || !bytes.Contains(body, []byte(`vllm:e2e_request_latency_seconds_count{model_name="stable-diffusion-xl-base-1.0",engine="0"} 1`)) {
 		t.Fatalf("metrics: %d %s", code, body)
 	}
+}
+
+// checkVideo submits a video job, waits (bounded) for it and checks the
+// MP4: frames of 832x480 JPEG at 16 per second.
+func checkVideo(t *testing.T, m *mediaServer, seconds int) []byte {
+	t.Helper()
+	code, body := m.postJSON("/v1/videos/generations", map[string]any{"prompt": "waves on a beach", "seed": 4, "duration_seconds": seconds, "num_inference_steps": 20})
+	var job struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Object string `json:"object"`
+	}
+	if err := json.Unmarshal(body, &job); code != 202 || err != nil || job.ID == "" || job.Object != "video" {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	// Bounded: rendering the frames takes a second or two, more under -race.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		code, _, body = m.do("GET", "/v1/videos/generations/"+job.ID, "", nil)
+		if err := json.Unmarshal(body, &job); code != 200 || err != nil {
+			t.Fatalf("job: %d %s", code, body)
+		}
+		if job.Status != "queued" && job.Status != "in_progress" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if job.Status != "completed" {
+		t.Fatalf("job ended %s", body)
+	}
+	code, hdr, mp4 := m.do("GET", "/v1/videos/generations/"+job.ID+"/download", "", nil)
+	if code != 200 || hdr.Get("Content-Type") != "video/mp4" {
+		t.Fatalf("download: %d %.200s", code, mp4)
+	}
+	frames, err := media.MP4Frames(mp4)
+	if err != nil || len(frames) != 16*seconds {
+		t.Fatalf("%d frames, %v", len(frames), err)
+	}
+	img, err := jpeg.Decode(bytes.NewReader(frames[len(frames)-1]))
+	if err != nil || img.Bounds().Dx() != 832 || img.Bounds().Dy() != 480 {
+		t.Fatalf("last frame: %v %v", img.Bounds(), err)
+	}
+	return mp4
+}
+
+// TestVideoJobs covers the video job API: determinism per seed, listing,
+// cancellation, unknown jobs and bad input.
+func TestVideoJobs(t *testing.T) {
+	m := startMedia(t, "Wan2.2-T2V-A14B-Diffusers", "t3k", "")
+	a, b := checkVideo(t, m, 1), checkVideo(t, m, 1)
+	if !bytes.Equal(a, b) {
+		t.Error("the same seed gave different videos")
+	}
+	code, _, body := m.do("GET", "/v1/videos/jobs", "", nil)
+	var jobs []map[string]any
+	if err := json.Unmarshal(body, &jobs); code != 200 || err != nil || len(jobs) != 2 {
+		t.Fatalf("jobs: %d %s", code, body)
+	}
+	code, _, body = m.do("GET", "/v1/videos/generations/video-nope", "", nil)
+	checkMediaError(t, code, body, 404, "id")
+	code, _, body = m.do("GET", "/v1/videos/generations/"+jobs[0]["id"].(string)+"/cancel", "", nil)
+	if code != 405 {
+		t.Fatalf("GET cancel: %d %s", code, body)
+	}
+	for _, tc := range []struct{ body, param string }{
+		{`{"prompt":""}`, "prompt"},
+		{`{"prompt":"x","duration_seconds":0}`, "duration_seconds"},
+		{`{"prompt":"x","duration_seconds":61}`, "duration_seconds"},
+		{`{"prompt":"x","num_inference_steps":500}`, "num_inference_steps"},
+		{`{"prompt":"x","aspect_ratio":"4:3"}`, "aspect_ratio"},
+	} {
+		code, _, body := m.do("POST", "/v1/videos/generations", "application/json", []byte(tc.body))
+		checkMediaError(t, code, body, 400, tc.param)
+	}
+	// A slow job (about 2 s at this scale) is cancelled while it runs.
+	slow := startMedia(t, "mochi-1-preview", "t3k", "[sim]\ntime_scale = 0.01\n")
+	code, body = slow.postJSON("/v1/videos/generations", map[string]any{"prompt": "x"})
+	var job struct{ ID, Status string }
+	if err := json.Unmarshal(body, &job); code != 202 || err != nil {
+		t.Fatalf("submit: %d %s", code, body)
+	}
+	code, body = slow.postJSON("/v1/videos/generations/"+job.ID+"/cancel", nil)
+	if err := json.Unmarshal(body, &job); code != 200 || err != nil || job.Status != "cancelled" {
+		t.Fatalf("cancel: %d %s", code, body)
+	}
+	code, _, body = slow.do("GET", "/v1/videos/generations/"+job.ID+"/download", "", nil)
+	checkMediaError(t, code, body, 404, "id")
+	// The cancelled job gave its slot back.
+	for range 200 {
+		if _, _, b := slow.do("GET", "/metrics", "", nil); bytes.Contains(b, []byte(`vllm:num_requests_running{model_name="mochi-1-preview",engine="0"} 0`)) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the cancelled job still holds its slot")
+}
+
+// TestMediaRequestTimeout: limits.request_timeout ends a media request
+// with 408, as it does a text one.
+func TestMediaRequestTimeout(t *testing.T) {
+	m := startMedia(t, "stable-diffusion-xl-base-1.0", "n150", "[limits]\nrequest_timeout = \"200ms\"\n[sim]\ntime_scale = 1\n")
+	start := time.Now()
+	code, body := m.postJSON("/v1/images/generations", map[string]any{"prompt": "slow"})
+	if code != 408 || !bytes.Contains(body, []byte("limits.request_timeout")) || time.Since(start) > 5*time.Second {
+		t.Fatalf("%d %s after %v", code, body, time.Since(start))
+	}
+}
+
+// TestImageToImageAndEdits: the SDXL image-to-image and inpainting runners
+// serve their own routes (JSON base64 or multipart, as OpenAI's
+// images.edit sends), not /generations, and check their inputs.
+func TestImageToImageAndEdits(t *testing.T) {
+	i2i := startMedia(t, "stable-diffusion-xl-base-1.0-img-2-img", "n150", "")
+	img := base64.StdEncoding.EncodeToString(testPNG(t))
+	a := checkImages(t, i2i, "/v1/images/image-to-image", map[string]any{"prompt": "a cat", "image": img, "strength": 0.3, "seed": 1, "size": "512x512"}, 1)
+	b := checkImages(t, i2i, "/image/image-to-image", map[string]any{"prompt": "a cat", "image": img, "strength": 0.9, "seed": 1, "size": "512x512"}, 1)
+	if bytes.Equal(a[0], b[0]) {
+		t.Error("strength changed nothing")
+	}
+	code, body := i2i.postJSON("/v1/images/generations", map[string]any{"prompt": "x"})
+	if code != 404 || !bytes.Contains(body, []byte("image-to-image")) {
+		t.Fatalf("generations on an image-to-image unit: %d %s", code, body)
+	}
+	for _, tc := range []struct {
+		body  map[string]any
+		param string
+	}{
+		{map[string]any{"prompt": "x"}, "image"},
+		{map[string]any{"prompt": "x", "image": base64.StdEncoding.EncodeToString([]byte("not an image"))}, "image"},
+		{map[string]any{"prompt": "x", "image": img, "strength": 2}, "strength"},
+		{map[string]any{"prompt": "x", "image": img, "mask": img}, "mask"},
+	} {
+		code, body := i2i.postJSON("/v1/images/image-to-image", tc.body)
+		checkMediaError(t, code, body, 400, tc.param)
+	}
+	edit := startMedia(t, "stable-diffusion-xl-1.0-inpainting-0.1", "n150", "")
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	_ = w.WriteField("prompt", "a hat")
+	_ = w.WriteField("n", "2")
+	_ = w.WriteField("size", "512x512")
+	for _, name := range []string{"image", "mask"} {
+		fw, _ := w.CreateFormFile(name, name+".png")
+		_, _ = fw.Write(testPNG(t))
+	}
+	_ = w.Close()
+	code, _, out := edit.do("POST", "/v1/images/edits", w.FormDataContentType(), buf.Bytes())
+	if code != 200 || bytes.Count(out, []byte(`"b64_json"`)) != 2 {
+		t.Fatalf("multipart edit: %d %.300s", code, out)
+	}
+	code, body = edit.postJSON("/v1/images/edits", map[string]any{"prompt": "x", "image": img})
+	checkMediaError(t, code, body, 400, "mask")
+	gen := startMedia(t, "stable-diffusion-xl-base-1.0", "n150", "")
+	code, body = gen.postJSON("/v1/images/generations", map[string]any{"prompt": "x", "image": img})
+	checkMediaError(t, code, body, 400, "image")
 }

@@ -120,7 +120,8 @@ func TestOpenAIJSSDKStructured(t *testing.T) {
 }
 
 // TestOpenAIJSSDKMedia calls images.generate, audio.transcriptions.create
-// (a file upload), audio.speech.create and embeddings.create with the
+// (a file upload), audio.speech.create, embeddings.create and images.edit
+// (an image and a mask uploaded) with the
 // pinned SDK against sim media units (testdata/openai-js/media.mjs).
 func TestOpenAIJSSDKMedia(t *testing.T) {
 	node, errNode := exec.LookPath("node")
@@ -134,6 +135,7 @@ func TestOpenAIJSSDKMedia(t *testing.T) {
 	var urls []string
 	for _, m := range []struct{ model, device string }{
 		{"stable-diffusion-xl-base-1.0", "n150"}, {"whisper-large-v3", "n150"}, {"speecht5_tts", "n150"}, {"Qwen3-Embedding-4B", "n150"},
+		{"stable-diffusion-xl-1.0-inpainting-0.1", "n150"},
 	} {
 		addr := freePort(t)
 		u := startUnitFile(t, filepath.Join(t.TempDir(), "media.toml"), addr,
@@ -148,6 +150,7 @@ func TestOpenAIJSSDKMedia(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var res struct {
+		Edits         int     `json:"edits"`
 		Images        int     `json:"images"`
 		Transcript    string  `json:"transcript"`
 		Segments      int     `json:"segments"`
@@ -157,7 +160,7 @@ func TestOpenAIJSSDKMedia(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		t.Fatalf("script output %q: %v", out, err)
 	}
-	if res.Images != 2 || res.Transcript == "" || res.Segments != 3 || res.SpeechSeconds < 1 || res.Dims != 2560 {
+	if res.Edits != 1 || res.Images != 2 || res.Transcript == "" || res.Segments != 3 || res.SpeechSeconds < 1 || res.Dims != 2560 {
 		t.Errorf("SDK results %s", lines[len(lines)-1])
 	}
 }

@@ -9,7 +9,8 @@
 // GET /version, GET /metrics, and with Config.LegacyRoute the older
 // inference API (legacy.go). /health, /version and /metrics need no auth.
 // Generation requests may constrain their output (structured.go) and call
-// tools (tools.go).
+// tools (tools.go). Media units (images, speech, CNNs, embeddings, video)
+// serve tt-media-server's API instead (media.go).
 //
 // Streaming responses are written straight to the connection as HTTP/1.1
 // chunks, one write per batch of pending tokens; the connection then serves
@@ -120,6 +121,8 @@ type Server struct {
 	live     atomic.Pointer[Live]
 	upstream atomic.Pointer[upstreamState]
 	media    atomic.Pointer[mediaState]
+	// videoJobs are the video generation jobs (media_video.go).
+	videoJobs videoJobs
 	// loadErr is set when the engine failed to open.
 	loadErr atomic.Pointer[string]
 	sem     *semaphore.Weighted

@@ -251,6 +251,12 @@ func (e *MediaEngine) Media() runtime.MediaInfo {
 		Dimensions: e.cfg.Dimensions, Matryoshka: e.cfg.Matryoshka}
 	if e.cfg.Task == runtime.TaskImage {
 		mi.ImageSizes, mi.MaxImages = e.cfg.ImageSizes, 4
+		switch e.cfg.Runner {
+		case "tt-sdxl-image-to-image":
+			mi.ImageInput = runtime.ImageFromImage
+		case "tt-sdxl-edit":
+			mi.ImageInput = runtime.ImageEdit
+		}
 		mi.MinSteps, mi.MaxSteps, mi.DefaultSteps = 12, 50, 20
 		switch e.cfg.Runner {
 		case "tt-flux.1-dev", "tt-flux.1-schnell":
@@ -258,6 +264,9 @@ func (e *MediaEngine) Media() runtime.MediaInfo {
 		case "tt-z-image-turbo":
 			mi.MinSteps = 1
 		}
+	}
+	if e.cfg.Task == runtime.TaskVideo {
+		mi.MinSteps, mi.MaxSteps, mi.DefaultSteps = 1, 100, e.cfg.Timing.ImageSteps
 	}
 	return mi
 }
@@ -340,8 +349,8 @@ func (e *MediaEngine) GenerateImages(ctx context.Context, req *runtime.ImageRequ
 		}
 		rng := e.rng([]byte("image"), seed, []byte(req.Prompt), []byte(req.NegativePrompt),
 			binary.LittleEndian.AppendUint64(nil, uint64(steps)), binary.LittleEndian.AppendUint64(nil, math.Float64bits(req.GuidanceScale)),
-			binary.LittleEndian.AppendUint64(nil, uint64(i)))
-		png, err := drawPNG(rng, req.Width, req.Height)
+			binary.LittleEndian.AppendUint64(nil, uint64(i)), req.Image, req.Mask, binary.LittleEndian.AppendUint64(nil, math.Float64bits(req.Strength)))
+		png, err := drawPNG(rng, req.Width, req.Height, req.Image, req.Mask, req.Strength)
 		if err != nil {
 			return nil, err
 		}
@@ -477,6 +486,47 @@ func (e *MediaEngine) Classify(ctx context.Context, req *runtime.ClassifyRequest
 	return out, nil
 }
 
+// Video frames: the size Wan 2.2 generates at 480p, at 16 frames a
+// second.
+const (
+	videoWidth, videoHeight = 832, 480
+	videoFPS                = 16
+	defaultVideoSeconds     = 5
+)
+
+// GenerateVideo renders an MP4 of drifting shapes, deterministic per
+// (seed, prompt, negative prompt, steps, duration), after the image
+// timing rule applied to the video target.
+func (e *MediaEngine) GenerateVideo(ctx context.Context, req *runtime.VideoRequest) (*runtime.Video, error) {
+	if err := e.need(runtime.TaskVideo); err != nil {
+		return nil, err
+	}
+	steps := req.Steps
+	if steps <= 0 {
+		steps = e.cfg.Timing.ImageSteps
+	}
+	secs := req.DurationSeconds
+	if secs <= 0 {
+		secs = defaultVideoSeconds
+	}
+	d := time.Duration(e.cfg.Timing.ImageSeconds * float64(steps) / float64(e.cfg.Timing.ImageSteps) * float64(time.Second))
+	if err := e.work(ctx, d); err != nil {
+		return nil, err
+	}
+	var seed []byte
+	if req.HasSeed {
+		seed = binary.LittleEndian.AppendUint64(nil, uint64(req.Seed))
+	}
+	rng := e.rng([]byte("video"), seed, []byte(req.Prompt), []byte(req.NegativePrompt),
+		binary.LittleEndian.AppendUint64(nil, uint64(steps)), binary.LittleEndian.AppendUint64(nil, uint64(secs)))
+	frames := secs * videoFPS
+	mp4, err := drawMP4(rng, videoWidth, videoHeight, videoFPS, frames)
+	if err != nil {
+		return nil, err
+	}
+	return &runtime.Video{MP4: mp4, Width: videoWidth, Height: videoHeight, FPS: videoFPS, Frames: frames}, nil
+}
+
 // EmbeddingInfo gives the vector length.
 func (e *MediaEngine) EmbeddingInfo() (int, bool) { return e.cfg.Dimensions, e.cfg.Matryoshka }
 
@@ -530,4 +580,5 @@ var (
 	_ runtime.SpeechSynthesizer = (*MediaEngine)(nil)
 	_ runtime.ImageClassifier   = (*MediaEngine)(nil)
 	_ runtime.Embedder          = (*MediaEngine)(nil)
+	_ runtime.VideoGenerator    = (*MediaEngine)(nil)
 )

@@ -1,13 +1,14 @@
 // Calls a ttis unit's media routes with the official OpenAI SDK, unchanged:
 // images.generate, audio.transcriptions.create (a file upload),
-// audio.speech.create and embeddings.create. Usage:
-//   node media.mjs IMAGE_URL TRANSCRIBE_URL SPEECH_URL EMBEDDING_URL
+// audio.speech.create, embeddings.create and images.edit (file uploads).
+// Usage:
+//   node media.mjs IMAGE_URL TRANSCRIBE_URL SPEECH_URL EMBEDDING_URL EDIT_URL
 // Prints one JSON line with the results; exits non-zero on any failure.
 import OpenAI, { toFile } from "openai";
 
-const [imageURL, asrURL, ttsURL, embURL] = process.argv.slice(2);
-if (!embURL) {
-  console.error("usage: node media.mjs IMAGE_URL TRANSCRIBE_URL SPEECH_URL EMBEDDING_URL");
+const [imageURL, asrURL, ttsURL, embURL, editURL] = process.argv.slice(2);
+if (!editURL) {
+  console.error("usage: node media.mjs IMAGE_URL TRANSCRIBE_URL SPEECH_URL EMBEDDING_URL EDIT_URL");
   process.exit(2);
 }
 const client = (base) => new OpenAI({ baseURL: base + "/v1", apiKey: "unused", maxRetries: 0, timeout: 60000 });
@@ -85,4 +86,19 @@ check(Math.abs(dot(e1.data[0].embedding, e1.data[1].embedding) - 1) < 1e-4, "emb
 const e2 = await emb.embeddings.create({ model: embModel, input: "short", encoding_format: "float", dimensions: 128 });
 check(e2.data[0].embedding.length === 128 && e2.usage.prompt_tokens > 0, "embeddings: dimensions " + e2.data[0].embedding.length);
 
-console.log(JSON.stringify({ images: images.data.length, transcript: tr.text, segments: verbose.segments.length, speechSeconds, dims: e1.data[0].embedding.length }));
+// Inpainting: the generated picture and a mask, uploaded.
+const edit = client(editURL);
+const editModel = (await edit.models.list()).data[0].id;
+const picture = Buffer.from(images.data[0].b64_json, "base64");
+const edited = await edit.images.edit({
+  model: editModel,
+  prompt: "a red door",
+  image: await toFile(picture, "picture.png", { type: "image/png" }),
+  mask: await toFile(picture, "mask.png", { type: "image/png" }),
+  size: "512x512",
+  response_format: "b64_json",
+});
+const editedPNG = Buffer.from(edited.data[0].b64_json, "base64");
+check(editedPNG.subarray(1, 4).toString() === "PNG" && editedPNG.readUInt32BE(16) === 512, "edit: not a 512x512 PNG");
+
+console.log(JSON.stringify({ edits: edited.data.length, images: images.data.length, transcript: tr.text, segments: verbose.segments.length, speechSeconds, dims: e1.data[0].embedding.length }));
