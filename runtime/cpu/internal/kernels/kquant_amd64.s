@@ -34,24 +34,26 @@ TEXT ·q4kDotAVX(SB), NOSPLIT, $64-100
 q4kblock:
 	TESTQ CX, CX
 	JZ    q4kdone
-	// unpack scales (bytes 0..7) and mins (bytes 8..15)
+	// unpack scales (bytes 0..7) and mins (bytes 8..15) in general
+	// registers and move them to a vector directly: four 4-byte stores
+	// read back as one 16-byte load would miss store forwarding and stall
+	// every block.
 	MOVL 4(SI), R8             // u0
 	MOVL 8(SI), R9             // u1
 	MOVL 12(SI), R10           // u2
-	MOVL R8, R11
-	ANDL $0x3f3f3f3f, R11
-	MOVL R11, 0(SP)            // scales 0..3
+	MOVL R8, AX
+	ANDL $0x3f3f3f3f, AX       // scales 0..3
 	MOVL R10, R11
 	ANDL $0x0f0f0f0f, R11
 	MOVL R8, R12
 	SHRL $6, R12
 	ANDL $0x03030303, R12
 	SHLL $4, R12
-	ORL  R12, R11
-	MOVL R11, 4(SP)            // scales 4..7
-	MOVL R9, R11
-	ANDL $0x3f3f3f3f, R11
-	MOVL R11, 8(SP)            // mins 0..3
+	ORL  R12, R11              // scales 4..7
+	SHLQ $32, R11
+	ORQ  R11, AX
+	MOVL R9, R8
+	ANDL $0x3f3f3f3f, R8       // mins 0..3
 	MOVL R10, R11
 	SHRL $4, R11
 	ANDL $0x0f0f0f0f, R11
@@ -59,10 +61,14 @@ q4kblock:
 	SHRL $6, R12
 	ANDL $0x03030303, R12
 	SHLL $4, R12
-	ORL  R12, R11
-	MOVL R11, 12(SP)           // mins 4..7
-	VPMOVZXBW 0(SP), Y2        // 16 words: scales then mins
+	ORL  R12, R11              // mins 4..7
+	SHLQ $32, R11
+	ORQ  R11, R8
+	VMOVQ AX, X2
+	VPINSRQ $1, R8, X2, X2
+	VPMOVZXBW X2, Y2           // 16 words: scales then mins
 	VMOVDQU Y2, 16(SP)
+	VEXTRACTI128 $1, Y2, X13   // the mins
 
 	// d*xd and dmin*xd
 	VCVTPH2PS (SI), X3         // lanes: d, dmin
@@ -76,7 +82,7 @@ q4kblock:
 	VMOVDQU (BX), Y6
 	VEXTRACTI128 $1, Y6, X7
 	VPHADDW X7, X6, X6         // 8 sub-block sums
-	VPMADDWD 32(SP), X6, X6    // mins are words 8..15 of the unpacked scales
+	VPMADDWD X13, X6, X6       // mins are words 8..15 of the unpacked scales
 	VCVTDQ2PS X6, X6
 	VFMADD231PS X6, X5, X1
 

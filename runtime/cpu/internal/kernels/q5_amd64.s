@@ -204,13 +204,13 @@ TEXT ·q5kDotAVX(SB), NOSPLIT, $64-100
 q5kblock:
 	TESTQ CX, CX
 	JZ    q5kdone
-	// unpack scales (bytes 0..7) and mins (bytes 8..15) as for Q4_K
+	// unpack scales (bytes 0..7) and mins (bytes 8..15) as for Q4_K, in
+	// general registers (no store-forwarding stall)
 	MOVL 4(SI), R8
 	MOVL 8(SI), R9
 	MOVL 12(SI), R10
-	MOVL R8, R11
-	ANDL $0x3f3f3f3f, R11
-	MOVL R11, 0(SP)
+	MOVL R8, AX
+	ANDL $0x3f3f3f3f, AX
 	MOVL R10, R11
 	ANDL $0x0f0f0f0f, R11
 	MOVL R8, R12
@@ -218,10 +218,10 @@ q5kblock:
 	ANDL $0x03030303, R12
 	SHLL $4, R12
 	ORL  R12, R11
-	MOVL R11, 4(SP)
-	MOVL R9, R11
-	ANDL $0x3f3f3f3f, R11
-	MOVL R11, 8(SP)
+	SHLQ $32, R11
+	ORQ  R11, AX
+	MOVL R9, R8
+	ANDL $0x3f3f3f3f, R8
 	MOVL R10, R11
 	SHRL $4, R11
 	ANDL $0x0f0f0f0f, R11
@@ -230,9 +230,13 @@ q5kblock:
 	ANDL $0x03030303, R12
 	SHLL $4, R12
 	ORL  R12, R11
-	MOVL R11, 12(SP)
-	VPMOVZXBW 0(SP), Y2
+	SHLQ $32, R11
+	ORQ  R11, R8
+	VMOVQ AX, X2
+	VPINSRQ $1, R8, X2, X2
+	VPMOVZXBW X2, Y2
 	VMOVDQU Y2, 16(SP)
+	VEXTRACTI128 $1, Y2, X13   // the mins (Y13 is loaded with qh below)
 
 	VCVTPH2PS (SI), X3         // lanes: d, dmin
 	VBROADCASTSS (DX), X4
@@ -246,7 +250,7 @@ q5kblock:
 	VMOVDQU (BX), Y6
 	VEXTRACTI128 $1, Y6, X8
 	VPHADDW X8, X6, X6
-	VPMADDWD 32(SP), X6, X6
+	VPMADDWD X13, X6, X6
 	VPHADDD X6, X6, X6
 	VPHADDD X6, X6, X6
 	VCVTDQ2PS X6, X6
