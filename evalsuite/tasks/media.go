@@ -44,9 +44,11 @@ func init() {
 
 // AudioBytes reads a dataset's audio value: Hugging Face's Audio feature
 // ({"bytes": ..., "path": ...}: the bytes raw as Parquet gives them, or
-// base64 text in JSON Lines), or raw bytes. The clip must be WAV or MP3,
-// the formats a transcription server sniffs; anything else is an error
-// naming what it is.
+// base64 text in JSON Lines), or raw bytes. WAV and MP3 clips, the formats
+// a transcription server sniffs, are sent as they are; FLAC clips
+// (LibriSpeech's own encoding) are decoded into a WAV first, as whisper_tt
+// decodes every clip before posting it. Anything else is an error naming
+// what it is.
 func AudioBytes(v any) ([]byte, error) {
 	var raw []byte
 	switch x := v.(type) {
@@ -61,20 +63,25 @@ func AudioBytes(v any) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("audio is a %T, want the Audio feature's {bytes, path}", v)
 	}
-	if _, err := media.ProbeAudio(raw); err == nil {
-		return raw, nil
-	} else if dec, derr := base64.StdEncoding.DecodeString(string(raw)); derr == nil {
-		if _, err := media.ProbeAudio(dec); err == nil {
-			return dec, nil
+	if !isFLAC(raw) {
+		if _, err := media.ProbeAudio(raw); err != nil {
+			dec, derr := base64.StdEncoding.DecodeString(string(raw))
+			if derr != nil {
+				return nil, fmt.Errorf("audio: %w", err)
+			}
+			raw = dec
 		}
-		raw = dec
 	}
-	if len(raw) >= 4 && string(raw[:4]) == "fLaC" {
-		return nil, errors.New("audio is FLAC, which ttis does not decode (whisper_tt decodes clips and sends 16 kHz WAV); convert the split's audio column to WAV")
+	if isFLAC(raw) {
+		return flacToWAV(raw)
 	}
-	_, err := media.ProbeAudio(raw)
-	return nil, fmt.Errorf("audio: %w", err)
+	if _, err := media.ProbeAudio(raw); err != nil {
+		return nil, fmt.Errorf("audio: %w", err)
+	}
+	return raw, nil
 }
+
+func isFLAC(b []byte) bool { return len(b) >= 4 && string(b[:4]) == "fLaC" }
 
 // whisperEOT is whisper_tt's default stop sequence: the tokenizer's
 // end-of-text token, at which it cuts every transcript.

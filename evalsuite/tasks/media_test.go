@@ -191,7 +191,7 @@ func TestAudioBytes(t *testing.T) {
 		}
 	}
 	if _, err := AudioBytes(map[string]any{"bytes": "fLaC\x00\x00\x00\x22rest"}); err == nil || !strings.Contains(err.Error(), "FLAC") {
-		t.Errorf("FLAC: %v", err)
+		t.Errorf("broken FLAC: %v", err)
 	}
 	if _, err := AudioBytes(map[string]any{"path": "a.wav"}); err == nil || !strings.Contains(err.Error(), "no bytes") {
 		t.Errorf("path only: %v", err)
