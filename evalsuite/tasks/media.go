@@ -23,7 +23,11 @@ func init() {
 	register(Info{Name: "librispeech_test_other", Output: evalsuite.Media,
 		Description: "LibriSpeech test-other (lmms-lab/librispeech): each clip posted to /v1/audio/transcriptions as whisper_tt does, corpus WER in percent after Whisper's text normalisation (fields audio, gt, source, task); WER-unit references grade 100 − WER",
 		Follows:     "lmms-eval lmms_eval/tasks/librispeech/librispeech_test_other.yaml and utils.py (compute_wer, librispeech_wer); tt-inference-server's lmms-eval fork lmms_eval/models/whisper_tt.py",
-		Data:        []HubData{parquetSplit(RoleTest, "lmms-lab/librispeech", "", "librispeech_test_other")}}, buildLibriSpeech)
+		// lmms-eval loads the default configuration (no dataset_name),
+		// whose split librispeech_test_other is data/'s Parquet file
+		// (FLAC clips); the per-split folders on main are other
+		// configurations.
+		Data: []HubData{{Role: RoleTest, Repo: "lmms-lab/librispeech", Split: "librispeech_test_other", Files: "data/librispeech_test_other-*.parquet"}}}, buildLibriSpeech)
 	register(Info{Name: "embedding", Output: evalsuite.Media,
 		Description: "MTEB STS12 (mteb/sts12-sts test): both sentences of a pair embedded through /v1/embeddings, Spearman correlation of their cosine similarity with the gold score (cosine_spearman, MTEB's main score) (fields sentence1, sentence2, score)",
 		Follows:     "MTEB mteb/evaluation/evaluators/STSEvaluator.py and tasks STS12STS (main_score cosine_spearman), as tt-inference-server's EVALS_EMBEDDING runs it",
