@@ -218,3 +218,14 @@ func TestGradeWERUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestGradeCustomReferenceNotGraded: a reference whose score function is
+// custom (tt-inference-server's own media checks) is shown, never
+// compared with the score.
+func TestGradeCustomReferenceNotGraded(t *testing.T) {
+	ref := &catalog.EvalRef{Published: fp(85.2), Tolerance: 0.05, ScoreFn: "custom"}
+	g := GradeTask("embedding", []evalsuite.Aggregate{{Metric: "cosine_spearman", Filter: "none", Value: 0.9}}, ref, "")
+	if g.Score == nil || math.Abs(*g.Score-90) > 1e-9 || g.Check != NA || g.RatioToPublished != nil || !strings.Contains(g.Basis, "not graded") {
+		t.Errorf("custom reference: %+v", g)
+	}
+}

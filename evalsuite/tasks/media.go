@@ -30,7 +30,7 @@ func init() {
 		Data: []HubData{{Role: RoleTest, Repo: "lmms-lab/librispeech", Split: "librispeech_test_other", Files: "data/librispeech_test_other-*.parquet"}}}, buildLibriSpeech)
 	register(Info{Name: "embedding", Output: evalsuite.Media,
 		Description: "MTEB STS12 (mteb/sts12-sts test): both sentences of a pair embedded through /v1/embeddings, Spearman correlation of their cosine similarity with the gold score (cosine_spearman, MTEB's main score) (fields sentence1, sentence2, score)",
-		Follows:     "MTEB mteb/evaluation/evaluators/STSEvaluator.py and tasks STS12STS (main_score cosine_spearman), as tt-inference-server's EVALS_EMBEDDING runs it",
+		Follows:     "MTEB STS evaluator, task STS12 (main_score cosine_spearman), as tt-inference-server's test_module/eval_tests/_mteb_eval_runner.py runs it (one sentence per request); tt-inference-server grades it NA (no reference score)",
 		Data:        []HubData{parquetSplit(RoleTest, "mteb/sts12-sts", "", "test")}}, buildSTS12)
 	register(Info{Name: "tts_generation", Output: evalsuite.Media,
 		Description: "text to speech judged by intelligibility: the speech re-transcribed by a speech recognition model, (1 − mean WER)×100",
@@ -184,19 +184,22 @@ func buildSTS12(src Source) (*evalsuite.Task, error) {
 			if err != nil {
 				return nil, err
 			}
-			return []evalsuite.Instance{{Kind: evalsuite.KindEmbed, Inputs: []string{s1, s2}}}, nil
+			// One sentence per request, as tt-inference-server's
+			// SingleStringOpenAIModel embeds them.
+			return []evalsuite.Instance{{Kind: evalsuite.KindEmbed, Index: 0, Inputs: []string{s1}}, {Kind: evalsuite.KindEmbed, Index: 1, Inputs: []string{s2}}}, nil
 		},
 		ProcessMedia: func(d evalsuite.Doc, resps []evalsuite.Response) (evalsuite.Scores, error) {
 			g, err := gold(d)
 			if err != nil {
 				return nil, err
 			}
-			if len(resps) != 1 || len(resps[0].Embeddings) != 2 {
-				return nil, fmt.Errorf("%s: want the two sentences' embeddings", d.Source)
+			if len(resps) != 2 || len(resps[0].Embeddings) != 1 || len(resps[1].Embeddings) != 1 {
+				return nil, fmt.Errorf("%s: want one embedding of each sentence", d.Source)
 			}
-			c := metric.Cosine(resps[0].Embeddings[0], resps[0].Embeddings[1])
+			a, b := resps[0].Embeddings[0], resps[1].Embeddings[0]
+			c := metric.Cosine(a, b)
 			if math.IsNaN(c) {
-				return nil, fmt.Errorf("%s: embeddings of lengths %d and %d (or all zeros) have no cosine similarity", d.Source, len(resps[0].Embeddings[0]), len(resps[0].Embeddings[1]))
+				return nil, fmt.Errorf("%s: embeddings of lengths %d and %d (or all zeros) have no cosine similarity", d.Source, len(a), len(b))
 			}
 			return evalsuite.Scores{"cosine_spearman": {c, g}}, nil
 		},
@@ -213,7 +216,7 @@ func buildSTS12(src Source) (*evalsuite.Task, error) {
 		Metrics: []evalsuite.MetricSpec{{Name: "cosine_spearman", Aggregation: "spearman", HigherIsBetter: true, Corpus: metric.CorpusSpearman}},
 		Config: map[string]any{
 			"task": "STS12", "dataset_path": "mteb/sts12-sts", "test_split": "test", "main_score": "cosine_spearman",
-			"model": "OpenAI embeddings (POST /v1/embeddings, encoding_format float), cosine similarity of each pair",
+			"model": "OpenAI embeddings (POST /v1/embeddings, one sentence per request, encoding_format float), cosine similarity of each pair; tt-inference-server also sends dimensions=1000, which ttis does not (a model without Matryoshka dimensions would refuse it)",
 		},
 	}, nil
 }
