@@ -30,6 +30,10 @@ type OutputType string
 const (
 	GenerateUntil  OutputType = "generate_until"
 	MultipleChoice OutputType = "multiple_choice"
+	// Media tasks send media requests (transcription, embeddings,
+	// speech) built by MediaRequests and scored by ProcessMedia, as
+	// lmms-eval's audio tasks and MTEB do.
+	Media OutputType = "media"
 )
 
 // Doc is one dataset row.
@@ -170,6 +174,16 @@ type RequestKind string
 const (
 	KindGenerate      RequestKind = "generate_until"
 	KindLoglikelihood RequestKind = "loglikelihood"
+	// KindTranscribe sends Audio to a transcription endpoint; the answer
+	// is the transcript in Response.Text.
+	KindTranscribe RequestKind = "transcription"
+	// KindEmbed sends Inputs to an embeddings endpoint; the answer is
+	// one vector per input in Response.Embeddings.
+	KindEmbed RequestKind = "embedding"
+	// KindSpeechASR asks a speech endpoint to say Context and has the
+	// speech transcribed by a second (ASR) server; the answer is that
+	// transcript in Response.Text.
+	KindSpeechASR RequestKind = "speech_asr"
 )
 
 // Instance is one request of one document (lm-eval's Instance).
@@ -186,6 +200,12 @@ type Instance struct {
 	Messages []Message `json:"messages,omitempty"`
 	// Gen holds generation settings (generate only).
 	Gen *GenKwargs `json:"gen_kwargs,omitempty"`
+	// Audio is the clip of a transcription request. It stays out of the
+	// JSON form (sample files, cache keys), which carries its SHA-256.
+	Audio       []byte `json:"-"`
+	AudioSHA256 string `json:"audio_sha256,omitempty"`
+	// Inputs are the texts of an embeddings request.
+	Inputs []string `json:"input,omitempty"`
 }
 
 // Response is the model's answer to one Instance.
@@ -197,6 +217,8 @@ type Response struct {
 	// (loglikelihood).
 	LogLikelihood float64 `json:"loglikelihood,omitempty"`
 	IsGreedy      bool    `json:"is_greedy,omitempty"`
+	// Embeddings are an embeddings request's vectors, one per input.
+	Embeddings [][]float64 `json:"embeddings,omitempty"`
 }
 
 // MetricSpec names a metric, how it aggregates and which way is better.
@@ -206,6 +228,11 @@ type MetricSpec struct {
 	HigherIsBetter bool   `json:"higher_is_better"`
 	// ExactMatch configures exact_match (nil for other metrics).
 	ExactMatch *metric.ExactMatchOptions `json:"exact_match,omitempty"`
+	// Corpus, when set, aggregates the documents' values together (each
+	// document's values as one slice) instead of taking their mean: a
+	// corpus-level WER or a rank correlation. Such a metric has no
+	// standard error.
+	Corpus func(perDoc [][]float64) float64 `json:"-"`
 }
 
 // Scores maps a metric name to its per-sample values: one value for most
@@ -255,6 +282,14 @@ type Task struct {
 	DocToImages func(Doc) ([]string, error)
 	// ChatOnly says the task cannot be sent to a completions endpoint.
 	ChatOnly bool
+	// MediaRequests builds a media task's requests and ProcessMedia
+	// scores their answers (Output Media).
+	MediaRequests func(Doc) ([]Instance, error)
+	ProcessMedia  func(doc Doc, resps []Response) (Scores, error)
+	// ErroredScores, when set, is the score of a document whose request
+	// failed, under the errors-as-wrong policy, for metrics where 0 is
+	// not the worst value (WER counts every reference word as an error).
+	ErroredScores func(Doc) (Scores, error)
 	// GenPrefix, when set, starts the answer (lm-eval's gen_prefix): the
 	// prompt ends with TargetDelimiter and the prefix, few-shot answers
 	// are preceded by the prefix and a space, and chat requests end with
@@ -310,10 +345,14 @@ func (t *Task) Validate() error {
 	if t.Name == "" {
 		return fmt.Errorf("task has no name")
 	}
-	if t.DocToText == nil {
+	if t.DocToText == nil && t.Output != Media {
 		return fmt.Errorf("task %s: no doc_to_text", t.Name)
 	}
 	switch t.Output {
+	case Media:
+		if t.MediaRequests == nil || t.ProcessMedia == nil {
+			return fmt.Errorf("task %s: a media task needs its requests and their scoring", t.Name)
+		}
 	case GenerateUntil:
 		if t.Process == nil && (t.DocToTarget == nil || len(t.Filters) == 0) {
 			return fmt.Errorf("task %s: generate_until needs doc_to_target and filters, or process_results", t.Name)
@@ -439,6 +478,9 @@ func (t *Task) Context(doc Doc) (string, []Message, error) {
 
 // Requests builds doc's requests.
 func (t *Task) Requests(doc Doc) ([]Instance, error) {
+	if t.Output == Media {
+		return t.MediaRequests(doc)
+	}
 	ctx, msgs, err := t.Context(doc)
 	if err != nil {
 		return nil, err
@@ -484,7 +526,7 @@ func (t *Task) Target(doc Doc) (any, error) {
 
 // FilterNames lists the result keys' filter halves, in order.
 func (t *Task) FilterNames() []string {
-	if t.Output == MultipleChoice {
+	if t.Output == MultipleChoice || t.Output == Media {
 		return []string{"none"}
 	}
 	if t.Process != nil {
@@ -514,6 +556,16 @@ type Scored struct {
 // Score scores doc's responses (one per request, in request order).
 func (t *Task) Score(doc Doc, resps []Response) ([]Scored, error) {
 	switch t.Output {
+	case Media:
+		s, err := t.ProcessMedia(doc, resps)
+		if err != nil {
+			return nil, err
+		}
+		var filtered any
+		if len(resps) == 1 && resps[0].Text != "" {
+			filtered = resps[0].Text
+		}
+		return []Scored{{Filter: "none", Filtered: filtered, Scores: s}}, nil
 	case MultipleChoice:
 		return t.scoreChoice(doc, resps)
 	case GenerateUntil:
@@ -621,8 +673,12 @@ func (a Aggregate) Key() string { return a.Metric + "," + a.Filter }
 // the documents' Scores.
 func AggregateScores(metrics []MetricSpec, filters []string, perFilter map[string][]Scores) []Aggregate {
 	agg := map[string]string{}
+	corpus := map[string]func([][]float64) float64{}
 	for _, m := range metrics {
 		agg[m.Name] = m.Aggregation
+		if m.Corpus != nil {
+			corpus[m.Name] = m.Corpus
+		}
 	}
 	var out []Aggregate
 	for _, f := range filters {
@@ -646,6 +702,16 @@ func AggregateScores(metrics []MetricSpec, filters []string, perFilter map[strin
 		sort.Strings(rest)
 		ordered = append(ordered, rest...)
 		for _, m := range ordered {
+			if fn := corpus[m]; fn != nil {
+				var perDoc [][]float64
+				for _, s := range perFilter[f] {
+					if v, ok := s[m]; ok {
+						perDoc = append(perDoc, v)
+					}
+				}
+				out = append(out, Aggregate{Metric: m, Filter: f, Value: fn(perDoc), Stderr: math.NaN(), N: len(perDoc)})
+				continue
+			}
 			var vals []float64
 			for _, s := range perFilter[f] {
 				vals = append(vals, s[m]...)

@@ -631,6 +631,11 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 	ec := evalConfig(cfg, run)
 	pulled := pullEvalData(ctx, cfg, &ec)
 	plan := PlanEvalsPulled(cfg.Target.CatalogModel, ec.Datasets, pulled, ec.Tasks)
+	if t := cfg.Target; t.Spec != nil && t.Spec.IsMedia() && len(ec.Tasks) == 0 {
+		// The built-in smoke tasks ask for text completions, which a
+		// media unit does not serve: its plan is its references alone.
+		plan = slices.DeleteFunc(plan, func(c EvalChoice) bool { return c.Role == RoleSmoke })
+	}
 	ec.Tasks = runnable(plan)
 	for _, c := range plan {
 		if c.NotRun != "" {

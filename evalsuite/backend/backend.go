@@ -85,6 +85,23 @@ func (c *Backend) Do(ctx context.Context, inst evalsuite.Instance) (evalsuite.Re
 			return evalsuite.Response{}, nil, &openai.Error{Kind: openai.KindUnsupported, Msg: "log-likelihood needs the completions API (chat endpoints return no prompt logprobs); use a generative task variant"}
 		}
 		return c.loglikelihood(ctx, inst)
+	case evalsuite.KindTranscribe:
+		if len(inst.Audio) == 0 {
+			return evalsuite.Response{}, nil, &openai.Error{Kind: openai.KindUnsupported, Msg: "transcription request without audio"}
+		}
+		text, raw, err := c.srv.Transcribe(ctx, openai.NewTranscribeRequest(c.model, inst.Audio))
+		if err != nil {
+			return evalsuite.Response{}, raw, err
+		}
+		return evalsuite.Response{Text: text}, raw, nil
+	case evalsuite.KindEmbed:
+		vecs, _, err := c.srv.Embeddings(ctx, c.model, inst.Inputs)
+		if err != nil {
+			return evalsuite.Response{}, nil, err
+		}
+		// The vectors are kept in the Response; the raw answer (the same
+		// numbers as text) is not stored twice.
+		return evalsuite.Response{Embeddings: vecs}, nil, nil
 	}
 	return evalsuite.Response{}, nil, &openai.Error{Kind: openai.KindUnsupported, Msg: fmt.Sprintf("request kind %q", inst.Kind)}
 }

@@ -91,15 +91,27 @@ func GradeTask(task string, aggs []evalsuite.Aggregate, ref *catalog.EvalRef, mo
 		sum += values[k]
 	}
 	score := 100 * sum / float64(len(picked))
+	if ref != nil && ref.ScoreFn == "custom" {
+		// tt-inference-server's media tests grade these tasks with checks
+		// of their own (MTEB: NA; images: FID/CLIP ranges; TTS: a WER
+		// threshold), not by comparing a score with the catalog's
+		// number, which is no score of this task: reported, not graded.
+		g.Score = &score
+		g.Basis = "not graded: the catalog's reference for this task is not a score of it (score_fn custom)"
+		return g
+	}
 	if ref != nil && strings.EqualFold(ref.Unit, "WER") {
-		score = 100 - score
+		// lmms-eval reports WER in percent already (librispeech_wer
+		// returns wer×100), and tt-inference-server grades 100 − WER
+		// without scaling it.
+		score = 100 - sum/float64(len(picked))
 	}
 	g.Score = &score
 	ratio := func(ref *float64) *float64 {
 		if ref == nil || *ref == 0 {
 			return nil
 		}
-		r := score / *ref
+		r := score / percentScale(*ref)
 		return &r
 	}
 	g.RatioToPublished = ratio(g.Published)
@@ -122,4 +134,15 @@ func GradeTask(task string, aggs []evalsuite.Aggregate, ref *catalog.EvalRef, mo
 		g.Check = Fail
 	}
 	return g
+}
+
+// percentScale reads a reference given as a fraction (the catalog keeps
+// some, such as bge-m3's STS12 0.7873, in MTEB's own 0-1 scale) in percent,
+// the scale of every score: no reference in percent is as low as 1, and
+// comparing a percent score with a fraction would pass anything.
+func percentScale(ref float64) float64 {
+	if ref > 0 && ref <= 1 {
+		return 100 * ref
+	}
+	return ref
 }

@@ -146,7 +146,7 @@ func TestGradeTask(t *testing.T) {
 		{"keys mean", &catalog.EvalRef{Published: fp(75), Tolerance: 0.05, ScoreFn: "task_keys_mean", ScoreKeys: []string{"exact_match,strict-match", "exact_match,flexible-extract"}}, "", 75, Pass, "published score"},
 		{"missing key falls back to the first metric", &catalog.EvalRef{Published: fp(70), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"acc,none"}}, "", 70, Pass, "published score"},
 		{"subset reference for the mode", &catalog.EvalRef{GPUReference: fp(70), SubsetReference: map[string]float64{"ci_nightly": 90}, Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "ci_nightly", 80, Fail, "subset reference (ci_nightly)"},
-		{"WER unit", &catalog.EvalRef{Published: fp(30), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,strict-match"}, Unit: "WER"}, "", 30, Pass, "published score"},
+		{"fraction reference read in percent", &catalog.EvalRef{GPUReference: fp(0.80), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,strict-match"}}, "", 70, Fail, "GPU reference"},
 	}
 	for _, tt := range tests {
 		g := GradeTask("t", aggs, tt.ref, tt.mode)
@@ -201,5 +201,31 @@ func TestMultipleChoiceSampleShape(t *testing.T) {
 	_ = json.Unmarshal(rb, &doc)
 	if se := doc["results"].(map[string]any)["mc"].(map[string]any)["acc_stderr,none"]; se != "N/A" {
 		t.Errorf("a NaN stderr is written as N/A, got %v", se)
+	}
+}
+
+// TestGradeWERUnit: lmms-eval's librispeech reports WER in percent; a
+// WER-unit reference grades 100 − WER, unscaled.
+func TestGradeWERUnit(t *testing.T) {
+	ref := &catalog.EvalRef{Published: fp(96.09), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"wer,none"}, Unit: "WER"}
+	for _, tt := range []struct {
+		wer, score float64
+		check      Check
+	}{{3.91, 96.09, Pass}, {8, 92, Pass}, {12, 88, Fail}, {100, 0, Fail}} {
+		g := GradeTask("librispeech_test_other", []evalsuite.Aggregate{{Metric: "wer", Filter: "none", Value: tt.wer}}, ref, "")
+		if g.Score == nil || math.Abs(*g.Score-tt.score) > 1e-9 || g.Check != tt.check {
+			t.Errorf("WER %v: score %v check %s, want %v %s", tt.wer, g.Score, g.Check, tt.score, tt.check)
+		}
+	}
+}
+
+// TestGradeCustomReferenceNotGraded: a reference whose score function is
+// custom (tt-inference-server's own media checks) is shown, never
+// compared with the score.
+func TestGradeCustomReferenceNotGraded(t *testing.T) {
+	ref := &catalog.EvalRef{Published: fp(85.2), Tolerance: 0.05, ScoreFn: "custom"}
+	g := GradeTask("embedding", []evalsuite.Aggregate{{Metric: "cosine_spearman", Filter: "none", Value: 0.9}}, ref, "")
+	if g.Score == nil || math.Abs(*g.Score-90) > 1e-9 || g.Check != NA || g.RatioToPublished != nil || !strings.Contains(g.Basis, "not graded") {
+		t.Errorf("custom reference: %+v", g)
 	}
 }

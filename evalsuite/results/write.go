@@ -237,6 +237,12 @@ func arguments(reqs []evalsuite.Instance) map[string]any {
 		if len(r.Messages) > 0 {
 			a["messages"] = r.Messages
 		}
+		if r.AudioSHA256 != "" {
+			a["audio_sha256"] = r.AudioSHA256
+		}
+		if len(r.Inputs) > 0 {
+			a["input"] = r.Inputs
+		}
 		out[fmt.Sprintf("gen_args_%d", i)] = a
 	}
 	return out
@@ -248,9 +254,17 @@ func writeSamples(w *bufio.Writer, t *runner.Result) error {
 	for _, s := range t.Samples {
 		resps := make([]any, len(s.Responses))
 		for i, r := range s.Responses {
-			if s.Requests[i].Kind == evalsuite.KindLoglikelihood {
+			switch {
+			case s.Requests[i].Kind == evalsuite.KindLoglikelihood:
 				resps[i] = []any{[]any{r.LogLikelihood, r.IsGreedy}}
-			} else {
+			case s.Requests[i].Kind == evalsuite.KindEmbed:
+				// The vectors would dwarf the file; their shape is kept.
+				dims := make([]int, len(r.Embeddings))
+				for j, v := range r.Embeddings {
+					dims[j] = len(v)
+				}
+				resps[i] = []any{map[string]any{"embeddings": len(r.Embeddings), "dimensions": dims}}
+			default:
 				resps[i] = []any{r.Text}
 			}
 		}
@@ -265,7 +279,7 @@ func writeSamples(w *bufio.Writer, t *runner.Result) error {
 		for _, f := range filters {
 			line := map[string]any{
 				"doc_id":        s.DocID,
-				"doc":           s.Doc,
+				"doc":           lightDoc(s.Doc),
 				"target":        s.Target,
 				"arguments":     arguments(s.Requests),
 				"resps":         resps,
@@ -317,4 +331,33 @@ func writeSamples(w *bufio.Writer, t *runner.Result) error {
 		}
 	}
 	return nil
+}
+
+// lightDoc is a document as a sample file shows it: a media field (Hugging
+// Face's Image or Audio feature, {"bytes", "path"}) is replaced by its
+// path, length and SHA-256, so clips do not fill the file.
+func lightDoc(doc map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range doc {
+		m, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		b, ok := m["bytes"].(string)
+		if !ok || len(b) < 1024 {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(doc))
+			for k2, v2 := range doc {
+				out[k2] = v2
+			}
+		}
+		sum := sha256.Sum256([]byte(b))
+		out[k] = map[string]any{"path": m["path"], "bytes_len": len(b), "bytes_sha256": hex.EncodeToString(sum[:])}
+	}
+	if out == nil {
+		return doc
+	}
+	return out
 }

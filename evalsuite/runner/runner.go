@@ -295,9 +295,20 @@ func aggregate(res *Result, policy ErrorPolicy) {
 			if policy == ErrorsExcluded {
 				continue
 			}
+			wrong := zeroScores(task)
+			if task.ErroredScores != nil {
+				sc, err := task.ErroredScores(evalsuite.Doc{ID: s.DocID, Source: s.Source, Fields: s.Doc})
+				if err != nil {
+					// A document too broken to score even as wrong
+					// cannot enter a corpus metric; it stays counted
+					// among the errors.
+					continue
+				}
+				wrong = sc
+			}
 			byFilter = map[string]evalsuite.Scores{}
 			for _, f := range filters {
-				byFilter[f] = zeroScores(task)
+				byFilter[f] = wrong
 			}
 		} else {
 			byFilter = map[string]evalsuite.Scores{}
