@@ -27,7 +27,7 @@ func daemonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "server-executable", Usage: "program run as \"EXE serve UNIT_FILE\" for each unit (server_executable; default: this ttisd)"},
 		&cli.BoolFlag{Name: "live-restore", Usage: "leave the servers running when ttisd stops, for the next ttisd to adopt (live_restore)"},
 		&cli.StringFlag{Name: "metrics-listen", Usage: "host:port for Prometheus metrics at /metrics (metrics_listen; default: none)"},
-		&cli.StringSliceFlag{Name: "model-dir", Usage: "folder model files may live in; repeatable (model_dirs; default: STATE_DIR/models and /var/lib/ttis/models)"},
+		&cli.StringSliceFlag{Name: "model-dir", Usage: "folder model files may live in; repeatable (model_dirs; default: STATE_DIR/models, /var/lib/ttis/models and the Hub cache)"},
 	}
 }
 

@@ -75,12 +75,14 @@ type Config struct {
 	Offline bool `toml:"offline"`
 }
 
-// ModelFolders is ModelDirs, or the defaults when none are configured.
+// ModelFolders is ModelDirs, or the defaults when none are configured:
+// the state folder's models/, /var/lib/ttis/models and the Hub cache, so
+// that a GGUF file fetched with `ttisctl model pull` can be served as is.
 func (c *Config) ModelFolders() []string {
 	if len(c.ModelDirs) > 0 {
 		return c.ModelDirs
 	}
-	return units.DefaultModelDirs(c.StateDir)
+	return append(units.DefaultModelDirs(c.StateDir), c.HubCacheDir())
 }
 
 // HubCacheDir is the Hugging Face cache folder.

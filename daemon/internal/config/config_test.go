@@ -34,6 +34,12 @@ func TestParse(t *testing.T) {
 				return c.HubCacheDir() == "/c" && c.Endpoint() == "https://mirror.example/hf" && c.HFTokenFile == "/etc/ttis/hf_token" && c.Offline
 			}},
 		{name: "default hub cache", data: "state_dir = \"/s\"\n", check: func(c Config) bool { return c.HubCacheDir() == "/s/hub" }},
+		{name: "default model folders", data: "state_dir = \"/s\"\nhub_cache = \"/c\"\n", check: func(c Config) bool {
+			return strings.Join(c.ModelFolders(), " ") == "/s/models /var/lib/ttis/models /c"
+		}},
+		{name: "model folders", data: "model_dirs = [\"/m\"]\n", check: func(c Config) bool {
+			return strings.Join(c.ModelFolders(), " ") == "/m"
+		}},
 		{name: "bad hf endpoint", data: "hf_endpoint = \"mirror:8080\"\n", wantErr: "hf_endpoint: \"mirror:8080\" is not an http(s) URL"},
 	}
 	for _, tt := range tests {
