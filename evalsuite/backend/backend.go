@@ -112,7 +112,7 @@ func (c *Backend) Do(ctx context.Context, inst evalsuite.Instance) (evalsuite.Re
 		if c.asr == nil {
 			return evalsuite.Response{}, nil, &openai.Error{Kind: openai.KindUnsupported, Msg: "judging speech needs a speech-recognition server (--asr-url)"}
 		}
-		wav, _, err := c.srv.Speech(ctx, c.model, inst.Context)
+		wav, _, err := c.srv.Speech(ctx, c.model, inst.Context, "verbose_json")
 		if err != nil {
 			return evalsuite.Response{}, nil, err
 		}

@@ -38,12 +38,12 @@ func init() {
 		Follows:     "tt-inference-server test_module/eval_tests/tts_eval_tests.py and tts_quality_test.py (TTSQualityTest: sample_count 10, wer_threshold 0.20)",
 		Data:        []HubData{{Role: RoleTest, Repo: "blabble-io/libritts_r", Config: "clean", Split: "test.clean", Revision: RevisionParquet, Files: "clean/test.clean/0000.parquet"}}}, buildTTS)
 	register(Info{Name: "load_image", Output: evalsuite.Media,
-		Description: "image models: FID and CLIP score of generated images on COCO-style prompts within reference ranges; CNNs: top-1 (MobileNetV2 on ImageNet) and COCO mAP (YOLOX-nano)",
-		Follows:     "tt-inference-server media evals (image: FID + CLIP ranges in model_accuracy_reference.json; CNN: VisionEvalsTest)",
-		NotRunnable: "its scores need models ttis does not run: FID needs Inception-v3 features of the generated and reference images and CLIP score a CLIP image/text model; the CNN grades need ImageNet validation labels mapped to the server's class names (MobileNetV2 top-1) and a COCO detection evaluator (YOLOX-nano mAP), which ttis has not implemented"}, nil)
+		Description: "image generation: FID and CLIP score of generated images on COCO-style prompts within reference ranges; CNNs: MobileNetV2 top-1 on ImageNet against the runner's own CPU mode, YOLOX-nano COCO mAP, the others timing only",
+		Follows:     "tt-inference-server test_module/eval_tests/image_eval_tests.py (FID + CLIP ranges of model_accuracy_reference.json), cnn_eval_tests.py and vision_evals_test.py (VisionEvalsTest)",
+		NotRunnable: "its grades need what ttis does not run: FID needs Inception-v3 features of generated and reference images and CLIP score a CLIP model; MobileNetV2's grade compares device top-1 on the first 20 ILSVRC/imagenet-1k validation images with the same runner's CPU mode (within 5%), a second server mode ttis cannot start; YOLOX-nano's needs a COCO mAP evaluator (pycocotools COCOeval) over detection-datasets/coco val, not implemented; the other CNNs are only timed there (accuracy NA)"}, nil)
 	register(Info{Name: "load_video", Output: evalsuite.Media,
 		Description: "video models: CLIP score of generated frames within a reference range, plus FVD/FVMD",
-		Follows:     "tt-inference-server media evals (video: CLIP range over 5 prompts, FVD/FVMD tests)",
+		Follows:     "tt-inference-server test_module/eval_tests/video_eval_tests.py, video_fvd_eval_test.py and video_fvmd_eval_test.py (CLIP range over 5 prompts, FVD/FVMD)",
 		NotRunnable: "its scores need models ttis does not run: CLIP score needs a CLIP image/text model and FVD/FVMD an I3D video network's features of generated and reference clips"}, nil)
 }
 
