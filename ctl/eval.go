@@ -58,6 +58,8 @@ again.
 			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8, Usage: "documents in flight"},
 			&cli.IntFlag{Name: "max-retries", Value: 3, Usage: "attempts per request (exponential back-off)"},
 			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "bound on one request attempt"},
+			&cli.StringFlag{Name: "asr-url", Usage: "speech-recognition server (a whisper unit) that re-transcribes a text-to-speech unit's speech (tts_generation)"},
+			&cli.StringFlag{Name: "asr-model", Usage: "model name sent to --asr-url"},
 			&cli.IntFlag{Name: "seed", Value: 1234, Usage: "seed sent with every request"},
 			&cli.StringFlag{Name: "think-end-token", Usage: "score only the text after this token (e.g. </think>) of reasoning models"},
 			&cli.StringFlag{Name: "errors-as", Value: "wrong", Usage: "errored samples count as wrong, or exclude them"},
@@ -147,7 +149,8 @@ func evalTemplate(c *cli.Context) (workflow.Config, limit.Mode, error) {
 		NumFewShot: c.Int("num-fewshot"), Format: c.String("format"), Mapping: mapping, Columns: columns,
 		BuiltinSize: c.Int("size"), MaxGenToks: c.Int("max-gen-toks"), Concurrency: c.Int("concurrency"),
 		MaxRetries: c.Int("max-retries"), Timeout: c.Duration("timeout"), Seed: c.Int("seed"),
-		ErrorPolicy: runner.ErrorPolicy(c.String("errors-as")), ThinkEndToken: c.String("think-end-token")}
+		ErrorPolicy: runner.ErrorPolicy(c.String("errors-as")), ThinkEndToken: c.String("think-end-token"),
+		ASRURL: c.String("asr-url"), ASRModel: c.String("asr-model")}
 	mode := limit.Full
 	if l := c.String("limit"); l != "" {
 		if m, err := limit.Parse(l); err == nil {

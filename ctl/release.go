@@ -43,6 +43,8 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 			&cli.StringSliceFlag{Name: "dataset", Usage: "local eval dataset TASK=PATH (repeatable)"},
 			&cli.StringFlag{Name: "eval-api", Value: "completions", Usage: "completions or chat"},
 			&cli.DurationFlag{Name: "request-timeout", Value: 10 * time.Minute, Usage: "bound on one request"},
+			&cli.StringFlag{Name: "asr-url", Usage: "speech-recognition server (a whisper unit) that re-transcribes a text-to-speech unit's speech (tts_generation)"},
+			&cli.StringFlag{Name: "asr-model", Usage: "model name sent to --asr-url"},
 			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
 		),
 		Action:       runRelease,
@@ -56,9 +58,10 @@ func runRelease(c *cli.Context) error {
 		return usageError(c, "--limit: %v", err)
 	}
 	cfg := release.Config{Workflow: c.String("workflow"), Limit: mode, NoTraceCapture: c.Bool("no-trace-capture")}
-	if tasks, datasets := splitList(c.StringSlice("task")), splitTaskPaths(c.StringSlice("dataset")); len(tasks) > 0 || len(datasets) > 0 || c.IsSet("eval-api") || c.IsSet("request-timeout") {
+	if tasks, datasets := splitList(c.StringSlice("task")), splitTaskPaths(c.StringSlice("dataset")); len(tasks) > 0 || len(datasets) > 0 || c.IsSet("eval-api") || c.IsSet("request-timeout") || c.IsSet("asr-url") {
 		ec := release.DefaultEvals()
 		ec.Tasks, ec.Datasets = tasks, datasets
+		ec.ASRURL, ec.ASRModel = c.String("asr-url"), c.String("asr-model")
 		if ec.API, err = openai.ParseAPI(c.String("eval-api")); err != nil {
 			return usageError(c, "--eval-api: %v", err)
 		}

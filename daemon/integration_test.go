@@ -955,7 +955,7 @@ func TestModelLoadErrorsInStatus(t *testing.T) {
 	}
 	start := time.Now()
 	d := startDaemonIn(t, dir, map[string]string{"text": cpuUnit(inside), "outside": cpuUnit(outside)})
-	for name, msg := range map[string]string{"text": "not a GGUF file", "outside": "is outside the model folders (" + models + ", /var/lib/ttis/models)"} {
+	for name, msg := range map[string]string{"text": "not a GGUF file", "outside": "is outside the model folders (" + models + ", /var/lib/ttis/models, " + filepath.Join(filepath.Dir(models), "hub") + ")"} {
 		u := d.waitUnit(t, name, "failed", func(u api.UnitDetail) bool { return u.State == api.StateFailed })
 		if !strings.Contains(u.LastError, msg) || strings.Contains(u.LastError, "root") {
 			t.Errorf("%s: last error %q, want %q and none of the file's bytes", name, u.LastError, msg)

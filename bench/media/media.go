@@ -362,16 +362,9 @@ func requester(cfg Config, task string, target *catalog.PerfTarget) (func(contex
 	case "text_to_speech":
 		text := "The quick brown fox jumps over the lazy dog while the band plays on in the summer evening light near the river."
 		return func(ctx context.Context, _ int) outcome {
-			var r struct {
-				Audio    string  `json:"audio"`
-				Duration float64 `json:"duration"`
-			}
-			if err := post(ctx, c, "/v1/audio/speech", map[string]any{"model": cfg.Model, "text": text, "response_format": "json"}, &r); err != nil {
-				return outcome{err: err}
-			}
-			wav, err := base64.StdEncoding.DecodeString(r.Audio)
+			wav, _, err := c.Speech(ctx, cfg.Model, text, "json")
 			if err != nil {
-				return outcome{err: fmt.Errorf("audio: %v", err)}
+				return outcome{err: err}
 			}
 			ai, err := media.ProbeWAV(wav)
 			if err != nil {

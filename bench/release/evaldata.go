@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/ttis-dev/ttis/evalsuite/taskdata"
+	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/evalsuite/workflow"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
@@ -47,7 +48,7 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 	out := map[string]error{}
 	var unreachable error
 	for _, name := range names {
-		if _, done := out[name]; done || !taskdata.Pullable(name) {
+		if _, done := out[name]; done || !taskdata.Pullable(name) || needsASR(name, ec) {
 			continue
 		}
 		_, local := ec.Datasets[name]
@@ -89,4 +90,11 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 		}
 	}
 	return out
+}
+
+// needsASR reports whether task needs a speech-recognition server that ec
+// does not configure (its data is then not pulled: it cannot run).
+func needsASR(task string, ec *workflow.Config) bool {
+	info, ok := tasks.InfoOf(task)
+	return ok && info.NeedsASR && ec.ASRURL == ""
 }

@@ -164,3 +164,65 @@ func TestReleaseEvalsMediaUnits(t *testing.T) {
 		})
 	}
 }
+
+type libriTTSRow struct {
+	TextOriginal string `parquet:"text_original"`
+	ID           string `parquet:"id"`
+}
+
+// TestReleaseEvalsTTSUnit: tts_generation needs a second unit to hear the
+// speech. Without --asr-url the reference is listed as not measured with
+// that reason (and its data is not pulled); with a sim whisper unit as the
+// ASR server it is measured and graded against the WER bar. Sim speech is
+// a tone and sim transcripts are not recognition: the score is whatever
+// it is.
+func TestReleaseEvalsTTSUnit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs ttisctl and ttisd serve")
+	}
+	_, ttisctl := build(t)
+	fake := hubtest.New(t)
+	fake.SetBranch("dataset", "blabble-io/libritts_r", "refs/convert/parquet", []hubtest.File{
+		{Path: "clean/test.clean/0000.parquet", Content: parquetRows(t, []libriTTSRow{{"The birch canoe slid on the smooth planks.", "1"}, {"Glue the sheet to the dark blue background.", "2"}, {"It's easy to tell the depth of a well.", "3"}}), LFS: true},
+	})
+	tts := testbin.Serve(t, "model = \"speecht5_tts\"\ndevice = \"n150\"\nruntime = \"sim\"\n[sim]\ntime_scale = 0.0\n").URL
+	asr := testbin.Serve(t, "model = \"whisper-large-v3\"\ndevice = \"n150\"\nruntime = \"sim\"\n[sim]\ntime_scale = 0.0\n").URL
+	hubArgs := func(state string) []string {
+		return []string{"--hf-endpoint", fake.URL, "--offline=false", "--hub-cache", filepath.Join(state, "hub"), "--state-dir", state}
+	}
+	row := func(state string) release.EvalRow {
+		t.Helper()
+		store := &runs.Store{Root: filepath.Join(state, "runs")}
+		list, errs := store.List("")
+		if len(errs) > 0 || len(list) != 1 || !list[0].Simulated {
+			t.Fatalf("runs %+v %v", list, errs)
+		}
+		js, err := os.ReadFile(filepath.Join(store.Dir(list[0]), release.ReportJSON))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := release.ParseJSON(js)
+		if err != nil || rep.Evals == nil || len(rep.Evals.Rows) != 1 || rep.Evals.Rows[0].Task != "tts_generation" {
+			t.Fatalf("report %+v %v", rep.Evals, err)
+		}
+		return rep.Evals.Rows[0]
+	}
+
+	state := t.TempDir()
+	out, _ := ctl(t, ttisctl, append([]string{"release", "--url", tts, "--device", "n150", "--workflow", "evals"}, hubArgs(state)...)...)
+	if r := row(state); !strings.Contains(r.NotRun, "--asr-url") {
+		t.Errorf("without an ASR server: %+v\n%s", r, out)
+	}
+	if strings.Contains(out, "libritts_r") {
+		t.Errorf("the data of a task that cannot run was pulled:\n%s", out)
+	}
+
+	state = t.TempDir()
+	out, _ = ctl(t, ttisctl, append([]string{"release", "--url", tts, "--device", "n150", "--workflow", "evals", "--asr-url", asr, "--asr-model", "whisper-large-v3"}, hubArgs(state)...)...)
+	r := row(state)
+	if r.NotRun != "" || r.Score == nil || r.Samples != 3 || r.Errored != 0 || (r.Check != "PASS" && r.Check != "FAIL") || !strings.Contains(r.Basis, "20%") {
+		raw, _ := json.Marshal(r)
+		t.Fatalf("with a sim whisper as the ASR server: %s\n%s", raw, out)
+	}
+	t.Logf("tts_generation on sim speecht5_tts heard by sim whisper-large-v3: intelligibility %.2f (%s)", *r.Score, r.Check)
+}

@@ -636,6 +636,13 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 		// media unit does not serve: its plan is its references alone.
 		plan = slices.DeleteFunc(plan, func(c EvalChoice) bool { return c.Role == RoleSmoke })
 	}
+	for i, c := range plan {
+		if c.NotRun == "" || strings.HasPrefix(c.NotRun, "needs its dataset") {
+			if needsASR(c.Task, &ec) {
+				plan[i].NotRun = workflow.ASRMissing
+			}
+		}
+	}
 	ec.Tasks = runnable(plan)
 	for _, c := range plan {
 		if c.NotRun != "" {

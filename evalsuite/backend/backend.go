@@ -34,6 +34,10 @@ type Config struct {
 	// The server renders the template, since ttis has no tokenizer of its
 	// own for the model. Log-likelihood requests stay raw completions.
 	ApplyChatTemplate bool
+	// ASR, when set, transcribes speech the server said (text-to-speech
+	// tasks judged by intelligibility), asking for ASRModel.
+	ASR      *openai.Client
+	ASRModel string
 }
 
 // Backend answers a task's requests for one server and model.
@@ -43,6 +47,8 @@ type Backend struct {
 	api      openai.API
 	seed     int
 	template bool
+	asr      *openai.Client
+	asrModel string
 }
 
 // New returns a Backend sending requests through srv as cfg says.
@@ -57,7 +63,7 @@ func New(srv *openai.Client, cfg Config) (*Backend, error) {
 	default:
 		return nil, fmt.Errorf("unknown API %q (want completions or chat)", cfg.API)
 	}
-	return &Backend{srv: srv, model: cfg.Model, api: cfg.API, seed: cfg.Seed, template: cfg.ApplyChatTemplate}, nil
+	return &Backend{srv: srv, model: cfg.Model, api: cfg.API, seed: cfg.Seed, template: cfg.ApplyChatTemplate, asr: cfg.ASR, asrModel: cfg.ASRModel}, nil
 }
 
 // API reports the generation endpoint in use.
@@ -102,6 +108,20 @@ func (c *Backend) Do(ctx context.Context, inst evalsuite.Instance) (evalsuite.Re
 		// The vectors are kept in the Response; the raw answer (the same
 		// numbers as text) is not stored twice.
 		return evalsuite.Response{Embeddings: vecs}, nil, nil
+	case evalsuite.KindSpeechASR:
+		if c.asr == nil {
+			return evalsuite.Response{}, nil, &openai.Error{Kind: openai.KindUnsupported, Msg: "judging speech needs a speech-recognition server (--asr-url)"}
+		}
+		wav, _, err := c.srv.Speech(ctx, c.model, inst.Context, "verbose_json")
+		if err != nil {
+			return evalsuite.Response{}, nil, err
+		}
+		// The transcript's answer is what is kept; the WAV is not.
+		text, raw, err := c.asr.Transcribe(ctx, openai.NewTranscribeRequest(c.asrModel, wav))
+		if err != nil {
+			return evalsuite.Response{}, raw, fmt.Errorf("re-transcribing the speech: %w", err)
+		}
+		return evalsuite.Response{Text: text}, raw, nil
 	}
 	return evalsuite.Response{}, nil, &openai.Error{Kind: openai.KindUnsupported, Msg: fmt.Sprintf("request kind %q", inst.Kind)}
 }

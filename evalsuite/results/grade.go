@@ -91,6 +91,19 @@ func GradeTask(task string, aggs []evalsuite.Aggregate, ref *catalog.EvalRef, mo
 		sum += values[k]
 	}
 	score := 100 * sum / float64(len(picked))
+	if task == "tts_generation" && picked[0] == "intelligibility,none" {
+		// tt-inference-server's TTS check is a threshold on the mean WER
+		// (tts_eval_tests.py: PASS when avg WER <= 0.20), whatever the
+		// catalog's number says.
+		g.Score = &score
+		g.Basis = "mean WER at most 20% (intelligibility at least 80), tt-inference-server's TTS quality bar"
+		if score >= 80-1e-9 {
+			g.Check = Pass
+		} else {
+			g.Check = Fail
+		}
+		return g
+	}
 	if ref != nil && ref.ScoreFn == "custom" {
 		// tt-inference-server's media tests grade these tasks with checks
 		// of their own (MTEB: NA; images: FID/CLIP ranges; TTS: a WER

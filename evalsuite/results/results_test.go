@@ -229,3 +229,18 @@ func TestGradeCustomReferenceNotGraded(t *testing.T) {
 		t.Errorf("custom reference: %+v", g)
 	}
 }
+
+// TestGradeTTSThreshold: tts_generation passes at a mean WER of at most
+// 20%, tt-inference-server's bar, whatever the catalog's number.
+func TestGradeTTSThreshold(t *testing.T) {
+	ref := &catalog.EvalRef{Published: fp(14), Tolerance: 0.05, ScoreFn: "custom"}
+	for _, tt := range []struct {
+		intel float64
+		check Check
+	}{{0.95, Pass}, {0.80, Pass}, {0.79, Fail}, {0, Fail}} {
+		g := GradeTask("tts_generation", []evalsuite.Aggregate{{Metric: "intelligibility", Filter: "none", Value: tt.intel}, {Metric: "wer", Filter: "none", Value: 1 - tt.intel}}, ref, "")
+		if g.Score == nil || math.Abs(*g.Score-100*tt.intel) > 1e-9 || g.Check != tt.check {
+			t.Errorf("intelligibility %v: %+v", tt.intel, g)
+		}
+	}
+}

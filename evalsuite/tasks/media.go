@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 
 	"github.com/ttis-dev/ttis/evalsuite"
@@ -32,17 +33,17 @@ func init() {
 		Description: "MTEB STS12 (mteb/sts12-sts test): both sentences of a pair embedded through /v1/embeddings, Spearman correlation of their cosine similarity with the gold score (cosine_spearman, MTEB's main score) (fields sentence1, sentence2, score)",
 		Follows:     "MTEB STS evaluator, task STS12 (main_score cosine_spearman), as tt-inference-server's test_module/eval_tests/_mteb_eval_runner.py runs it (one sentence per request); tt-inference-server grades it NA (no reference score)",
 		Data:        []HubData{parquetSplit(RoleTest, "mteb/sts12-sts", "", "test")}}, buildSTS12)
-	register(Info{Name: "tts_generation", Output: evalsuite.Media,
-		Description: "text to speech judged by intelligibility: the speech re-transcribed by a speech recognition model, (1 − mean WER)×100",
-		Follows:     "tt-inference-server media evals (TTS: WER of re-transcribed speech)",
-		NotRunnable: "it needs a second, speech-recognition server to re-transcribe the speech and tt-inference-server's TTS prompt set and WER threshold, neither of which is published in a source ttis could read; an intelligibility score measured on other prompts would not be comparable with the catalog's reference"}, nil)
+	register(Info{Name: "tts_generation", Output: evalsuite.Media, NeedsASR: true,
+		Description: "text to speech judged by intelligibility: the first 10 LibriTTS-R test.clean texts (blabble-io/libritts_r, field text_original) said through /v1/audio/speech, re-transcribed by a speech-recognition server (--asr-url), intelligibility = (1 − mean WER)×100; passes at mean WER ≤ 20%",
+		Follows:     "tt-inference-server test_module/eval_tests/tts_eval_tests.py and tts_quality_test.py (TTSQualityTest: sample_count 10, wer_threshold 0.20)",
+		Data:        []HubData{{Role: RoleTest, Repo: "blabble-io/libritts_r", Config: "clean", Split: "test.clean", Revision: RevisionParquet, Files: "clean/test.clean/0000.parquet"}}}, buildTTS)
 	register(Info{Name: "load_image", Output: evalsuite.Media,
-		Description: "image models: FID and CLIP score of generated images on COCO-style prompts within reference ranges; CNNs: top-1 (MobileNetV2 on ImageNet) and COCO mAP (YOLOX-nano)",
-		Follows:     "tt-inference-server media evals (image: FID + CLIP ranges in model_accuracy_reference.json; CNN: VisionEvalsTest)",
-		NotRunnable: "its scores need models ttis does not run: FID needs Inception-v3 features of the generated and reference images and CLIP score a CLIP image/text model; the CNN grades need ImageNet validation labels mapped to the server's class names (MobileNetV2 top-1) and a COCO detection evaluator (YOLOX-nano mAP), which ttis has not implemented"}, nil)
+		Description: "image generation: FID and CLIP score of generated images on COCO-style prompts within reference ranges; CNNs: MobileNetV2 top-1 on ImageNet against the runner's own CPU mode, YOLOX-nano COCO mAP, the others timing only",
+		Follows:     "tt-inference-server test_module/eval_tests/image_eval_tests.py (FID + CLIP ranges of model_accuracy_reference.json), cnn_eval_tests.py and vision_evals_test.py (VisionEvalsTest)",
+		NotRunnable: "its grades need what ttis does not run: FID needs Inception-v3 features of generated and reference images and CLIP score a CLIP model; MobileNetV2's grade compares device top-1 on the first 20 ILSVRC/imagenet-1k validation images with the same runner's CPU mode (within 5%), a second server mode ttis cannot start; YOLOX-nano's needs a COCO mAP evaluator (pycocotools COCOeval) over detection-datasets/coco val, not implemented; the other CNNs are only timed there (accuracy NA)"}, nil)
 	register(Info{Name: "load_video", Output: evalsuite.Media,
 		Description: "video models: CLIP score of generated frames within a reference range, plus FVD/FVMD",
-		Follows:     "tt-inference-server media evals (video: CLIP range over 5 prompts, FVD/FVMD tests)",
+		Follows:     "tt-inference-server test_module/eval_tests/video_eval_tests.py, video_fvd_eval_test.py and video_fvmd_eval_test.py (CLIP range over 5 prompts, FVD/FVMD)",
 		NotRunnable: "its scores need models ttis does not run: CLIP score needs a CLIP image/text model and FVD/FVMD an I3D video network's features of generated and reference clips"}, nil)
 }
 
@@ -217,6 +218,82 @@ func buildSTS12(src Source) (*evalsuite.Task, error) {
 		Config: map[string]any{
 			"task": "STS12", "dataset_path": "mteb/sts12-sts", "test_split": "test", "main_score": "cosine_spearman",
 			"model": "OpenAI embeddings (POST /v1/embeddings, one sentence per request, encoding_format float), cosine similarity of each pair; tt-inference-server also sends dimensions=1000, which ttis does not (a model without Matryoshka dimensions would refuse it)",
+		},
+	}, nil
+}
+
+// ttsSamples is TTSQualityTest's default sample_count: the first ten
+// texts of the split, in the dataset's order (it streams and takes them).
+const ttsSamples = 10
+
+var ttsNonWord = regexp.MustCompile(`[^\w\s']`)
+
+// ttsWords is TTSQualityTest's _normalize_text: lower case, every
+// character that is not a word character, space or apostrophe becomes a
+// space. (Python's \w also matches non-ASCII letters; Go's does not, which
+// only matters for accented words.)
+func ttsWords(s string) []string {
+	return strings.Fields(ttsNonWord.ReplaceAllString(strings.ToLower(s), " "))
+}
+
+// ttsWER is TTSQualityTest's _calculate_wer: word edit distance over the
+// reference length, capped at 1; an empty reference scores 0 against an
+// empty transcript and 1 otherwise.
+func ttsWER(ref, hyp string) float64 {
+	r, h := ttsWords(ref), ttsWords(hyp)
+	if len(r) == 0 {
+		if len(h) == 0 {
+			return 0
+		}
+		return 1
+	}
+	return min(float64(metric.WordEdits(r, h))/float64(len(r)), 1)
+}
+
+func buildTTS(src Source) (*evalsuite.Task, error) {
+	docs, err := load(src.Dataset, src)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) > ttsSamples {
+		docs = docs[:ttsSamples]
+	}
+	text := func(d evalsuite.Doc) (string, error) { return d.Str("text_original") }
+	score := func(wer float64) evalsuite.Scores {
+		return evalsuite.Scores{"intelligibility": {1 - wer}, "wer": {wer}}
+	}
+	return &evalsuite.Task{
+		Name: "tts_generation", Version: "1.0", Output: evalsuite.Media, Docs: docs,
+		DocToTarget: text,
+		MediaRequests: func(d evalsuite.Doc) ([]evalsuite.Instance, error) {
+			t, err := text(d)
+			if err != nil {
+				return nil, err
+			}
+			return []evalsuite.Instance{{Kind: evalsuite.KindSpeechASR, Context: t}}, nil
+		},
+		ProcessMedia: func(d evalsuite.Doc, resps []evalsuite.Response) (evalsuite.Scores, error) {
+			t, err := text(d)
+			if err != nil {
+				return nil, err
+			}
+			if len(resps) != 1 {
+				return nil, fmt.Errorf("%s: %d answers for one text", d.Source, len(resps))
+			}
+			return score(ttsWER(t, resps[0].Text)), nil
+		},
+		// TTSQualityTest leaves a failed sample out of its mean (and
+		// reports valid/total); ttis counts it as unintelligible, so that
+		// failures cannot raise the score.
+		ErroredScores: func(evalsuite.Doc) (evalsuite.Scores, error) { return score(1), nil },
+		Metrics: []evalsuite.MetricSpec{
+			{Name: "intelligibility", Aggregation: "mean", HigherIsBetter: true},
+			{Name: "wer", Aggregation: "mean", HigherIsBetter: false},
+		},
+		Config: map[string]any{
+			"task": "tts_generation", "dataset_path": "blabble-io/libritts_r", "dataset_name": "clean", "test_split": "test.clean",
+			"sample_count": ttsSamples, "wer_threshold": 0.20,
+			"model": "POST /v1/audio/speech {\"text\", \"response_format\": \"verbose_json\"}, the WAV re-transcribed through the ASR server's /v1/audio/transcriptions (tt-inference-server uses openai/whisper-base in process)",
 		},
 	}, nil
 }

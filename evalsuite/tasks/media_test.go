@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -283,9 +284,132 @@ func TestSTS12Oracle(t *testing.T) {
 }
 
 func TestMediaNotRunnable(t *testing.T) {
-	for _, name := range []string{"tts_generation", "load_image", "load_video"} {
+	for _, name := range []string{"load_image", "load_video"} {
 		if _, err := Build(name, Source{Dataset: filepath.Join(t.TempDir(), "x.jsonl")}); err == nil || !strings.Contains(err.Error(), "cannot run") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// libriTTSRow is blabble-io/libritts_r's Parquet schema (config clean),
+// without its audio column, which the task does not read.
+type libriTTSRow struct {
+	TextNormalized string `parquet:"text_normalized"`
+	TextOriginal   string `parquet:"text_original"`
+	SpeakerID      string `parquet:"speaker_id"`
+	ID             string `parquet:"id"`
+}
+
+func TestTTSWER(t *testing.T) {
+	for _, tt := range []struct {
+		ref, hyp string
+		want     float64
+	}{
+		{"The quick, brown fox!", "the quick brown fox", 0},
+		{"It's four o'clock.", "its four o'clock", 1.0 / 3}, // apostrophes are kept
+		{"a b c d", "", 1},
+		{"a b", "x y z w v", 1}, // capped at 1
+		{"", "", 0},
+		{"", "noise", 1},
+	} {
+		if got := ttsWER(tt.ref, tt.hyp); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("ttsWER(%q, %q) = %v, want %v", tt.ref, tt.hyp, got, tt.want)
+		}
+	}
+}
+
+// speechServers starts a TTS server whose WAV carries the text's bytes as
+// samples and an ASR server that answers reply(text read back from the
+// WAV); the TTS server records its request bodies.
+func speechServers(t *testing.T, reply func(said string) string) (tts, asr string, bodies *[]string) {
+	t.Helper()
+	var mu sync.Mutex
+	bodies = new([]string)
+	ttsSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		*bodies = append(*bodies, string(raw))
+		mu.Unlock()
+		var body struct {
+			Text string `json:"text"`
+		}
+		if r.URL.Path != "/v1/audio/speech" || json.Unmarshal(raw, &body) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		s := make([]int16, len(body.Text))
+		for i := range body.Text {
+			s[i] = int16(body.Text[i])
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"audio": base64.StdEncoding.EncodeToString(media.WAV(s, 16000, 1)), "duration": 0.1, "sample_rate": 16000, "format": "wav"})
+	}))
+	t.Cleanup(ttsSrv.Close)
+	asrURL, _ := transcriptionServer(t, func(clip []byte) string {
+		pcm := clip[44:]
+		said := make([]byte, len(pcm)/2)
+		for i := range said {
+			said[i] = pcm[2*i]
+		}
+		return reply(string(said))
+	})
+	return ttsSrv.URL, asrURL, bodies
+}
+
+func runTTS(t *testing.T, task *evalsuite.Task, ttsURL, asrURL string) *runner.Result {
+	t.Helper()
+	srv, err := openai.New(openai.Config{BaseURL: ttsURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	asr, err := openai.New(openai.Config{BaseURL: asrURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asr.Close()
+	be, err := backend.New(srv, backend.Config{Model: "speecht5_tts", ASR: asr, ASRModel: "whisper-large-v3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), task, be, runner.Options{Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestTTSGenerationOracle(t *testing.T) {
+	var rows []libriTTSRow
+	for i := range 12 {
+		rows = append(rows, libriTTSRow{TextOriginal: fmt.Sprintf("Sentence number %d, said clearly.", i), ID: fmt.Sprint(i)})
+	}
+	task, err := Build("tts_generation", Source{Dataset: writeParquet(t, rows), NumFewShot: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(task.Docs) != ttsSamples {
+		t.Fatalf("%d texts, want TTSQualityTest's first %d", len(task.Docs), ttsSamples)
+	}
+	ttsURL, asrURL, bodies := speechServers(t, func(said string) string { return strings.ToUpper(said) })
+	res := runTTS(t, task, ttsURL, asrURL)
+	if got := aggregateKeys(res.Aggregates); got["intelligibility,none"] != 1 || got["wer,none"] != 0 {
+		t.Errorf("speech heard back exactly: %v", got)
+	}
+	if want := `{"model":"speecht5_tts","response_format":"verbose_json","text":"Sentence number 0, said clearly."}`; !slices.Contains(*bodies, want) {
+		t.Errorf("speech request bodies %q lack %s", *bodies, want)
+	}
+	ttsURL, asrURL, _ = speechServers(t, func(string) string { return "mumble" })
+	res = runTTS(t, task, ttsURL, asrURL)
+	if got := aggregateKeys(res.Aggregates); got["intelligibility,none"] != 0 || got["wer,none"] != 1 {
+		t.Errorf("unintelligible speech: %v", got)
+	}
+	// Without a speech-recognition server the request fails (the
+	// workflow refuses the task before it gets here).
+	srv, _ := openai.New(openai.Config{BaseURL: ttsURL})
+	defer srv.Close()
+	be, _ := backend.New(srv, backend.Config{Model: "speecht5_tts"})
+	if _, _, err := be.Do(context.Background(), evalsuite.Instance{Kind: evalsuite.KindSpeechASR, Context: "x"}); err == nil || !strings.Contains(err.Error(), "--asr-url") {
+		t.Errorf("no ASR: %v", err)
 	}
 }

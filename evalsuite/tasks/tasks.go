@@ -64,6 +64,10 @@ type Info struct {
 	// task is listed so that verdicts count it as not measured, and Build
 	// refuses it with this reason.
 	NotRunnable string `json:"not_runnable,omitempty"`
+	// NeedsASR says the task has its answers re-transcribed by a second,
+	// speech-recognition server (text to speech judged by
+	// intelligibility); without one it cannot run.
+	NeedsASR bool `json:"needs_asr,omitempty"`
 }
 
 type builder struct {
@@ -127,6 +131,12 @@ func List() []Info {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// InfoOf describes the named task.
+func InfoOf(name string) (Info, bool) {
+	b, ok := registry[name]
+	return b.info, ok
 }
 
 // Build returns the named task with its documents loaded.

@@ -80,6 +80,11 @@ type Config struct {
 	ErrorPolicy runner.ErrorPolicy
 	// ThinkEndToken strips reasoning before scoring (see runner.Options).
 	ThinkEndToken string
+	// ASRURL is a speech-recognition server (a whisper unit) that
+	// re-transcribes the speech of text-to-speech tasks, asked for
+	// ASRModel; tasks that need one do not run without it.
+	ASRURL   string
+	ASRModel string
 	// OutputDir receives the result files; CacheDir the resume cache
 	// (default OutputDir/cache; "-" disables it).
 	OutputDir string
@@ -89,6 +94,9 @@ type Config struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time `json:"-"`
 }
+
+// ASRMissing is why a task that re-transcribes speech does not run.
+const ASRMissing = "it re-transcribes the unit's speech with a speech-recognition server: pass --asr-url (a whisper unit's URL)"
 
 // Outcome is what a finished evaluation produced. Tasks that could not
 // run (unknown, no dataset, a request shape the server cannot answer) are
@@ -182,7 +190,16 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return nil, err
 	}
 	defer srv.Close()
-	cl, err := backend.New(srv, backend.Config{Model: cfg.Model, API: cfg.API, Seed: cfg.Seed, ApplyChatTemplate: cfg.ApplyChatTemplate})
+	bc := backend.Config{Model: cfg.Model, API: cfg.API, Seed: cfg.Seed, ApplyChatTemplate: cfg.ApplyChatTemplate, ASRModel: cfg.ASRModel}
+	if cfg.ASRURL != "" {
+		asr, err := openai.New(openai.Config{BaseURL: cfg.ASRURL, MaxConns: max(cfg.Concurrency, 1), Timeout: cfg.Timeout, MaxAttempts: cfg.MaxRetries})
+		if err != nil {
+			return nil, fmt.Errorf("--asr-url: %w", err)
+		}
+		defer asr.Close()
+		bc.ASR = asr
+	}
+	cl, err := backend.New(srv, bc)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +227,10 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		src := tasks.Source{
 			Dataset: pick(cfg.Datasets, name, only), FewShotDataset: pick(cfg.FewShot, name, only), NumFewShot: cfg.NumFewShot,
 			Format: cfg.Format, Mapping: cfg.Mapping, Columns: cfg.Columns, Size: cfg.BuiltinSize,
+		}
+		if info, ok := tasks.InfoOf(name); ok && info.NeedsASR && cfg.ASRURL == "" {
+			oc.NotRun[name] = ASRMissing
+			continue
 		}
 		if src.Dataset == "" {
 			data, err := pullData(ctx, cfg, name)

@@ -318,3 +318,28 @@ func TestModelsAndPick(t *testing.T) {
 		t.Errorf("unauthorized: %v", err)
 	}
 }
+
+// FuzzParseEmbeddings: any answer gives n finite vectors, each placed
+// once, or an error.
+func FuzzParseEmbeddings(f *testing.F) {
+	f.Add([]byte(`{"data":[{"index":1,"embedding":[1,2]},{"index":0,"embedding":[3]}]}`), 2)
+	f.Add([]byte(`{"data":[{"embedding":[0.5]}]}`), 1)
+	f.Add([]byte(`{"data":[{"index":0,"embedding":[]}]}`), 1)
+	f.Fuzz(func(t *testing.T, raw []byte, n int) {
+		if n < 0 || n > 64 {
+			return
+		}
+		vecs, err := ParseEmbeddings(raw, n)
+		if err != nil {
+			return
+		}
+		if len(vecs) != n {
+			t.Fatalf("%d vectors for %d inputs", len(vecs), n)
+		}
+		for i, v := range vecs {
+			if len(v) == 0 {
+				t.Fatalf("vector %d empty", i)
+			}
+		}
+	})
+}

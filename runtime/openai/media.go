@@ -111,11 +111,13 @@ func ParseEmbeddings(raw []byte, n int) ([][]float64, *Error) {
 }
 
 // Speech asks /v1/audio/speech to say text and returns the WAV bytes. It
-// asks for tt-media-server's JSON answer (response_format "json": the WAV
-// base64-encoded in "audio"), so the answer travels through the client's
-// JSON path with its retries and error handling.
-func (c *Client) Speech(ctx context.Context, model, text string) ([]byte, json.RawMessage, error) {
-	raw, err := c.PostJSON(ctx, SpeechPath, map[string]any{"model": model, "input": text, "response_format": "json"})
+// sends tt-media-server's request (the text in "text") and asks for one of
+// its JSON answers (format "json" or "verbose_json": the WAV
+// base64-encoded in "audio"; tt-inference-server's TTS benchmark asks for
+// the first, its quality test for the second), so the answer travels
+// through the client's JSON path with its retries and error handling.
+func (c *Client) Speech(ctx context.Context, model, text, format string) ([]byte, json.RawMessage, error) {
+	raw, err := c.PostJSON(ctx, SpeechPath, map[string]any{"model": model, "text": text, "response_format": format})
 	if err != nil {
 		return nil, raw, err
 	}
