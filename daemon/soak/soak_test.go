@@ -129,6 +129,7 @@ func TestSoak(t *testing.T) {
 		{"named pipe in the units folder", s.fifo},
 		{"device claim collision", s.collision},
 		{"disk full on the state folder", s.diskFull},
+		{"ttisctl bench, then again on a full disk", s.benchRuns},
 	}
 	deadline := time.Now().Add(*duration)
 	for i := 0; time.Now().Before(deadline) || i < len(faults); i++ {
@@ -505,7 +506,7 @@ func (s *soak) leaks() []string {
 func (s *soak) report(l *load) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nsoak: %s of faults against ttisd with sim and cpu units\n\n", *duration)
-	fmt.Fprintf(&b, "%-36s %5s %6s  %s\n", "FAULT", "RUNS", "FAILED", "OUTCOME (last)")
+	fmt.Fprintf(&b, "%-42s %5s %6s  %s\n", "FAULT", "RUNS", "FAILED", "OUTCOME (last)")
 	type agg struct {
 		runs, failed int
 		last         string
@@ -528,7 +529,7 @@ func (s *soak) report(l *load) {
 	}
 	for _, n := range order {
 		a := byName[n]
-		fmt.Fprintf(&b, "%-36s %5d %6d  %s (slowest %s)\n", n, a.runs, a.failed, a.last, a.took.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "%-42s %5d %6d  %s (slowest %s)\n", n, a.runs, a.failed, a.last, a.took.Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(&b, "\n%-8s %8s %8s %8s %10s  %s\n", "UNIT", "OK", "ERRORS", "LOST", "MALFORMED", "FIRST ERROR")
 	l.mu.Lock()
@@ -655,4 +656,61 @@ func servedModel(hc *http.Client, addr string) string {
 		return ""
 	}
 	return m.Data[0].ID
+}
+
+// benchRuns runs a small `ttisctl bench` against the steady unit, which
+// must finish with its results, then the same with ttisctl's file size
+// limited to 2 KiB (`ulimit -f`, as a disk that fills during the run):
+// it must fail with an error and leave its run folder with a readable
+// manifest and no half-written file (check looks for those).
+func (s *soak) benchRuns() (string, error) {
+	args := "--socket " + s.socket + " bench " + steady + " --isl 16 --osl 8 --num-prompts 8 --max-concurrency 4 --no-progress"
+	run := func(limit string) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		return exec.CommandContext(ctx, "bash", "-c", limit+"exec "+s.ttisctl+" "+args).CombinedOutput()
+	}
+	if out, err := run(""); err != nil {
+		return "", fmt.Errorf("bench: %v\n%s%s", err, out, benchErrors(filepath.Join(s.state, "runs", steady)))
+	}
+	out, err := run("ulimit -f 2; ")
+	if err == nil || !bytes.Contains(out, []byte("file too large")) {
+		return "", fmt.Errorf("bench on a full disk: %v, want a failed write:\n%s", err, out)
+	}
+	// Every run folder keeps a manifest that parses.
+	dirs, _ := filepath.Glob(filepath.Join(s.state, "runs", steady, "*"))
+	n := 0
+	for _, d := range dirs {
+		if strings.HasPrefix(filepath.Base(d), ".") {
+			continue // the store's lock
+		}
+		n++
+		b, err := os.ReadFile(filepath.Join(d, "run.json"))
+		if err != nil || !json.Valid(b) {
+			return "", fmt.Errorf("run folder %s without a readable manifest: %v", d, err)
+		}
+	}
+	return "finished with results; on a full disk failed cleanly (" + strconv.Itoa(n) + " run folders, each with a manifest)", nil
+}
+
+// benchErrors quotes the request errors recorded in the newest run's
+// files, to explain a failed bench.
+func benchErrors(dir string) string {
+	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(runs) == 0 {
+		return ""
+	}
+	sort.Strings(runs)
+	var b strings.Builder
+	_ = filepath.WalkDir(runs[len(runs)-1], func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		if i := bytes.Index(data, []byte(`"errors"`)); i >= 0 {
+			fmt.Fprintf(&b, "%s: %s\n", filepath.Base(p), data[i:min(len(data), i+600)])
+		}
+		return nil
+	})
+	return b.String()
 }
