@@ -91,8 +91,8 @@ type Prompt struct {
 	OutputTokens int
 }
 
-// body renders the request JSON.
-func (c *Client) body(p Prompt) ([]byte, error) {
+// body renders the request JSON; continuous asks for per-chunk usage.
+func (c *Client) body(p Prompt, continuous bool) ([]byte, error) {
 	m := make(map[string]any, 8+len(c.cfg.ExtraBody))
 	for k, v := range c.cfg.ExtraBody {
 		m[k] = v
@@ -100,7 +100,7 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 	m["model"] = c.cfg.Model
 	m["stream"] = true
 	so := map[string]any{"include_usage": true}
-	if c.cfg.ContinuousUsage && !c.noContinuousUsage.Load() {
+	if continuous {
 		so["continuous_usage_stats"] = true
 	}
 	m["stream_options"] = so
@@ -122,20 +122,24 @@ func (c *Client) body(p Prompt) ([]byte, error) {
 // moment just before the request is written. Failures are recorded in the
 // result (Success false, Error set), never returned.
 func (c *Client) Do(ctx context.Context, p Prompt, requestID string) metrics.Request {
-	rec := c.do(ctx, p, requestID)
-	if !rec.Success && c.cfg.ContinuousUsage && !c.noContinuousUsage.Load() &&
+	// Whether this request asks is decided once: with several in flight,
+	// another may learn the server's refusal while this one is on the wire,
+	// and this one must still be sent again.
+	continuous := c.cfg.ContinuousUsage && !c.noContinuousUsage.Load()
+	rec := c.do(ctx, p, requestID, continuous)
+	if !rec.Success && continuous &&
 		strings.HasPrefix(rec.Error, "HTTP 400") && strings.Contains(rec.Error, "continuous_usage_stats") {
 		// The server does not do per-chunk usage: fall back to counting
 		// chunks, for this and every later request.
 		c.noContinuousUsage.Store(true)
-		rec = c.do(ctx, p, requestID)
+		rec = c.do(ctx, p, requestID, false)
 	}
 	return rec
 }
 
-func (c *Client) do(ctx context.Context, p Prompt, requestID string) metrics.Request {
+func (c *Client) do(ctx context.Context, p Prompt, requestID string, continuous bool) metrics.Request {
 	rec := metrics.Request{PromptTokens: p.PromptTokens}
-	body, err := c.body(p)
+	body, err := c.body(p, continuous)
 	if err != nil {
 		rec.Error = "encode request: " + err.Error()
 		return rec

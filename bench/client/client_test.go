@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,6 +207,62 @@ func TestDoContinuousUsageFallback(t *testing.T) {
 	}
 	if withFlag != 1 || without != 3 {
 		t.Errorf("requests with the flag %d, without %d; want 1 and 3", withFlag, without)
+	}
+}
+
+// Requests in flight together when the server refuses
+// continuous_usage_stats are each sent again, not only the first to learn
+// it: none of them may fail.
+func TestDoContinuousUsageFallbackConcurrent(t *testing.T) {
+	const n = 8
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	var mu sync.Mutex
+	var withFlag int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		if so, _ := b["stream_options"].(map[string]any); so["continuous_usage_stats"] == true {
+			mu.Lock()
+			withFlag++
+			mu.Unlock()
+			// Hold every flagged request until all n have arrived, so that
+			// all are on the wire before the first refusal is read.
+			arrived.Done()
+			arrived.Wait()
+			w.WriteHeader(400)
+			_, _ = io.WriteString(w, `{"error":{"message":"stream_options.continuous_usage_stats: continuous_usage_stats is not supported","type":"BadRequestError","code":400}}`)
+			return
+		}
+		_, _ = io.WriteString(w, data(`{"choices":[{"text":"a"}]}`)+data(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)+"data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	conns, err := Config{BaseURL: srv.URL + "/v1/"}.Server(n) // all n on the wire at once
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conns.Close()
+	c, err := New(conns, Config{Model: "m", ContinuousUsage: true, RequestTimeout: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]metrics.Request, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs[i] = c.Do(context.Background(), Prompt{Text: "x", OutputTokens: 1}, "")
+		}()
+	}
+	wg.Wait()
+	for i, rec := range recs {
+		if !rec.Success {
+			t.Errorf("request %d failed: %s", i, rec.Error)
+		}
+	}
+	if withFlag != n {
+		t.Errorf("%d requests carried the flag, want %d", withFlag, n)
 	}
 }
 
