@@ -47,6 +47,46 @@ func TestRunPyGolden(t *testing.T) {
 	if len(specs) < 100 {
 		t.Fatalf("only %d LLM/VLM specs in the catalog", len(specs))
 	}
+	checkGolden(t, filepath.Join("testdata", "runpy"), goldenHeader, specs)
+}
+
+// mediaGoldenHeader adds, for the media rows, where their environment comes
+// from and that the API key is not in it.
+const mediaGoldenHeader = goldenHeader + `# Media and forge specs: run_docker_server.py lines 341-349 (port 8000 inside), 400-413 (the spec's
+#   env_vars, then get_media_server_docker_env_vars, lines 141-156, or the C++ SDXL server's, lines 47-118),
+#   475-477 (no arguments after the image). API_KEY is unset in run.py's environment (lines 409-413), so
+#   the command carries none; a ttis start passes its key in the --env-file instead.
+`
+
+// mediaSpecs are the catalog's media specs (images, audio, speech, CNNs,
+// embeddings, video), served by tt-media-server and forge images.
+func mediaSpecs() []catalog.Spec {
+	var out []catalog.Spec
+	for _, s := range catalog.Specs() {
+		if s.IsMedia() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestRunPyGoldenMedia(t *testing.T) {
+	specs := mediaSpecs()
+	if len(specs) < 80 {
+		t.Fatalf("only %d media specs in the catalog", len(specs))
+	}
+	checkGolden(t, filepath.Join("testdata", "runpy-media"), mediaGoldenHeader, specs)
+}
+
+// checkGolden compares each spec's command with its golden file in dir
+// (go test -update rewrites them) and flags golden files of no spec.
+func checkGolden(t *testing.T, dir, header string, specs []catalog.Spec) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	seen := map[string]bool{}
 	for _, spec := range specs {
 		name := spec.ModelID + ".txt"
@@ -59,8 +99,8 @@ func TestRunPyGolden(t *testing.T) {
 			t.Errorf("%s: %v", spec.ModelID, err)
 			continue
 		}
-		got := goldenHeader + Format(p.Argv) + "\n"
-		path := filepath.Join("testdata", "runpy", name)
+		got := header + Format(p.Argv) + "\n"
+		path := filepath.Join(dir, name)
 		if *update {
 			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 				t.Fatal(err)
@@ -76,7 +116,7 @@ func TestRunPyGolden(t *testing.T) {
 			t.Errorf("%s: command differs from %s:\n--- want\n%s\n--- got\n%s", spec.ModelID, path, want, got)
 		}
 	}
-	files, err := os.ReadDir(filepath.Join("testdata", "runpy"))
+	files, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +125,10 @@ func TestRunPyGolden(t *testing.T) {
 			continue
 		}
 		if *update {
-			_ = os.Remove(filepath.Join("testdata", "runpy", f.Name()))
+			_ = os.Remove(filepath.Join(dir, f.Name()))
 			continue
 		}
-		{
-			t.Errorf("golden file %s names no catalog spec (go test -update removes it)", f.Name())
-		}
+		t.Errorf("golden file %s names no catalog spec (go test -update removes it)", f.Name())
 	}
 }
 
