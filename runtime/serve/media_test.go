@@ -661,11 +661,11 @@ prev=
 for a in "$@"; do
 	case "$prev" in
 	--publish) port=${a#127.0.0.1:}; port=${port%%:*} ;;
+	--env-file) key=$(sed -n 's/^API_KEY=//p' "$a") ;;
 	-e)
 		case "$a" in
 		MODEL=*) model=${a#MODEL=} ;;
 		DEVICE=*) device=${a#DEVICE=} ;;
-		API_KEY=*) key=${a#API_KEY=} ;;
 		esac ;;
 	esac
 	prev=$a
@@ -688,9 +688,10 @@ exec "$FAKE_TTISD" serve "$dir/inner.toml"
 
 // TestMediaContainerPath starts a media unit on the vllm runtime: ttisd
 // serve plans tt-media-server's docker run (no vLLM flags, MODEL, DEVICE,
-// MODEL_RUNNER, DEVICE_IDS of the unit's chips, API_KEY, port 8000
-// inside, hugepages, one device per chip), supervises the fake container
-// and proxies the unit's requests to it with the container's key.
+// MODEL_RUNNER, DEVICE_IDS of the unit's chips, port 8000 inside,
+// hugepages, one device per chip, API_KEY in the --env-file), supervises
+// the fake container and proxies the unit's requests to it with the
+// container's key.
 func TestMediaContainerPath(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -735,18 +736,30 @@ host_checks = "warn"
 	args := strings.Split(strings.TrimSpace(string(raw)), "\n")
 	joined := strings.Join(args, " ")
 	for _, want := range []string{
-		"run --rm --name ttis-sdxl-t3k --ipc host",
+		"run --rm --name ttis-sdxl-t3k --env-file ", "/secrets.env --ipc host",
 		"--device /dev/tenstorrent/8:/dev/tenstorrent/8",
 		"--device /dev/tenstorrent/15:/dev/tenstorrent/15",
 		"--mount type=bind,src=/dev/hugepages-1G,dst=/dev/hugepages-1G",
 		"--publish 127.0.0.1:" + upPort + ":8000",
 		"-e MODEL=stable-diffusion-xl-base-1.0", "-e DEVICE=t3k", "-e MODEL_RUNNER=tt-sdxl-trace",
-		"-e DEVICE_IDS=(8,9),(10,11),(12,13),(14,15)", "-e DEVICE_MESH_SHAPE=2,1", "-e API_KEY=ttis-",
+		"-e DEVICE_IDS=(8,9),(10,11),(12,13),(14,15)", "-e DEVICE_MESH_SHAPE=2,1",
 		"ghcr.io/tenstorrent/tt-media-inference-server",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("docker argv lacks %q:\n%s", want, joined)
 		}
+	}
+	// The container's key travels in the env file only (read by the fake
+	// docker, which gives it to the inner server that checks it).
+	if strings.Contains(joined, "API_KEY") {
+		t.Errorf("the container's key is in docker's argv:\n%s", joined)
+	}
+	key, err := os.ReadFile(filepath.Join(os.Getenv("FAKE_DOCKER_DIR"), "key"))
+	if err != nil || !bytes.HasPrefix(key, []byte("ttis-")) {
+		t.Fatalf("the container got no key from the env file: %q %v", key, err)
+	}
+	if strings.Contains(u.log.String(), string(bytes.TrimSpace(key))) {
+		t.Error("the container's key is in the log")
 	}
 	if strings.Contains(joined, "--model") || strings.Contains(joined, "--tt-device") || strings.Contains(joined, "--no-auth") {
 		t.Errorf("docker argv carries vLLM flags:\n%s", joined)

@@ -97,7 +97,7 @@ func TestHFTokenFileModeEnforced(t *testing.T) {
 	}
 	u := &units.Unit{Name: "x"}
 	u.Vllm.HFTokenFile = tokFile
-	_, err := readSecrets(u, t.TempDir())
+	_, err := readSecrets(u, t.TempDir(), nil)
 	if err == nil || !strings.Contains(err.Error(), "chmod 600") || strings.Contains(err.Error(), testToken) {
 		t.Errorf("readSecrets with mode 0644 = %v", err)
 	}
@@ -113,7 +113,7 @@ func TestHFTokenForLocalCommandIsEnvironment(t *testing.T) {
 	u.Vllm.HFTokenFile = tokFile
 	u.Vllm.Command = []string{"vllm", "serve", "{args}"}
 	dir := t.TempDir()
-	s, err := readSecrets(u, dir)
+	s, err := readSecrets(u, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
