@@ -1,11 +1,7 @@
 package vllm
 
 import (
-	"bytes"
-	"context"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -107,27 +103,9 @@ func TestPlanMediaDeviceIDs(t *testing.T) {
 // reaches the container through the 0600 env file, next to the HF token,
 // and never its argv, the log or the error.
 func TestMediaKeyTravelsInEnvFileOnly(t *testing.T) {
-	rec := fakeDocker(t)
-	runDir := t.TempDir()
-	t.Setenv("TTIS_RUNTIME_DIR", runDir)
-	tokFile := filepath.Join(t.TempDir(), "hf-token")
-	if err := os.WriteFile(tokFile, []byte(testToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	u := &units.Unit{Name: "asr", Model: "whisper-large-v3", Device: "n300", Chips: []int{0}, Runtime: "vllm"}
-	u.Vllm.HFTokenFile = tokFile
+	u := &units.Unit{Name: "asr", Model: "whisper-large-v3", Device: "n300", Chips: []int{0}}
 	u.Vllm.Port = 18124
-	u.Vllm.HostChecks = units.HostChecksWarn
-	var logs bytes.Buffer
-	_, err := Open(context.Background(), u, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err == nil {
-		t.Fatal("Open succeeded with a docker that exits")
-	}
-	b, rerr := os.ReadFile(rec)
-	if rerr != nil {
-		t.Fatalf("fake docker did not run: %v", rerr)
-	}
-	record := string(b)
+	runDir, record, logs, err := startWithFakeDocker(t, u)
 	m := regexp.MustCompile(`API_KEY=(ttis-[A-Za-z0-9]+)`).FindStringSubmatch(record)
 	if m == nil {
 		t.Fatalf("no API_KEY in the env file:\n%s", record)
@@ -142,7 +120,7 @@ func TestMediaKeyTravelsInEnvFileOnly(t *testing.T) {
 			t.Errorf("record lacks %q:\n%s", want, record)
 		}
 	}
-	for _, s := range []string{logs.String(), err.Error()} {
+	for _, s := range []string{logs, err.Error()} {
 		if strings.Contains(s, key) || strings.Contains(s, testToken) {
 			t.Errorf("secret leaked into logs or error: %s", s)
 		}
