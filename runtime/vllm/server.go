@@ -22,7 +22,9 @@ const (
 	// DefaultIdleTimeout bounds silence inside one upstream response.
 	DefaultIdleTimeout = 5 * time.Minute
 	healthPoll         = time.Second
-	stopTimeout        = 30 * time.Second
+	// workersPoll is how often a media server's /tt-liveness is read.
+	workersPoll = 5 * time.Second
+	stopTimeout = 30 * time.Second
 )
 
 // Server is a unit's running upstream vLLM server and the proxy to it.
@@ -31,6 +33,8 @@ type Server struct {
 	up      *Upstream
 	launch  *Launch
 	secrets *startSecrets
+	// workers watches a media server's worker restarts; nil for vLLM.
+	workers *workerWatch
 }
 
 // Open plans and starts u's upstream server and waits until its /health
@@ -86,10 +90,13 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 	}
 	log.Info("upstream server ready", "pid", up.Pid())
 	p := NewProxy(l.Addr, DefaultIdleTimeout)
+	srv := &Server{Proxy: p, up: up, launch: l, secrets: secrets}
 	if mediaKey != "" {
 		p.Authorization = "Bearer " + mediaKey
+		srv.workers = &workerWatch{}
+		go srv.workers.run(l.Addr, workersPoll, up.Done())
 	}
-	return &Server{Proxy: p, up: up, launch: l, secrets: secrets}, nil
+	return srv, nil
 }
 
 // checkHost runs the host readiness checks before a start: a failed check
