@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -782,6 +783,18 @@ host_checks = "warn"
 	code, _, body = u.request("GET", "/metrics", "")
 	if code != 200 || !bytes.Contains(body, []byte(`vllm:e2e_request_latency_seconds_count{model_name="stable-diffusion-xl-base-1.0",engine="0"} 1`)) {
 		t.Fatalf("metrics: %d %s", code, body)
+	}
+	// The container's workers, read from its /tt-liveness, reach /health
+	// for the daemon's status (the first poll runs right after the start).
+	var workers string
+	for i := 0; i < 100 && workers == ""; i++ {
+		_, hdr, _ := u.request("GET", "/health", "")
+		if workers = hdr.Get(serve.HeaderWorkers); workers == "" {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if !regexp.MustCompile(`^[1-9][0-9]* workers: [1-9][0-9]* alive, [1-9][0-9]* ready, 0 restarts, 0 errors$`).MatchString(workers) {
+		t.Errorf("/health %s = %q", serve.HeaderWorkers, workers)
 	}
 }
 
