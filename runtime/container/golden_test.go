@@ -141,3 +141,51 @@ func TestRunPyGoldenShape(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestRunPyGoldenMediaShape pins, independently of the golden files, a
+// Python media server's command and the C++ SDXL server's environment, as
+// read from run_docker_server.py (lines 141-156 and 90-118).
+func TestRunPyGoldenMediaShape(t *testing.T) {
+	spec, err := catalog.Lookup("whisper-large-v3", "n300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(spec, runpyDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(p.Argv, " ")
+	want := "docker run --rm --name tt-inference-server-00000000 --env-file /path/to/tt-inference-server/.env --ipc host" +
+		" --device /dev/tenstorrent:/dev/tenstorrent --mount type=bind,src=/dev/hugepages-1G,dst=/dev/hugepages-1G" +
+		" --publish 0.0.0.0:8000:8000 --volume " + VolumeName(spec) + ":/home/container_app_user/cache_root"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("got\n%s\nwant prefix\n%s", got, want)
+	}
+	tail := " -e CACHE_ROOT=/home/container_app_user/cache_root -e HF_HOME=/home/container_app_user/cache_root/huggingface" +
+		" -e MODEL=whisper-large-v3 -e DEVICE=n300 " + spec.DockerImage
+	if !strings.HasSuffix(got, tail) {
+		t.Errorf("got\n%s\nwant suffix\n%s", got, tail)
+	}
+
+	sdxl, err := catalog.Lookup("stable-diffusion-xl-base-1.0", "galaxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = Build(sdxl, runpyDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = strings.Join(p.Argv, " ")
+	want = "-e SERVER_MODE=cpp -e MODEL_SERVICE=image -e MODEL_RUNNER_TYPE=tt_sdxl_generate -e DEVICE_MESH_SHAPE=1,1" +
+		" -e IS_GALAXY=true -e DEVICE_IDS=(0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15),(16),(17),(18),(19),(20),(21),(22),(23),(24),(25),(26),(27),(28),(29),(30),(31)" +
+		" -e MAX_BATCH_SIZE=1 -e SDXL_IMAGE_RESOLUTION=1024x1024 " + sdxl.DockerImage
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("got\n%s\nwant suffix\n%s", got, want)
+	}
+	if strings.Contains(got, " -e MODEL=") || strings.Contains(got, " -e CACHE_ROOT=") {
+		t.Errorf("the C++ server got the Python server's variables:\n%s", got)
+	}
+	if !IsCppMedia(sdxl) || IsCppMedia(spec) || len(MediaKeyVars(sdxl)) != 2 {
+		t.Error("IsCppMedia/MediaKeyVars")
+	}
+}
