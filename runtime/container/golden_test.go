@@ -121,10 +121,11 @@ func checkGolden(t *testing.T, dir, header string, specs []catalog.Spec, atLeast
 	}
 }
 
-// TestRunPyGoldenShape pins, independently of the golden files, the parts
-// of one command that matter most.
-func TestRunPyGoldenShape(t *testing.T) {
-	spec, err := catalog.Lookup("Llama-3.1-8B-Instruct", "n300")
+// runpyCommand is run.py's default command for MODEL on DEVICE, as one
+// line.
+func runpyCommand(t *testing.T, model, device string) (*catalog.Spec, string) {
+	t.Helper()
+	spec, err := catalog.Lookup(model, device)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,13 @@ func TestRunPyGoldenShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(p.Argv, " ")
+	return spec, strings.Join(p.Argv, " ")
+}
+
+// TestRunPyGoldenShape pins, independently of the golden files, the parts
+// of one command that matter most.
+func TestRunPyGoldenShape(t *testing.T) {
+	spec, got := runpyCommand(t, "Llama-3.1-8B-Instruct", "n300")
 	want := "docker run --rm --name tt-inference-server-00000000 --env-file /path/to/tt-inference-server/.env --ipc host" +
 		" --device /dev/tenstorrent:/dev/tenstorrent --mount type=bind,src=/dev/hugepages-1G,dst=/dev/hugepages-1G" +
 		" --publish 0.0.0.0:8000:8000 --volume volume_id_tt_transformers-Llama-3.1-8B-Instruct:/home/container_app_user/cache_root " +
@@ -146,15 +153,7 @@ func TestRunPyGoldenShape(t *testing.T) {
 // Python media server's command and the C++ SDXL server's environment, as
 // read from run_docker_server.py (lines 141-156 and 90-118).
 func TestRunPyGoldenMediaShape(t *testing.T) {
-	spec, err := catalog.Lookup("whisper-large-v3", "n300")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Build(spec, runpyDefaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Join(p.Argv, " ")
+	spec, got := runpyCommand(t, "whisper-large-v3", "n300")
 	want := "docker run --rm --name tt-inference-server-00000000 --env-file /path/to/tt-inference-server/.env --ipc host" +
 		" --device /dev/tenstorrent:/dev/tenstorrent --mount type=bind,src=/dev/hugepages-1G,dst=/dev/hugepages-1G" +
 		" --publish 0.0.0.0:8000:8000 --volume " + VolumeName(spec) + ":/home/container_app_user/cache_root"
@@ -167,23 +166,15 @@ func TestRunPyGoldenMediaShape(t *testing.T) {
 		t.Errorf("got\n%s\nwant suffix\n%s", got, tail)
 	}
 
-	sdxl, err := catalog.Lookup("stable-diffusion-xl-base-1.0", "galaxy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err = Build(sdxl, runpyDefaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = strings.Join(p.Argv, " ")
+	sdxl, cpp := runpyCommand(t, "stable-diffusion-xl-base-1.0", "galaxy")
 	want = "-e SERVER_MODE=cpp -e MODEL_SERVICE=image -e MODEL_RUNNER_TYPE=tt_sdxl_generate -e DEVICE_MESH_SHAPE=1,1" +
 		" -e IS_GALAXY=true -e DEVICE_IDS=(0),(1),(2),(3),(4),(5),(6),(7),(8),(9),(10),(11),(12),(13),(14),(15),(16),(17),(18),(19),(20),(21),(22),(23),(24),(25),(26),(27),(28),(29),(30),(31)" +
 		" -e MAX_BATCH_SIZE=1 -e SDXL_IMAGE_RESOLUTION=1024x1024 " + sdxl.DockerImage
-	if !strings.HasSuffix(got, want) {
-		t.Errorf("got\n%s\nwant suffix\n%s", got, want)
+	if !strings.HasSuffix(cpp, want) {
+		t.Errorf("got\n%s\nwant suffix\n%s", cpp, want)
 	}
-	if strings.Contains(got, " -e MODEL=") || strings.Contains(got, " -e CACHE_ROOT=") {
-		t.Errorf("the C++ server got the Python server's variables:\n%s", got)
+	if strings.Contains(cpp, " -e MODEL=") || strings.Contains(cpp, " -e CACHE_ROOT=") {
+		t.Errorf("the C++ server got the Python server's variables:\n%s", cpp)
 	}
 	if !IsCppMedia(sdxl) || IsCppMedia(spec) || len(MediaKeyVars(sdxl)) != 2 {
 		t.Error("IsCppMedia/MediaKeyVars")
