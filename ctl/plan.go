@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -44,7 +45,9 @@ func planCommand() *cli.Command {
 		Description: "UNIT is a file, or a name looked up in --units-dir. The docker command is the one\n" +
 			"tt-inference-server's run.py --docker-server --print-docker-cmd builds, with the unit's chips,\n" +
 			"mounts and overrides, published on loopback with --no-auth (ttis's front door checks auth).\n" +
-			"Secrets never appear: the Hugging Face token travels in an env file written at start.",
+			"A media unit runs tt-media-server with the unit's worker layout (MODEL_RUNNER, DEVICE_IDS, ...)\n" +
+			"and a fresh per-start API_KEY only its proxy knows. Secrets never appear: the Hugging Face\n" +
+			"token and the API key travel in an env file written at start.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "units-dir", Value: defaultUnitsDir, Usage: "folder of unit files for a UNIT name"},
 		},
@@ -117,14 +120,30 @@ func planUnit(u *units.Unit) (*planOutput, error) {
 		port = container.DefaultServicePort
 		out.Notes = append(out.Notes, fmt.Sprintf("[vllm] port is not set: the start picks a free loopback port (shown as %d)", port))
 	}
-	var o vllm.PlanOptions
+	media := u.Spec != nil && u.Spec.IsMedia()
+	docker := len(u.Vllm.Command) == 0
+	// The start's secrets: the Hugging Face token, and for tt-media-server
+	// the fresh key it checks (the front door's proxy sends it).
+	var secrets []string
+	if media {
+		secrets = append(secrets, container.MediaKeyVars(u.Spec)...)
+		out.Notes = append(out.Notes, strings.Join(container.MediaKeyVars(u.Spec), " and ")+": a fresh random key per start, known only to the media server and this unit's proxy")
+	}
 	if u.Vllm.HFTokenFile != "" {
-		if len(u.Vllm.Command) == 0 {
+		secrets = append(secrets, "HF_TOKEN")
+		out.Notes = append(out.Notes, "HF_TOKEN from "+u.Vllm.HFTokenFile)
+	}
+	var o vllm.PlanOptions
+	if len(secrets) > 0 {
+		if docker {
 			o.EnvFile = filepath.Join(vllm.RuntimeDir(), "ttis-"+u.Name+"-XXXXXX", "secrets.env")
 			out.EnvFile = o.EnvFile
-			out.Notes = append(out.Notes, "HF_TOKEN from "+u.Vllm.HFTokenFile+" goes in --env-file (mode 0600, removed when the server stops)")
+			out.Notes = append(out.Notes, strings.Join(secrets, ", ")+" go in --env-file (mode 0600, removed when the server stops)")
 		} else {
-			o.Secrets = map[string]string{"HF_TOKEN": container.Redacted}
+			o.Secrets = map[string]string{}
+			for _, k := range secrets {
+				o.Secrets[k] = container.Redacted
+			}
 		}
 	}
 	l, err := vllm.PlanWith(u, u.Spec, port, o)
@@ -135,16 +154,18 @@ func planUnit(u *units.Unit) (*planOutput, error) {
 	out.Command = container.Format(out.Argv)
 	for _, kv := range l.Env {
 		k, _, _ := strings.Cut(kv, "=")
-		if container.Redact([]string{"-e", kv})[1] != kv || k == "HF_TOKEN" {
+		if container.Redact([]string{"-e", kv})[1] != kv || slices.Contains(secrets, k) {
 			kv = k + "=" + container.Redacted
 		}
 		out.Env = append(out.Env, kv)
 	}
-	if len(u.Vllm.Command) == 0 {
+	if docker {
 		out.Image = u.Vllm.Image
 		if out.Image == "" {
 			out.Image = u.Spec.DockerImage
 		}
+	}
+	if docker && !media {
 		out.OverrideTTConfig = container.MergeTTConfig(u.Spec.OverrideTTConfig, nil)
 		if len(u.Vllm.OverrideTTConfig) > 0 {
 			opts := vllm.ContainerOptions(u, port, "")

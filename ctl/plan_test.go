@@ -4,19 +4,31 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const planToken = "hf_PLANsecretTOKEN42"
 
-func writePlanUnit(t *testing.T) (dir, path string) {
+// writeUnitWithToken writes unit NAME.toml with body next to an
+// hf-token file holding planToken.
+func writeUnitWithToken(t *testing.T, name, body string) (dir, path string) {
 	t.Helper()
 	dir = t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "hf-token"), []byte(planToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	body := `model = "Llama-3.1-8B-Instruct"
+	path = filepath.Join(dir, name+".toml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path
+}
+
+func writePlanUnit(t *testing.T) (dir, path string) {
+	t.Helper()
+	return writeUnitWithToken(t, "llama", `model = "Llama-3.1-8B-Instruct"
 device = "n300"
 chips = [2, 3]
 listen = "127.0.0.1:8000"
@@ -31,21 +43,28 @@ args = { max_num_seqs = "16" }
 
 [vllm.override_tt_config]
 trace_region_size = 50000000
-`
-	path = filepath.Join(dir, "llama.toml")
-	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir, path
+`)
 }
 
-func TestPlanCommand(t *testing.T) {
-	dir, path := writePlanUnit(t)
+// planShows runs ttisctl plan on path and checks that it succeeds and
+// prints every want.
+func planShows(t *testing.T, path string, wants ...string) string {
+	t.Helper()
 	out, code := runCtl(t, "plan", path)
 	if code != 0 {
 		t.Fatalf("plan exited %d:\n%s", code, out)
 	}
-	for _, want := range []string{
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+	return out
+}
+
+func TestPlanCommand(t *testing.T) {
+	dir, path := writePlanUnit(t)
+	out := planShows(t, path,
 		"docker run \\\n  --rm \\\n  --name ttis-llama \\\n  --env-file ",
 		"--device /dev/tenstorrent/2:/dev/tenstorrent/2",
 		"--publish 127.0.0.1:8101:8101",
@@ -57,11 +76,7 @@ func TestPlanCommand(t *testing.T) {
 		"--service-port 8101",
 		"--max-num-seqs 16",
 		`"trace_region_size": 50000000`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("plan output lacks %q:\n%s", want, out)
-		}
-	}
+	)
 	for _, secret := range []string{planToken, "sk-unit-secret"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("plan output shows a secret:\n%s", out)
@@ -98,5 +113,58 @@ func TestPlanCommandErrors(t *testing.T) {
 	out, code = runCtl(t, "plan", p)
 	if code != exitError || !strings.Contains(out, "only vllm units have a plan") {
 		t.Errorf("sim unit: %d %s", code, out)
+	}
+}
+
+// TestPlanCommandMedia plans a media unit: tt-media-server's command from
+// the same builder, the unit's worker layout, and the key only named.
+func TestPlanCommandMedia(t *testing.T) {
+	body := `model = "whisper-large-v3"
+device = "t3k"
+runtime = "vllm"
+chips = [8, 9, 10, 11, 12, 13, 14, 15]
+listen = "127.0.0.1:8000"
+
+[media]
+device_ids = "(0),(1),(2),(3),(4),(5),(6),(7)"
+max_audio_duration_seconds = 120
+
+[vllm]
+port = 8201
+hf_token_file = "hf-token"
+`
+	_, path := writeUnitWithToken(t, "asr", body)
+	out := planShows(t, path,
+		"--name ttis-asr \\\n  --env-file ",
+		"--device /dev/tenstorrent/15:/dev/tenstorrent/15",
+		"--publish 127.0.0.1:8201:8000",
+		"-e MODEL=whisper-large-v3", "-e DEVICE=t3k", "-e MODEL_RUNNER=tt-whisper",
+		"-e 'DEVICE_IDS=(8),(9),(10),(11),(12),(13),(14),(15)'", "-e DEVICE_MESH_SHAPE=1,1",
+		"-e MAX_AUDIO_DURATION_SECONDS=120",
+		"API_KEY, HF_TOKEN go in --env-file",
+	)
+	for _, bad := range []string{planToken, "-e API_KEY", "-e 'API_KEY", "--no-auth", "--tt-device"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("plan output shows %q:\n%s", bad, out)
+		}
+	}
+
+	// A local command gets the key as environment, shown redacted.
+	body += `command = ["python", "-m", "tt_media_server", "--port", "{port}"]
+`
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runCtlStdout(t, "plan", path, "-o", "json")
+	if code != 0 {
+		t.Fatalf("plan -o json exited %d: %s", code, stderr)
+	}
+	var got planOutput
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	if strings.Contains(stdout, planToken) || !slices.Contains(got.Env, "API_KEY=<redacted>") || !slices.Contains(got.Env, "HF_TOKEN=<redacted>") ||
+		!slices.Contains(got.Env, "SERVICE_PORT=8201") || got.EnvFile != "" || got.OverrideTTConfig != nil {
+		t.Errorf("local media plan = %+v", got)
 	}
 }

@@ -160,6 +160,10 @@ func printDetail(w io.Writer, d api.UnitDetail, now time.Time) {
 		row("Listen", "%s (auth %s)", d.Listen, dash(d.AuthMode))
 	}
 	row("Restarts", "%d", d.Restarts)
+	if d.Workers != "" {
+		// A media server restarts its device workers itself.
+		row("Workers", "%s", d.Workers)
+	}
 	if d.LastExit != "" {
 		row("Last exit", "%s", d.LastExit)
 	}

@@ -71,6 +71,7 @@ func TestStatusDetailGolden(t *testing.T) {
 	}
 	stale.LoadState = api.LoadStale
 	stale.Adopted = true
+	stale.Workers = "4 workers: 4 alive, 3 ready, 1 restarts, 2 errors"
 	stale.Pending = &api.Change{Action: api.ChangeReload, Fields: []string{"limits.max_queue"}}
 	stale.LastChange = &api.Change{Action: api.ChangeRetune, Fields: []string{"description", "schedule"}, At: now.Add(-2 * time.Hour)}
 	printDetail(&b, stale, now)

@@ -96,6 +96,11 @@ type Unit struct {
 	// RestartsTotal counts automatic restarts since ttisd started; a
 	// manual start or an edit never resets it.
 	RestartsTotal int `json:"restarts_total"`
+	// Workers sums up a media server's device workers as its last health
+	// check reported them, e.g. "4 workers: 4 alive, 4 ready, 1 restarts,
+	// 2 errors" (tt-media-server restarts a dead worker itself, so
+	// Restarts does not count it).
+	Workers string `json:"workers,omitempty"`
 	// LastStartSeconds is how long the last start took to answer /health.
 	LastStartSeconds float64 `json:"last_start_seconds,omitempty"`
 	// Adopted is set while the server is one an earlier ttisd started and

@@ -94,8 +94,27 @@ type Options struct {
 	OverrideTTConfig map[string]any
 	// VllmArgs is --vllm-override-args, forwarded to `vllm serve`.
 	VllmArgs map[string]any
+	// Media is the tt-media-server worker layout a ttis unit sets for a
+	// MEDIA or FORGE container; nil leaves it to the server, as run.py does.
+	Media *Media
 	// Env adds -e variables after run.py's own (a ttis unit's [vllm] env).
 	Env map[string]string
+}
+
+// Media is what a ttis unit tells tt-media-server beyond run.py's MODEL and
+// DEVICE. run.py lets the server derive the runner and its worker layout
+// from MODEL and DEVICE (tt-media-server's config/constants.py ModelConfigs);
+// a unit may claim other chips and regroup them ([media] device_ids), so
+// ttis passes the layout explicitly. Empty fields are left out.
+type Media struct {
+	Model  string // MODEL (tt-media-server's model name)
+	Device string // DEVICE
+	Runner string // MODEL_RUNNER
+	// DeviceIDs is DEVICE_IDS: the workers' chip groups as host
+	// /dev/tenstorrent ids, "(0,1),(2,3)".
+	DeviceIDs    string
+	MeshShape    string // DEVICE_MESH_SHAPE, "2,1"
+	MaxBatchSize int    // MAX_BATCH_SIZE; 0 leaves it out
 }
 
 // Plan is a planned container.
@@ -206,21 +225,12 @@ func Build(spec *catalog.Spec, o Options) (*Plan, error) {
 	}
 	if spec.Engine != engineVLLM {
 		// The vLLM image reads its environment from its bundled model spec;
-		// media and forge containers get the spec's variables (lines 400-408).
-		for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-			env = append(env, envVar{k, spec.Env[k]})
+		// media and forge containers get theirs from the command.
+		env = append(env, mediaEnv(spec, o)...)
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(o.Env)) {
+			env = append(env, envVar{k, o.Env[k]})
 		}
-		env = append(env,
-			envVar{"CACHE_ROOT", ContainerCacheRoot},
-			envVar{"HF_HOME", ContainerCacheRoot + "/huggingface"},
-			envVar{"MODEL", spec.ModelName},
-			envVar{"DEVICE", spec.Device})
-		if o.NoAuth {
-			env = append(env, envVar{"NO_AUTH", "1"})
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
-		env = append(env, envVar{k, o.Env[k]})
 	}
 	// Lines 466-473: empty values are skipped; a later value of a key
 	// replaces an earlier one in place, as a Python dict update does.
@@ -254,6 +264,128 @@ func Build(spec *catalog.Spec, o Options) (*Plan, error) {
 	}
 	p.Argv = argv
 	return p, nil
+}
+
+// mediaEnv is a media or forge container's environment after the mounts'
+// variables: run_docker_server.py lines 400-413 (the spec's env_vars, then
+// get_media_server_docker_env_vars, lines 141-156, or for the C++ SDXL
+// server _get_cpp_media_server_docker_env_vars, lines 90-118; then
+// NO_AUTH), then the unit's layout and [vllm] env. The API key run.py takes
+// from its own environment (lines 409-417) is no part of the command:
+// ttis passes it through the --env-file (see MediaKeyVars).
+func mediaEnv(spec *catalog.Spec, o Options) []envVar {
+	var env []envVar
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		env = append(env, envVar{k, spec.Env[k]})
+	}
+	if cpp, ok := cppMediaEnv(spec); ok {
+		env = append(env, cpp...)
+	} else {
+		env = append(env,
+			envVar{"CACHE_ROOT", ContainerCacheRoot},
+			envVar{"HF_HOME", ContainerCacheRoot + "/huggingface"},
+			envVar{"MODEL", spec.ModelName},
+			envVar{"DEVICE", strings.ToLower(spec.Device)})
+	}
+	if o.NoAuth {
+		env = append(env, envVar{"NO_AUTH", "1"})
+	}
+	if m := o.Media; m != nil {
+		env = append(env,
+			envVar{"MODEL", m.Model},
+			envVar{"DEVICE", m.Device},
+			envVar{"MODEL_RUNNER", m.Runner},
+			envVar{"DEVICE_IDS", m.DeviceIDs},
+			envVar{"DEVICE_MESH_SHAPE", m.MeshShape})
+		if m.MaxBatchSize > 0 {
+			env = append(env, envVar{"MAX_BATCH_SIZE", strconv.Itoa(m.MaxBatchSize)})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
+		env = append(env, envVar{k, o.Env[k]})
+	}
+	return env
+}
+
+// MediaEnv is the environment a media or forge server gets from the
+// command (mediaEnv, later keys replacing earlier ones), for a server ttis
+// runs as a local command instead of a container.
+func MediaEnv(spec *catalog.Spec, o Options) map[string]string {
+	out := map[string]string{}
+	for _, e := range dedupe(mediaEnv(spec, o)) {
+		if e.value != "" {
+			out[e.key] = e.value
+		}
+	}
+	return out
+}
+
+// The C++ server of tt-media-server's image serves the SDXL models on some
+// devices (run_docker_server.py lines 47-87); it wants its settings as
+// separate variables instead of deriving them from MODEL and DEVICE.
+var cppSDXLRunners = map[string]string{
+	"stable-diffusion-xl-base-1.0":           "tt_sdxl_generate",
+	"stable-diffusion-xl-base-1.0-img-2-img": "tt_sdxl_image_to_image",
+	"stable-diffusion-xl-1.0-inpainting-0.1": "tt_sdxl_edit",
+}
+
+// cppSDXLDevices is _CPP_SDXL_DEVICE_DEFAULTS: device -> mesh shape,
+// IS_GALAXY, DEVICE_IDS (lines 57, 66-77).
+var cppSDXLDevices = map[string][3]string{
+	"n150":             {"1,1", "false", "(0)"},
+	"n300":             {"2,1", "false", "(0)"},
+	"t3k":              {"2,1", "false", "(0),(1),(2),(3)"},
+	"galaxy":           {"1,1", "true", singleChipGroups(32)},
+	"p150":             {"1,1", "false", "(0)"},
+	"p300":             {"2,1", "false", "(0,1)"},
+	"p300x2":           {"2,1", "false", "(0,1),(2,3)"},
+	"p150x4":           {"2,1", "false", "(0,1),(2,3)"},
+	"p150x8":           {"2,1", "false", "(0,1),(2,3),(4,5),(6,7)"},
+	"blackhole_galaxy": {"1,1", "false", singleChipGroups(32)},
+}
+
+func singleChipGroups(n int) string {
+	groups := make([]string, n)
+	for i := range groups {
+		groups[i] = "(" + strconv.Itoa(i) + ")"
+	}
+	return strings.Join(groups, ",")
+}
+
+// IsCppMedia says whether spec runs on tt-media-server's C++ server
+// (_is_cpp_media_spec, lines 80-87).
+func IsCppMedia(spec *catalog.Spec) bool {
+	_, dev := cppSDXLDevices[strings.ToLower(spec.Device)]
+	_, model := cppSDXLRunners[spec.ModelName]
+	return spec.Engine == engineMedia && dev && model
+}
+
+// cppMediaEnv is _get_cpp_media_server_docker_env_vars (lines 90-118).
+func cppMediaEnv(spec *catalog.Spec) ([]envVar, bool) {
+	if !IsCppMedia(spec) {
+		return nil, false
+	}
+	d := cppSDXLDevices[strings.ToLower(spec.Device)]
+	return []envVar{
+		{"SERVER_MODE", "cpp"},
+		{"MODEL_SERVICE", "image"},
+		{"MODEL_RUNNER_TYPE", cppSDXLRunners[spec.ModelName]},
+		{"DEVICE_MESH_SHAPE", d[0]},
+		{"IS_GALAXY", d[1]},
+		{"DEVICE_IDS", d[2]},
+		{"MAX_BATCH_SIZE", "1"},
+		{"SDXL_IMAGE_RESOLUTION", "1024x1024"},
+	}, true
+}
+
+// MediaKeyVars are the variables a media or forge container reads its API
+// key from: API_KEY, and OPENAI_API_KEY too for the C++ server
+// (run_docker_server.py lines 409-417). They belong in the --env-file.
+func MediaKeyVars(spec *catalog.Spec) []string {
+	if IsCppMedia(spec) {
+		return []string{"API_KEY", "OPENAI_API_KEY"}
+	}
+	return []string{"API_KEY"}
 }
 
 // passthroughOverrides is what reaches `vllm serve` through the wrapper's

@@ -178,9 +178,9 @@ var secretName = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|C
 const Redacted = "<redacted>"
 
 // Redact returns argv with the values of secret-looking -e/--env variables
-// replaced, for printing. Secrets ttis itself passes (the HF token) travel
-// in the --env-file and never appear in argv; this guards what a unit's
-// [vllm] env adds.
+// replaced, for printing. Secrets ttis itself passes (the HF token, a media
+// server's API key) travel in the --env-file and never appear in argv; this
+// guards what a unit's [vllm] env adds.
 func Redact(argv []string) []string {
 	out := slices.Clone(argv)
 	for i := 1; i < len(out); i++ {

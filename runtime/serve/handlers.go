@@ -130,6 +130,13 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set(HeaderUnitHash, h)
 		ctx.Response.Header.Set(HeaderPID, strconv.Itoa(os.Getpid()))
 	}
+	if up := s.upstream.Load(); up != nil {
+		if wr, ok := up.u.(WorkerReporter); ok {
+			if w := wr.Workers(); w != "" {
+				ctx.Response.Header.Set(HeaderWorkers, w)
+			}
+		}
+	}
 	if up := s.upstream.Load(); up != nil && !up.alive() {
 		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: fmt.Sprintf("the upstream server exited: %v", up.u.Err())})
 		return

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -661,11 +662,11 @@ prev=
 for a in "$@"; do
 	case "$prev" in
 	--publish) port=${a#127.0.0.1:}; port=${port%%:*} ;;
+	--env-file) key=$(sed -n 's/^API_KEY=//p' "$a") ;;
 	-e)
 		case "$a" in
 		MODEL=*) model=${a#MODEL=} ;;
 		DEVICE=*) device=${a#DEVICE=} ;;
-		API_KEY=*) key=${a#API_KEY=} ;;
 		esac ;;
 	esac
 	prev=$a
@@ -688,9 +689,10 @@ exec "$FAKE_TTISD" serve "$dir/inner.toml"
 
 // TestMediaContainerPath starts a media unit on the vllm runtime: ttisd
 // serve plans tt-media-server's docker run (no vLLM flags, MODEL, DEVICE,
-// MODEL_RUNNER, DEVICE_IDS of the unit's chips, API_KEY, port 8000
-// inside, hugepages, one device per chip), supervises the fake container
-// and proxies the unit's requests to it with the container's key.
+// MODEL_RUNNER, DEVICE_IDS of the unit's chips, port 8000 inside,
+// hugepages, one device per chip, API_KEY in the --env-file), supervises
+// the fake container and proxies the unit's requests to it with the
+// container's key.
 func TestMediaContainerPath(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
@@ -735,18 +737,30 @@ host_checks = "warn"
 	args := strings.Split(strings.TrimSpace(string(raw)), "\n")
 	joined := strings.Join(args, " ")
 	for _, want := range []string{
-		"run --rm --name ttis-sdxl-t3k --ipc host",
+		"run --rm --name ttis-sdxl-t3k --env-file ", "/secrets.env --ipc host",
 		"--device /dev/tenstorrent/8:/dev/tenstorrent/8",
 		"--device /dev/tenstorrent/15:/dev/tenstorrent/15",
 		"--mount type=bind,src=/dev/hugepages-1G,dst=/dev/hugepages-1G",
 		"--publish 127.0.0.1:" + upPort + ":8000",
 		"-e MODEL=stable-diffusion-xl-base-1.0", "-e DEVICE=t3k", "-e MODEL_RUNNER=tt-sdxl-trace",
-		"-e DEVICE_IDS=(8,9),(10,11),(12,13),(14,15)", "-e DEVICE_MESH_SHAPE=2,1", "-e API_KEY=ttis-",
+		"-e DEVICE_IDS=(8,9),(10,11),(12,13),(14,15)", "-e DEVICE_MESH_SHAPE=2,1",
 		"ghcr.io/tenstorrent/tt-media-inference-server",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("docker argv lacks %q:\n%s", want, joined)
 		}
+	}
+	// The container's key travels in the env file only (read by the fake
+	// docker, which gives it to the inner server that checks it).
+	if strings.Contains(joined, "API_KEY") {
+		t.Errorf("the container's key is in docker's argv:\n%s", joined)
+	}
+	key, err := os.ReadFile(filepath.Join(os.Getenv("FAKE_DOCKER_DIR"), "key"))
+	if err != nil || !bytes.HasPrefix(key, []byte("ttis-")) {
+		t.Fatalf("the container got no key from the env file: %q %v", key, err)
+	}
+	if strings.Contains(u.log.String(), string(bytes.TrimSpace(key))) {
+		t.Error("the container's key is in the log")
 	}
 	if strings.Contains(joined, "--model") || strings.Contains(joined, "--tt-device") || strings.Contains(joined, "--no-auth") {
 		t.Errorf("docker argv carries vLLM flags:\n%s", joined)
@@ -769,6 +783,18 @@ host_checks = "warn"
 	code, _, body = u.request("GET", "/metrics", "")
 	if code != 200 || !bytes.Contains(body, []byte(`vllm:e2e_request_latency_seconds_count{model_name="stable-diffusion-xl-base-1.0",engine="0"} 1`)) {
 		t.Fatalf("metrics: %d %s", code, body)
+	}
+	// The container's workers, read from its /tt-liveness, reach /health
+	// for the daemon's status (the first poll runs right after the start).
+	var workers string
+	for i := 0; i < 100 && workers == ""; i++ {
+		_, hdr, _ := u.request("GET", "/health", "")
+		if workers = hdr.Get(serve.HeaderWorkers); workers == "" {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if !regexp.MustCompile(`^[1-9][0-9]* workers: [1-9][0-9]* alive, [1-9][0-9]* ready, 0 restarts, 0 errors$`).MatchString(workers) {
+		t.Errorf("/health %s = %q", serve.HeaderWorkers, workers)
 	}
 }
 

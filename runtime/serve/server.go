@@ -94,7 +94,17 @@ type Config struct {
 const (
 	HeaderUnitHash = "Ttis-Unit-Hash"
 	HeaderPID      = "Ttis-Pid"
+	// HeaderWorkers sums up an upstream media server's device workers
+	// (WorkerReporter), for the daemon's status.
+	HeaderWorkers = "Ttis-Workers"
 )
+
+// WorkerReporter is an Upstream that knows its device workers (a
+// tt-media-server restarts them inside its process): Workers is one line
+// such as "4 workers: 4 alive, 4 ready, 1 restarts, 2 errors", or "".
+type WorkerReporter interface {
+	Workers() string
+}
 
 // Live is the part of a unit's configuration that a running server takes
 // without a restart: it is read per request, not built into the engine,

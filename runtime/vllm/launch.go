@@ -36,8 +36,8 @@ type Launch struct {
 
 // PlanOptions are what a start adds to a unit's plan.
 type PlanOptions struct {
-	// EnvFile is the docker --env-file holding the unit's secrets (the
-	// Hugging Face token); empty passes none.
+	// EnvFile is the docker --env-file holding the start's secrets (the
+	// Hugging Face token, a media server's API key); empty passes none.
 	EnvFile string
 	// Secrets are added to a local command's environment (never to argv).
 	Secrets map[string]string
@@ -61,6 +61,9 @@ func PlanWith(u *units.Unit, spec *catalog.Spec, port int, o PlanOptions) (*Laun
 	}
 	if port <= 0 || port > 65535 {
 		return nil, fmt.Errorf("plan vllm server for unit %s: invalid upstream port %d", u.Name, port)
+	}
+	if spec.IsMedia() {
+		return planMedia(u, spec, port, o) // tt-media-server, not vLLM (media.go)
 	}
 	l := &Launch{
 		Addr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),

@@ -1,10 +1,7 @@
 package vllm
 
 import (
-	"context"
-	"crypto/rand"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net"
 	"strconv"
@@ -16,22 +13,19 @@ import (
 
 // The media container path: a unit whose model is a media model (images,
 // speech, CNNs, embeddings, video) on the vllm runtime runs the catalog's
-// tt-media-server image the way tt-inference-server's run.py starts it:
-// no vLLM flags, the model chosen by MODEL, DEVICE and MODEL_RUNNER, the
-// workers' chips by DEVICE_IDS, the server on port 8000 inside the
-// container (published on loopback), one --device per claimed chip and the
-// 1G hugepages mounted. Unlike the LLM containers (which run --no-auth),
-// tt-media-server always checks a key: each start gets a fresh random
-// API_KEY that only the front door's proxy knows.
+// tt-media-server image with the command run.py builds for it
+// (runtime/container: no vLLM flags, the spec's environment, MODEL and
+// DEVICE, port 8000 inside published on loopback, one --device per claimed
+// chip, the 1G hugepages), plus the unit's worker layout (MODEL_RUNNER,
+// DEVICE_IDS with the unit's chip ids, DEVICE_MESH_SHAPE, MAX_BATCH_SIZE).
+// Unlike the LLM containers (which run --no-auth), tt-media-server always
+// checks a key: each start gets a fresh random API_KEY that only the front
+// door's proxy knows, passed in the start's --env-file, never in argv.
 
-// mediaContainerPort is tt-media-server's SERVICE_PORT inside its image.
-const mediaContainerPort = 8000
-
-// MediaEnv is the environment tt-media-server reads for a unit: the
-// spec's env, then MODEL, DEVICE, MODEL_RUNNER, the worker layout
-// (DEVICE_IDS with the unit's chip ids, DEVICE_MESH_SHAPE, MAX_BATCH_SIZE)
-// and the cache paths, then the unit's [vllm] env over all of it.
-func MediaEnv(u *units.Unit, spec *catalog.Spec, apiKey string) (map[string]string, error) {
+// mediaLayout is u's tt-media-server worker layout: the catalog's runner,
+// mesh and batch size, and the unit's worker groups ([media] device_ids,
+// else the catalog's) as host chip ids.
+func mediaLayout(u *units.Unit, spec *catalog.Spec) (*container.Media, error) {
 	runner, err := catalog.MediaRunner(spec)
 	if err != nil {
 		return nil, err
@@ -60,21 +54,28 @@ func MediaEnv(u *units.Unit, spec *catalog.Spec, apiKey string) (map[string]stri
 			groups[gi] = mapped
 		}
 	}
-	env := catalog.Env(spec)
-	if env == nil {
-		env = map[string]string{}
+	return &container.Media{
+		Model:        spec.ModelName,
+		Device:       u.Device,
+		Runner:       runner,
+		DeviceIDs:    units.FormatDeviceIDs(groups),
+		MeshShape:    fmt.Sprintf("%d,%d", layout.Mesh[0], layout.Mesh[1]),
+		MaxBatchSize: layout.MaxBatchSize,
+	}, nil
+}
+
+// mediaContainerOptions are ContainerOptions for a media unit: with auth
+// (the key arrives through the env file), the worker layout, and the
+// unit's audio limits under its [vllm] env.
+func mediaContainerOptions(u *units.Unit, spec *catalog.Spec, port int, envFile string) (container.Options, error) {
+	o := ContainerOptions(u, port, envFile)
+	o.NoAuth = false
+	layout, err := mediaLayout(u, spec)
+	if err != nil {
+		return o, err
 	}
-	env["MODEL"] = spec.ModelName
-	env["DEVICE"] = u.Device
-	env["MODEL_RUNNER"] = runner
-	env["DEVICE_IDS"] = units.FormatDeviceIDs(groups)
-	env["DEVICE_MESH_SHAPE"] = fmt.Sprintf("%d,%d", layout.Mesh[0], layout.Mesh[1])
-	if layout.MaxBatchSize > 0 {
-		env["MAX_BATCH_SIZE"] = strconv.Itoa(layout.MaxBatchSize)
-	}
-	env["CACHE_ROOT"] = container.ContainerCacheRoot
-	env["HF_HOME"] = container.ContainerCacheRoot + "/huggingface"
-	env["API_KEY"] = apiKey
+	o.Media = layout
+	env := map[string]string{}
 	if s := u.Media.MaxAudioDurationSeconds; s > 0 {
 		env["MAX_AUDIO_DURATION_SECONDS"] = strconv.FormatFloat(s, 'f', -1, 64)
 	}
@@ -82,114 +83,44 @@ func MediaEnv(u *units.Unit, spec *catalog.Spec, apiKey string) (map[string]stri
 		env["MAX_AUDIO_SIZE_BYTES"] = strconv.FormatInt(b, 10)
 	}
 	maps.Copy(env, u.Vllm.Env)
-	return env, nil
+	o.Env = env
+	return o, nil
 }
 
-// PlanMedia builds the launch of a media unit's tt-media-server on the
-// loopback port: `docker run` of the catalog's image, or the unit's [vllm]
-// command (with "{port}", "{model}" and "{device}" expanded and
-// SERVICE_PORT set) for a server run outside a container.
-func PlanMedia(u *units.Unit, spec *catalog.Spec, port int, apiKey string) (*Launch, error) {
-	if spec == nil || !spec.IsMedia() {
-		return nil, fmt.Errorf("plan media server for unit %s: %s is not a media model", u.Name, u.Model)
-	}
-	if port <= 0 || port > 65535 {
-		return nil, fmt.Errorf("plan media server for unit %s: invalid upstream port %d", u.Name, port)
-	}
-	env, err := MediaEnv(u, spec, apiKey)
+// planMedia is PlanWith for a media unit: the container run.py would start
+// (runtime/container.Build with the unit's layout), or the unit's [vllm]
+// command (with "{port}", "{model}" and "{device}" expanded) given the
+// same environment, SERVICE_PORT and the start's secrets.
+func planMedia(u *units.Unit, spec *catalog.Spec, port int, po PlanOptions) (*Launch, error) {
+	o, err := mediaContainerOptions(u, spec, port, po.EnvFile)
 	if err != nil {
 		return nil, fmt.Errorf("plan media server for unit %s: %w", u.Name, err)
 	}
 	l := &Launch{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Model: spec.ModelName}
 	if len(u.Vllm.Command) > 0 {
+		env := container.MediaEnv(spec, o)
 		env["SERVICE_PORT"] = strconv.Itoa(port)
+		maps.Copy(env, po.Secrets)
 		for _, a := range u.Vllm.Command {
 			l.Argv = append(l.Argv, expand(a, port, spec.ModelName, u.Device))
 		}
 		l.Env = envList(env)
 		return l, nil
 	}
-	image := u.Vllm.Image
-	if image == "" {
-		image = catalog.DockerImage(spec)
+	p, err := container.Build(spec, o)
+	if err != nil {
+		return nil, fmt.Errorf("plan media server for unit %s: %w", u.Name, err)
 	}
-	argv := []string{"docker", "run", "--rm", "--name", "ttis-" + u.Name, "--ipc", "host"}
-	if len(u.Chips) == 0 {
-		argv = append(argv, "--device", "/dev/tenstorrent:/dev/tenstorrent")
-	}
-	for _, c := range u.Chips {
-		d := "/dev/tenstorrent/" + strconv.Itoa(c)
-		argv = append(argv, "--device", d+":"+d)
-	}
-	argv = append(argv,
-		"--mount", "type=bind,src="+container.HugepagesDir+",dst="+container.HugepagesDir,
-		"--publish", fmt.Sprintf("127.0.0.1:%d:%d", port, mediaContainerPort))
-	if u.Vllm.CacheDir != "" {
-		argv = append(argv, "--mount", "type=bind,src="+u.Vllm.CacheDir+",dst="+container.ContainerCacheRoot)
-	} else {
-		argv = append(argv, "--volume", "ttis-cache-"+spec.Impl+"-"+spec.ModelName+":"+container.ContainerCacheRoot)
-	}
-	if u.Vllm.WeightsDir != "" {
-		dst := container.ContainerReadonlyMounts + "/" + spec.ModelName
-		argv = append(argv, "--mount", "type=bind,src="+u.Vllm.WeightsDir+",dst="+dst+",readonly")
-		env["MODEL_WEIGHTS_PATH"] = dst
-	}
-	for _, kv := range envList(env) {
-		argv = append(argv, "-e", kv)
-	}
-	l.Argv = append(argv, image)
+	l.Argv = p.Argv
 	return l, nil
 }
 
-// OpenMedia is Open for a media unit: it starts tt-media-server (see
-// PlanMedia), waits for its /health, and proxies to it with the start's
-// API key.
-func OpenMedia(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error) {
-	spec, err := catalog.Lookup(u.Model, u.Device)
-	if err != nil {
-		return nil, fmt.Errorf("open media runtime for unit %s: %w", u.Name, err)
+// mediaKeys are the start's secrets for a media server: a fresh key under
+// every variable the server reads it from.
+func mediaKeys(spec *catalog.Spec, key string) map[string]string {
+	out := map[string]string{}
+	for _, k := range container.MediaKeyVars(spec) {
+		out[k] = key
 	}
-	port := u.Vllm.Port
-	if port == 0 {
-		if port, err = freePort(); err != nil {
-			return nil, fmt.Errorf("open media runtime for unit %s: %w", u.Name, err)
-		}
-	}
-	key := "ttis-" + rand.Text()
-	l, err := PlanMedia(u, spec, port, key)
-	if err != nil {
-		return nil, err
-	}
-	log = log.With("upstream", l.Argv[0])
-	// The argv carries the key; log it without.
-	log.Info("starting media server", "runner", envValue(l, "MODEL_RUNNER"), "device_ids", envValue(l, "DEVICE_IDS"), "addr", l.Addr)
-	up, err := Start(l, log)
-	if err != nil {
-		return nil, fmt.Errorf("open media runtime for unit %s: %w", u.Name, err)
-	}
-	stall := u.Vllm.StallTimeout.Duration
-	if stall == 0 {
-		stall = DefaultStallTimeout
-	}
-	if err := up.WaitReady(ctx, stall, healthPoll); err != nil {
-		up.Stop(stopTimeout)
-		return nil, fmt.Errorf("open media runtime for unit %s: %w", u.Name, err)
-	}
-	log.Info("media server ready", "pid", up.Pid())
-	p := NewProxy(l.Addr, DefaultIdleTimeout)
-	p.Authorization = "Bearer " + key
-	return &Server{Proxy: p, up: up, launch: l}, nil
-}
-
-// envValue finds KEY's value among a launch's "-e KEY=VALUE" arguments or
-// its environment.
-func envValue(l *Launch, key string) string {
-	for _, list := range [][]string{l.Argv, l.Env} {
-		for _, a := range list {
-			if len(a) > len(key) && a[:len(key)+1] == key+"=" {
-				return a[len(key)+1:]
-			}
-		}
-	}
-	return ""
+	return out
 }

@@ -3,8 +3,11 @@ package vllm
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/ttis-dev/ttis/runtime/auth"
 	"github.com/ttis-dev/ttis/units"
@@ -35,22 +38,31 @@ type startSecrets struct {
 	dir     string
 }
 
-// readSecrets reads u's secrets; for a docker start (local false) it writes
-// them to a 0600 env file in a fresh 0700 folder under runtimeDir.
-func readSecrets(u *units.Unit, runtimeDir string) (*startSecrets, error) {
-	s := &startSecrets{env: map[string]string{}}
-	if u.Vllm.HFTokenFile == "" {
-		return s, nil
+// readSecrets reads u's secrets and adds extra (a media server's API key);
+// for a docker start it writes them to a 0600 env file in a fresh 0700
+// folder under runtimeDir. A local command gets them as environment.
+func readSecrets(u *units.Unit, runtimeDir string, extra map[string]string) (*startSecrets, error) {
+	s := &startSecrets{env: maps.Clone(extra)}
+	if s.env == nil {
+		s.env = map[string]string{}
 	}
-	tok, err := auth.ReadSecret(u.Vllm.HFTokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("[vllm] hf_token_file: %w", err)
+	if u.Vllm.HFTokenFile != "" {
+		tok, err := auth.ReadSecret(u.Vllm.HFTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("[vllm] hf_token_file: %w", err)
+		}
+		if bytes.ContainsAny(tok, "\r\n\x00") {
+			return nil, fmt.Errorf("[vllm] hf_token_file %s: the token spans several lines; the file must hold the token alone", u.Vllm.HFTokenFile)
+		}
+		s.env["HF_TOKEN"] = string(tok)
 	}
-	if bytes.ContainsAny(tok, "\r\n\x00") {
-		return nil, fmt.Errorf("[vllm] hf_token_file %s: the token spans several lines; the file must hold the token alone", u.Vllm.HFTokenFile)
+	for k, v := range s.env {
+		// An env file holds one KEY=VALUE a line, taken literally.
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return nil, fmt.Errorf("secret %s spans several lines; an env file cannot carry it", k)
+		}
 	}
-	s.env["HF_TOKEN"] = string(tok)
-	if len(u.Vllm.Command) > 0 {
+	if len(s.env) == 0 || len(u.Vllm.Command) > 0 {
 		return s, nil
 	}
 	if err := os.MkdirAll(runtimeDir, 0o700); err != nil {
@@ -67,7 +79,12 @@ func readSecrets(u *units.Unit, runtimeDir string) (*startSecrets, error) {
 		s.remove()
 		return nil, fmt.Errorf("write env file: %w", err)
 	}
-	_, werr := fmt.Fprintf(f, "HF_TOKEN=%s\n", tok)
+	var werr error
+	for _, k := range slices.Sorted(maps.Keys(s.env)) {
+		if _, err := fmt.Fprintf(f, "%s=%s\n", k, s.env[k]); err != nil && werr == nil {
+			werr = err
+		}
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}

@@ -43,22 +43,24 @@ exit 1
 	return rec
 }
 
-func TestHFTokenTravelsInEnvFileOnly(t *testing.T) {
+// startWithFakeDocker opens u with an HF token file against fakeDocker,
+// on this chipless host (host checks warn), and returns the start's
+// runtime folder, the docker record, the log and Open's error, which must
+// be one: the fake container exits.
+func startWithFakeDocker(t *testing.T, u *units.Unit) (runDir, record, logs string, err error) {
+	t.Helper()
 	rec := fakeDocker(t)
-	runDir := t.TempDir()
+	runDir = t.TempDir()
 	t.Setenv("TTIS_RUNTIME_DIR", runDir)
 	tokFile := filepath.Join(t.TempDir(), "hf-token")
 	if err := os.WriteFile(tokFile, []byte(testToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	u := &units.Unit{Name: "llama", Model: "Llama-3.1-8B-Instruct", Device: "n300", Chips: []int{0}, Runtime: "vllm"}
+	u.Runtime = "vllm"
 	u.Vllm.HFTokenFile = tokFile
-	u.Vllm.Port = 18123
-	// This machine has no chips: start anyway, to see what docker gets.
 	u.Vllm.HostChecks = units.HostChecksWarn
-	u.Vllm.Env = map[string]string{"WANDB_API_KEY": "wandb-secret-value"}
-	var logs bytes.Buffer
-	_, err := Open(context.Background(), u, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	var buf bytes.Buffer
+	_, err = Open(context.Background(), u, slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err == nil {
 		t.Fatal("Open succeeded with a docker that exits")
 	}
@@ -66,7 +68,14 @@ func TestHFTokenTravelsInEnvFileOnly(t *testing.T) {
 	if rerr != nil {
 		t.Fatalf("fake docker did not run: %v", rerr)
 	}
-	record := string(b)
+	return runDir, string(b), buf.String(), err
+}
+
+func TestHFTokenTravelsInEnvFileOnly(t *testing.T) {
+	u := &units.Unit{Name: "llama", Model: "Llama-3.1-8B-Instruct", Device: "n300", Chips: []int{0}}
+	u.Vllm.Port = 18123
+	u.Vllm.Env = map[string]string{"WANDB_API_KEY": "wandb-secret-value"}
+	runDir, record, logs, err := startWithFakeDocker(t, u)
 	argv, _, _ := strings.Cut(record, "\n")
 	if strings.Contains(argv, testToken) {
 		t.Errorf("token in docker argv: %s", argv)
@@ -76,13 +85,13 @@ func TestHFTokenTravelsInEnvFileOnly(t *testing.T) {
 			t.Errorf("record lacks %q:\n%s", want, record)
 		}
 	}
-	for _, s := range []string{logs.String(), err.Error()} {
+	for _, s := range []string{logs, err.Error()} {
 		if strings.Contains(s, testToken) || strings.Contains(s, "wandb-secret-value") {
 			t.Errorf("token leaked into logs or error: %s", s)
 		}
 	}
-	if !strings.Contains(logs.String(), "WANDB_API_KEY=<redacted>") {
-		t.Errorf("the start's log does not show the redacted variable:\n%s", logs.String())
+	if !strings.Contains(logs, "WANDB_API_KEY=<redacted>") {
+		t.Errorf("the start's log does not show the redacted variable:\n%s", logs)
 	}
 	left, _ := os.ReadDir(runDir)
 	if len(left) != 0 {
@@ -97,7 +106,7 @@ func TestHFTokenFileModeEnforced(t *testing.T) {
 	}
 	u := &units.Unit{Name: "x"}
 	u.Vllm.HFTokenFile = tokFile
-	_, err := readSecrets(u, t.TempDir())
+	_, err := readSecrets(u, t.TempDir(), nil)
 	if err == nil || !strings.Contains(err.Error(), "chmod 600") || strings.Contains(err.Error(), testToken) {
 		t.Errorf("readSecrets with mode 0644 = %v", err)
 	}
@@ -113,7 +122,7 @@ func TestHFTokenForLocalCommandIsEnvironment(t *testing.T) {
 	u.Vllm.HFTokenFile = tokFile
 	u.Vllm.Command = []string{"vllm", "serve", "{args}"}
 	dir := t.TempDir()
-	s, err := readSecrets(u, dir)
+	s, err := readSecrets(u, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

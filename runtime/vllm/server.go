@@ -2,6 +2,7 @@ package vllm
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net"
@@ -21,7 +22,9 @@ const (
 	// DefaultIdleTimeout bounds silence inside one upstream response.
 	DefaultIdleTimeout = 5 * time.Minute
 	healthPoll         = time.Second
-	stopTimeout        = 30 * time.Second
+	// workersPoll is how often a media server's /tt-liveness is read.
+	workersPoll = 5 * time.Second
+	stopTimeout = 30 * time.Second
 )
 
 // Server is a unit's running upstream vLLM server and the proxy to it.
@@ -30,6 +33,8 @@ type Server struct {
 	up      *Upstream
 	launch  *Launch
 	secrets *startSecrets
+	// workers watches a media server's worker restarts; nil for vLLM.
+	workers *workerWatch
 }
 
 // Open plans and starts u's upstream server and waits until its /health
@@ -42,16 +47,21 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 	if err := checkHost(ctx, u, spec, log); err != nil {
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
-	if spec.IsMedia() {
-		return OpenMedia(ctx, u, log) // tt-media-server, not vLLM (media.go)
-	}
 	port := u.Vllm.Port
 	if port == 0 {
 		if port, err = freePort(); err != nil {
 			return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 		}
 	}
-	secrets, err := readSecrets(u, RuntimeDir())
+	// tt-media-server always checks a key (media.go): a fresh one per start,
+	// known only to the container (through the env file) and the proxy.
+	var mediaKey string
+	var extra map[string]string
+	if spec.IsMedia() {
+		mediaKey = "ttis-" + rand.Text()
+		extra = mediaKeys(spec, mediaKey)
+	}
+	secrets, err := readSecrets(u, RuntimeDir(), extra)
 	if err != nil {
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
@@ -79,7 +89,14 @@ func Open(ctx context.Context, u *units.Unit, log *slog.Logger) (*Server, error)
 		return nil, fmt.Errorf("open vllm runtime for unit %s: %w", u.Name, err)
 	}
 	log.Info("upstream server ready", "pid", up.Pid())
-	return &Server{Proxy: NewProxy(l.Addr, DefaultIdleTimeout), up: up, launch: l, secrets: secrets}, nil
+	p := NewProxy(l.Addr, DefaultIdleTimeout)
+	srv := &Server{Proxy: p, up: up, launch: l, secrets: secrets}
+	if mediaKey != "" {
+		p.Authorization = "Bearer " + mediaKey
+		srv.workers = &workerWatch{}
+		go srv.workers.run(l.Addr, workersPoll, up.Done())
+	}
+	return srv, nil
 }
 
 // checkHost runs the host readiness checks before a start: a failed check

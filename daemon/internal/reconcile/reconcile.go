@@ -585,6 +585,7 @@ func (r *Reconciler) unitOf(e *entry) api.Unit {
 		u.PID, u.Restarts, u.Since = st.PID, st.Restarts, st.Since
 		u.LastExit, u.LastError = st.LastExit, st.LastError
 		u.RestartsTotal, u.LastStartSeconds, u.Adopted = st.RestartsTotal, st.LastStartDuration.Seconds(), st.Adopted
+		u.Workers = st.Workers
 	} else {
 		u.State, u.SubState, u.Since = api.StateInactive, api.SubDead, goodAt
 		if good == nil {

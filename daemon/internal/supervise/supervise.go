@@ -109,7 +109,8 @@ type Deps struct {
 	// Clock drives restart delays, the start-limit window and timeouts.
 	// Nil means the wall clock.
 	Clock clock.Clock
-	// Probe checks readiness; nil means HTTP GET http://listen/health.
+	// Probe checks readiness; nil means HTTP GET http://listen/health,
+	// which also reads the server's workers (Status.Workers).
 	Probe Probe
 	// PollInterval is how often readiness is probed; zero means 50ms.
 	PollInterval time.Duration
@@ -156,6 +157,9 @@ type Status struct {
 	LastStartDuration time.Duration
 	// Adopted is set while the process is one an earlier daemon started.
 	Adopted bool
+	// Workers is what the server's last passing health check said about
+	// its device workers (serve.HeaderWorkers), "" when it says nothing.
+	Workers string
 }
 
 type cmdKind int
@@ -201,7 +205,7 @@ type Supervisor struct {
 	pollTicker   *time.Ticker
 	liveTicker   *time.Ticker
 	liveFails    int
-	probeC       chan error
+	probeC       chan probeResult
 	probing      bool
 	hupPending   bool // a live reload waits for the server to be ready
 	detached     bool // Run ends without stopping the process
@@ -213,9 +217,6 @@ type Supervisor struct {
 func New(spec Spec, deps Deps) *Supervisor {
 	if deps.Clock == nil {
 		deps.Clock = clock.Real{}
-	}
-	if deps.Probe == nil {
-		deps.Probe = HTTPProbe
 	}
 	if deps.PollInterval == 0 {
 		deps.PollInterval = 50 * time.Millisecond
@@ -387,14 +388,14 @@ func (s *Supervisor) Run(ctx context.Context) {
 				s.probing = true
 				go s.probe(ctx, s.spec.Listen, s.deps.LiveTimeout, s.probeC)
 			}
-		case err := <-s.probeC:
+		case r := <-s.probeC:
 			s.probing = false
 			switch {
 			case s.proc == nil:
-			case s.status.State == api.StateActivating && err == nil:
+			case s.status.State == api.StateActivating && r.err == nil:
 				s.becameReady()
 			case s.status.State == api.StateActive:
-				s.checkedLive(err)
+				s.checkedLive(r)
 			}
 		}
 	}
@@ -575,7 +576,7 @@ func (s *Supervisor) attach(p Process, out, errw *lineWriter, now time.Time) {
 	go func(p Process, c chan<- Exit) { c <- p.Wait() }(p, s.exitC)
 	s.startedAt = now
 	s.lastOutput.Store(now.UnixNano())
-	s.probeC = make(chan error, 1)
+	s.probeC = make(chan probeResult, 1)
 	s.probing = false
 	s.hupPending = false
 	s.mu.Lock()
@@ -630,12 +631,20 @@ func (s *Supervisor) readyTimeout() {
 // checkedLive handles the health check of an active server: LiveFailures
 // failures in a row stop it and apply the restart policy, as a missed
 // watchdog does under systemd.
-func (s *Supervisor) checkedLive(err error) {
+func (s *Supervisor) checkedLive(r probeResult) {
+	err := r.err
 	if err == nil {
 		if s.liveFails > 0 {
 			s.note("Health check passes again.")
 		}
 		s.liveFails = 0
+		s.mu.Lock()
+		changed := r.workers != s.status.Workers
+		s.status.Workers = r.workers
+		s.mu.Unlock()
+		if changed && r.workers != "" {
+			s.note("Workers: " + r.workers)
+		}
 		return
 	}
 	s.liveFails++
@@ -715,6 +724,7 @@ func (s *Supervisor) reap(ex Exit) {
 	s.status.PID = 0
 	s.status.LastExit = ex.String()
 	s.status.Adopted = false
+	s.status.Workers = ""
 	s.mu.Unlock()
 }
 
@@ -803,10 +813,28 @@ func (s *Supervisor) note(text string) {
 	s.ring.Add(api.LogLine{Time: s.deps.Clock.Now(), Stream: "ttisd", Text: text})
 }
 
-func (s *Supervisor) probe(ctx context.Context, listen string, timeout time.Duration, c chan<- error) {
+// probeResult is one health check's outcome.
+type probeResult struct {
+	err     error
+	workers string
+}
+
+func (s *Supervisor) probe(ctx context.Context, listen string, timeout time.Duration, c chan<- probeResult) {
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c <- s.deps.Probe(pctx, listen)
+	if s.deps.Probe != nil {
+		c <- probeResult{err: s.deps.Probe(pctx, listen)}
+		return
+	}
+	resp, err := health(pctx, listen)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("health answered %s", resp.Status)
+	}
+	if err != nil {
+		c <- probeResult{err: err}
+		return
+	}
+	c <- probeResult{workers: resp.Header.Get(serve.HeaderWorkers)}
 }
 
 func short(h string) string {

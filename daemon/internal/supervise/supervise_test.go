@@ -20,6 +20,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/internal/clock"
 	"github.com/ttis-dev/ttis/daemon/internal/proc"
+	"github.com/ttis-dev/ttis/runtime/serve"
 	"go.uber.org/goleak"
 )
 
@@ -96,7 +97,12 @@ func helper(unitFile string) int {
 		status = http.StatusServiceUnavailable
 	}
 	go func() {
-		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
+		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if mode == "media" {
+				w.Header().Set(serve.HeaderWorkers, "2 workers: 2 alive, 1 ready, 3 restarts, 0 errors")
+			}
+			w.WriteHeader(status)
+		}))
 	}()
 	fmt.Println("listening on", listen)
 	for sig := range sigs {
@@ -529,6 +535,33 @@ func TestHungServerIsRestarted(t *testing.T) {
 	f.clk.Advance(time.Second)
 	if st := f.waitState(api.StateActive, ""); st.PID == pid || st.Restarts != 1 {
 		t.Fatalf("after restart %+v", st)
+	}
+}
+
+// TestWorkersFromHealth: a media server's worker summary in /health's
+// Ttis-Workers header reaches the unit's status and its log.
+func TestWorkersFromHealth(t *testing.T) {
+	f := newFixture(t, "media", Policy{Policy: PolicyOnFailure, Delay: time.Second, StopTimeout: 5 * time.Second}, func(d *Deps) {
+		d.LiveInterval, d.LiveTimeout = 20*time.Millisecond, time.Second
+	})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(api.StateActive, "")
+	want := "2 workers: 2 alive, 1 ready, 3 restarts, 0 errors"
+	deadline := time.Now().Add(10 * time.Second)
+	for f.sup.Status().Workers != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("status workers %q, want %q", f.sup.Status().Workers, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var noted bool
+	for _, l := range f.sup.Ring().Tail(0) {
+		noted = noted || l.Text == "Workers: "+want
+	}
+	if !noted {
+		t.Error("the workers are not in the unit's log")
 	}
 }
 
