@@ -392,6 +392,7 @@ func TestAsmQ8_0VNNI(t *testing.T) {
 		q8CorrGo(xq, xc)
 		out := make([]float32, 3*9+4)
 		q8Tile4x4VNNI(w.Data, rb, xq, cols, xc, xd8, nb, out, 9)
+
 		deq := make([]float32, cols)
 		for r := 0; r < rows; r++ {
 			row := w.Data[r*rb : (r+1)*rb]
