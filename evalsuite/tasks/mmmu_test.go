@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -300,4 +301,73 @@ func FuzzMMMUParsers(f *testing.F) {
 		_, _ = mmmuSubject(s)
 		_, _ = pyFloat(s)
 	})
+}
+
+// mmmuRow is lmms-lab/MMMU's Parquet schema (image_2..image_7 are null
+// when a question has fewer images).
+type mmmuRow struct {
+	ID              string    `parquet:"id"`
+	Question        string    `parquet:"question"`
+	Options         string    `parquet:"options"`
+	Explanation     string    `parquet:"explanation"`
+	Image1          *hubImage `parquet:"image_1,optional"`
+	Image2          *hubImage `parquet:"image_2,optional"`
+	Image3          *hubImage `parquet:"image_3,optional"`
+	Image4          *hubImage `parquet:"image_4,optional"`
+	Image5          *hubImage `parquet:"image_5,optional"`
+	Image6          *hubImage `parquet:"image_6,optional"`
+	Image7          *hubImage `parquet:"image_7,optional"`
+	ImgType         string    `parquet:"img_type"`
+	Answer          string    `parquet:"answer"`
+	TopicDifficulty string    `parquet:"topic_difficulty"`
+	QuestionType    string    `parquet:"question_type"`
+	Subfield        string    `parquet:"subfield"`
+}
+
+// TestMMMUParquetLayout reads the fixture's rows in the Hub's Parquet
+// layout and checks that every chat message is the same as from the
+// JSON Lines copy.
+func TestMMMUParquetLayout(t *testing.T) {
+	a, err := Build("mmmu_val", Source{Dataset: "testdata/mmmu_validation.jsonl", NumFewShot: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []mmmuRow
+	for _, d := range a.Docs {
+		imgs := make([]*hubImage, 7)
+		for i := range imgs {
+			if m, ok := d.Fields[fmt.Sprintf("image_%d", i+1)].(map[string]any); ok {
+				raw, err := base64.StdEncoding.DecodeString(m["bytes"].(string))
+				if err != nil {
+					t.Fatal(err)
+				}
+				imgs[i] = &hubImage{Bytes: raw}
+			}
+		}
+		rows = append(rows, mmmuRow{field(d, "id"), field(d, "question"), field(d, "options"), field(d, "explanation"),
+			imgs[0], imgs[1], imgs[2], imgs[3], imgs[4], imgs[5], imgs[6],
+			field(d, "img_type"), field(d, "answer"), field(d, "topic_difficulty"), field(d, "question_type"), field(d, "subfield")})
+	}
+	b, err := Build("mmmu_val", Source{Dataset: writeParquet(t, rows), NumFewShot: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Docs) != len(b.Docs) {
+		t.Fatalf("%d documents from JSON Lines, %d from Parquet", len(a.Docs), len(b.Docs))
+	}
+	for i := range a.Docs {
+		ra, err := a.Requests(a.Docs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := b.Requests(b.Docs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ja, _ := json.Marshal(ra[0].Messages)
+		jb, _ := json.Marshal(rb[0].Messages)
+		if string(ja) != string(jb) || ra[0].Context != rb[0].Context {
+			t.Errorf("doc %d: the request differs between JSON Lines and Parquet", i)
+		}
+	}
 }
