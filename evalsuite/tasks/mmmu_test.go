@@ -131,6 +131,9 @@ func TestMMMUVal(t *testing.T) {
 // with mmmu_aggregate_results after random.seed(seed)) on the inputs
 // named, recorded with CPython 3.11 on testdata/mmmu_validation.jsonl.
 // parse_open_response's lists are sorted (Python returns a set's order).
+// The functions were executed from the v0.4.1 file itself, without its
+// module header (the LLM-judge server setup mmmu_val does not use) and
+// with np.argmax replaced by a first-maximum index, which is what it is.
 type mmmuExpected struct {
 	ExtractNumbers map[string][]string   `json:"extract_numbers"`
 	ParseOpen      map[string][]string   `json:"parse_open"`
@@ -209,8 +212,9 @@ func TestMMMUMatchesPython(t *testing.T) {
 		}
 	}
 	runs := map[string][][2]any{
-		"mixed":    {{0, "B"}, {1, "no idea"}, {2, "42"}, {3, "D"}, {0, "zzz"}, {1, ""}, {3, "hmm"}, {0, "zzz"}, {1, "C"}, {3, "A"}},
-		"allwrong": {{0, "A"}, {1, "A"}, {2, "41"}, {3, "A"}},
+		"mixed":     {{0, "B"}, {1, "no idea"}, {2, "42"}, {3, "D"}, {0, "zzz"}, {1, ""}, {3, "hmm"}, {0, "zzz"}, {1, "C"}, {3, "A"}},
+		"allwrong":  {{0, "A"}, {1, "A"}, {2, "41"}, {3, "A"}},
+		"malformed": {{0, "zzz"}, {1, "zzz"}, {2, "zzz"}, {3, "zzz"}},
 	}
 	subjects := []string{"Accounting", "Art_Theory", "Math"} // first appearance in the file
 	for key, w := range want.Runs {
@@ -223,7 +227,7 @@ func TestMMMUMatchesPython(t *testing.T) {
 			}
 			perDoc = append(perDoc, sc["mmmu_acc"])
 		}
-		s := map[string]int64{"42": 42, "0": 0}[seed]
+		s := map[string]int64{"42": 42, "0": 0, "11": 11}[seed]
 		got := MMMUBreakdown(perDoc, subjects, s)
 		if got.Overall != w.Overall {
 			t.Errorf("%s: overall %v, want %v", key, got.Overall, w.Overall)
@@ -237,6 +241,33 @@ func TestMMMUMatchesPython(t *testing.T) {
 				t.Errorf("%s: row %d = %+v, want %v", key, i, r, w.Rows[i])
 			}
 		}
+	}
+}
+
+// TestMMMURandomFallbackThroughRunner runs an oracle whose answers name no
+// option through the runner (four documents in flight at once): the draws
+// are still taken in document order, so the accuracy is lmms-eval's after
+// random.seed(11), recorded in testdata/mmmu_expected.json.
+func TestMMMURandomFallbackThroughRunner(t *testing.T) {
+	raw, err := os.ReadFile("testdata/mmmu_expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want mmmuExpected
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	task, err := Build("mmmu_val", Source{Dataset: "testdata/mmmu_validation.jsonl", NumFewShot: -1, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := want.Runs["malformed|11"].Overall
+	if w != 0.5 {
+		t.Fatalf("expected file: %v", w)
+	}
+	got := runOracle(t, task, openai.Chat, func(evalsuite.Doc) string { return "zzz" })
+	if got["mmmu_acc,none"] != w {
+		t.Errorf("mmmu_acc %v, want lmms-eval's %v", got, w)
 	}
 }
 
