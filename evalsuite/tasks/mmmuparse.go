@@ -18,6 +18,9 @@ import (
 // Unicode-aware, and the regular expressions' look-aheads and
 // backtracking (which Go's regexp does not have) are written out as
 // scanners that find the same non-overlapping matches re.findall does.
+// Lower-casing is Go's simple case mapping; Python's full mapping differs
+// for a handful of characters (U+0130 becomes two), which do not occur in
+// MMMU's options.
 
 // pyIsSpace is str.isspace for one character.
 func pyIsSpace(r rune) bool {
@@ -115,7 +118,7 @@ type openValue struct {
 // exponent, or inf, infinity and nan in any case. Hexadecimal and other
 // forms Go accepts but Python does not are refused.
 func pyFloat(s string) (float64, bool) {
-	s = pyStrip(s)
+	s = asciiDigits(pyStrip(s))
 	body := strings.TrimLeft(s, "+-")
 	if len(s)-len(body) > 1 {
 		return 0, false
@@ -169,6 +172,23 @@ func pyFloat(s string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// asciiDigits writes Unicode decimal digits as ASCII ones, as Python's
+// float() reads them. Every run of decimal digits in Unicode is a whole
+// number of 0-9 sequences, so a digit's value is its distance from the
+// start of its run, modulo 10.
+func asciiDigits(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r <= 0x7f || !unicode.IsDigit(r) {
+			return r
+		}
+		n := 0
+		for unicode.IsDigit(r-rune(n)-1) && r-rune(n)-1 > 0x7f {
+			n++
+		}
+		return '0' + rune(n%10)
+	}, s)
 }
 
 // pyRound2 is round(x, 2): the value correctly rounded to two decimals,
