@@ -132,12 +132,22 @@ type Message struct {
 	// a message with images is written in OpenAI's content-parts form,
 	// the text first, as lmms-eval's openai_compatible model sends it.
 	Images []string `json:"-"`
+	// Parts, when set, are the message's content parts in their own order
+	// (text and images interleaved, as lmms-eval's doc_to_messages builds
+	// them); Content is then their text joined, and Images is unused.
+	Parts []ContentPart `json:"-"`
+}
+
+// ContentPart is one part of a chat message: text, or an image data URL.
+type ContentPart struct {
+	Text     string
+	ImageURL string
 }
 
 // MarshalJSON writes Content as a string, or, with images, as a list of
 // a text part and image_url parts.
 func (m Message) MarshalJSON() ([]byte, error) {
-	if len(m.Images) == 0 {
+	if len(m.Images) == 0 && len(m.Parts) == 0 {
 		type plain Message
 		return json.Marshal(plain(m))
 	}
@@ -149,9 +159,20 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		Text     *string   `json:"text,omitempty"`
 		ImageURL *imageURL `json:"image_url,omitempty"`
 	}
-	parts := []part{{Type: "text", Text: &m.Content}}
-	for _, u := range m.Images {
-		parts = append(parts, part{Type: "image_url", ImageURL: &imageURL{URL: u}})
+	var parts []part
+	if len(m.Parts) > 0 {
+		for _, p := range m.Parts {
+			if p.ImageURL != "" {
+				parts = append(parts, part{Type: "image_url", ImageURL: &imageURL{URL: p.ImageURL}})
+			} else {
+				parts = append(parts, part{Type: "text", Text: &p.Text})
+			}
+		}
+	} else {
+		parts = []part{{Type: "text", Text: &m.Content}}
+		for _, u := range m.Images {
+			parts = append(parts, part{Type: "image_url", ImageURL: &imageURL{URL: u}})
+		}
 	}
 	return json.Marshal(struct {
 		Role    string `json:"role"`
@@ -280,6 +301,10 @@ type Task struct {
 	// doc_to_visual); they go with the last user message, so the task
 	// needs a chat endpoint (ChatOnly).
 	DocToImages func(Doc) ([]string, error)
+	// DocToParts, when set, gives the last user message's content parts
+	// in order (lmms-eval's doc_to_messages, images interleaved with the
+	// text); the task needs a chat endpoint (ChatOnly).
+	DocToParts func(Doc) ([]ContentPart, error)
 	// ChatOnly says the task cannot be sent to a completions endpoint.
 	ChatOnly bool
 	// MediaRequests builds a media task's requests and ProcessMedia
@@ -463,6 +488,16 @@ func (t *Task) Context(doc Doc) (string, []Message, error) {
 		if last.Images, err = t.DocToImages(doc); err != nil {
 			return "", nil, err
 		}
+	}
+	if t.DocToParts != nil {
+		if last.Parts, err = t.DocToParts(doc); err != nil {
+			return "", nil, err
+		}
+		var text strings.Builder
+		for _, p := range last.Parts {
+			text.WriteString(p.Text)
+		}
+		last.Content = text.String()
 	}
 	msgs = append(msgs, last)
 	if t.GenPrefix != nil {

@@ -31,11 +31,6 @@ func init() {
 		Description: "DocVQA validation (lmms-lab/DocVQA): the question and the page as a PNG data URL, ANLS; chat API only (fields question, answers, image)",
 		Follows:     "lmms-eval v0.4.1 lmms_eval/tasks/docvqa/docvqa_val.yaml, _default_template_docvqa_yaml, utils.py and api/metrics.py anls",
 		Data:        []HubData{parquetGated(parquetSplit(RoleTest, "lmms-lab/DocVQA", "DocVQA", "validation"))}}, buildDocVQAVal)
-	register(Info{Name: "mmmu_val", Output: gen,
-		Description: "MMMU validation (lmms-lab/MMMU), lmms-eval's mmmu_val",
-		Follows:     "lmms-eval v0.4.1 lmms_eval/tasks/mmmu/mmmu_val.yaml and utils.py",
-		Data:        []HubData{parquetSplit(RoleTest, "lmms-lab/MMMU", "", "validation")},
-		NotRunnable: "not implemented yet: lmms-eval's mmmu_val interleaves several images with <image N> markers and parses answers with a random-choice fallback drawn from Python's global generator, which ttis has not reproduced"}, nil)
 }
 
 // ImageDataURL turns a dataset's image value into the PNG data URL
