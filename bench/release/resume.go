@@ -43,8 +43,11 @@ type saved struct {
 	TargetsSource  string               `json:"targets_source,omitempty"`
 	NumPrompts     int                  `json:"num_prompts,omitempty"`
 	MaxConcurrency int                  `json:"max_concurrency,omitempty"`
-	Bench          *savedBench          `json:"bench,omitempty"`
-	Evals          *workflow.Config     `json:"evals,omitempty"`
+	// NoTraceCapture is kept so that the points a resume measures are
+	// warmed up (or not) like the ones measured before the interruption.
+	NoTraceCapture bool             `json:"no_trace_capture,omitempty"`
+	Bench          *savedBench      `json:"bench,omitempty"`
+	Evals          *workflow.Config `json:"evals,omitempty"`
 }
 
 // savedBench is a benchmark template without its functions and headers;
@@ -106,7 +109,7 @@ func saveConfig(cfg *Config, write func(name string, data []byte) error) error {
 	s := saved{Target: TargetRef{Unit: t.Unit, BaseURL: t.BaseURL, Model: t.Model, CatalogModel: t.CatalogModel, Device: t.Device},
 		Workflow: cfg.Workflow, Limit: cfg.Limit, Point: cfg.Point, TargetsOnly: cfg.TargetsOnly, Targets: cfg.Targets,
 		TargetsSource: cfg.TargetsSource, NumPrompts: cfg.NumPrompts, MaxConcurrency: cfg.MaxConcurrency,
-		Bench: saveBench(cfg.Bench), Evals: cfg.Evals}
+		NoTraceCapture: cfg.NoTraceCapture, Bench: saveBench(cfg.Bench), Evals: cfg.Evals}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", ConfigFile, err)
@@ -128,7 +131,8 @@ func LoadConfig(dir string) (Config, TargetRef, error) {
 		return Config{}, TargetRef{}, fmt.Errorf("%s: %w", path, err)
 	}
 	cfg := Config{Workflow: s.Workflow, Limit: s.Limit, Point: s.Point, TargetsOnly: s.TargetsOnly, Targets: s.Targets,
-		TargetsSource: s.TargetsSource, NumPrompts: s.NumPrompts, MaxConcurrency: s.MaxConcurrency, Evals: s.Evals}
+		TargetsSource: s.TargetsSource, NumPrompts: s.NumPrompts, MaxConcurrency: s.MaxConcurrency,
+		NoTraceCapture: s.NoTraceCapture, Evals: s.Evals}
 	if s.Bench != nil {
 		if cfg.Bench, err = s.Bench.point(); err != nil {
 			return Config{}, TargetRef{}, fmt.Errorf("%s: %w", path, err)
