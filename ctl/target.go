@@ -102,6 +102,7 @@ func daemonUnit(c *cli.Context, name string) (*target.Unit, string, error) {
 		u.Evals = *d.Evals
 	}
 	u.TraceCapture = d.TraceCapture != nil && *d.TraceCapture
+	u.Catalog = d.Catalog
 	return u, runsDir, nil
 }
 

@@ -118,7 +118,7 @@ func resume(c *cli.Context, ref, purpose string, ttl time.Duration, p *progress)
 	if err != nil {
 		return nil, err
 	}
-	q := target.Query{URL: tref.BaseURL, Model: tref.Model, CatalogModel: tref.CatalogModel, Device: tref.Device, Name: m.Unit,
+	q := target.Query{URL: tref.BaseURL, Model: tref.Model, CatalogModel: tref.CatalogModel, Device: tref.Device, Catalog: tref.CatalogMode(), Name: m.Unit,
 		Purpose: purpose, TokenTTL: ttl, Issuer: "ttisctl"}
 	if q.APIKey, err = apiKey(c); err != nil {
 		return nil, err

@@ -30,6 +30,18 @@ type TargetRef struct {
 	Model        string `json:"model"`
 	CatalogModel string `json:"catalog_model"`
 	Device       string `json:"device,omitempty"`
+	// Catalog is the catalog mode that graded the run ("dev"; empty for
+	// prod), so that a resume grades against the same one.
+	Catalog string `json:"catalog,omitempty"`
+}
+
+// CatalogMode is the catalog the run graded with: a plan that names none
+// was graded with prod (runs from before dev catalogs included).
+func (r TargetRef) CatalogMode() string {
+	if r.Catalog == catalog.ModeDev {
+		return catalog.ModeDev
+	}
+	return catalog.ModeProd
 }
 
 // saved is config.json.
@@ -106,7 +118,8 @@ func (b *savedBench) point() (*bench.PointConfig, error) {
 // saveConfig writes cfg's plan into the run.
 func saveConfig(cfg *Config, write func(name string, data []byte) error) error {
 	t := cfg.Target
-	s := saved{Target: TargetRef{Unit: t.Unit, BaseURL: t.BaseURL, Model: t.Model, CatalogModel: t.CatalogModel, Device: t.Device},
+	s := saved{Target: TargetRef{Unit: t.Unit, BaseURL: t.BaseURL, Model: t.Model, CatalogModel: t.CatalogModel, Device: t.Device,
+		Catalog: devOnly(t.Catalog)},
 		Workflow: cfg.Workflow, Limit: cfg.Limit, Point: cfg.Point, TargetsOnly: cfg.TargetsOnly, Targets: cfg.Targets,
 		TargetsSource: cfg.TargetsSource, NumPrompts: cfg.NumPrompts, MaxConcurrency: cfg.MaxConcurrency,
 		NoTraceCapture: cfg.NoTraceCapture, Bench: saveBench(cfg.Bench), Evals: cfg.Evals}
@@ -139,4 +152,13 @@ func LoadConfig(dir string) (Config, TargetRef, error) {
 		}
 	}
 	return cfg, s.Target, nil
+}
+
+// devOnly keeps a catalog mode only when it is not the default, so that
+// the plans of prod runs read as before.
+func devOnly(mode string) string {
+	if mode == catalog.ModeDev {
+		return mode
+	}
+	return ""
 }

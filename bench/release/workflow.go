@@ -496,6 +496,9 @@ func metadataOf(cfg *Config) Metadata {
 		md.TTMetalCommit, md.VllmCommit, md.DockerImage = s.TTMetalCommit, s.VllmCommit, s.DockerImage
 		if len(s.Targets) > 0 {
 			md.TargetsSource = "catalog"
+			if s.CatalogMode() == catalog.ModeDev {
+				md.TargetsSource = "dev catalog"
+			}
 		}
 	}
 	if cfg.TargetsSource != "" {

@@ -21,6 +21,9 @@ type Spec struct {
 	Engine string `json:"engine"`
 	// Impl is the implementation id ("tt_transformers").
 	Impl string `json:"impl"`
+	// Catalog is "dev" for a spec of the development catalog (LookupIn
+	// ModeDev) and empty for a prod one; CatalogMode names either.
+	Catalog string `json:"catalog,omitempty"`
 	// Status is EXPERIMENTAL, FUNCTIONAL, COMPLETE or TOP_PERF.
 	Status         string `json:"status"`
 	DefaultImpl    bool   `json:"default_impl"`
@@ -76,6 +79,14 @@ type Spec struct {
 	EvalMaxRetries int          `json:"eval_max_retries,omitempty"`
 	// ImageBenchmarkNumBatches scales SDXL-family benchmark calls (default 3).
 	ImageBenchmarkNumBatches int `json:"image_benchmark_num_batches,omitempty"`
+}
+
+// CatalogMode is the catalog the spec comes from: ModeProd or ModeDev.
+func (s *Spec) CatalogMode() string {
+	if s.Catalog == ModeDev {
+		return ModeDev
+	}
+	return ModeProd
 }
 
 // SystemRequirements are minimum firmware and kernel-driver versions
