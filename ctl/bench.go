@@ -66,7 +66,7 @@ sweep's report.json.
 			&cli.StringFlag{Name: "targets", Usage: "targets override file (model_performance_reference.json shape)"},
 			&cli.BoolFlag{Name: "plan", Usage: "print the planned points and exit"},
 			&cli.StringFlag{Name: "label", Usage: "label stored in the result"},
-			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
+			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep or a single point measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
 		),
 		Action:       runBench,
 		BashComplete: completeUnits,
