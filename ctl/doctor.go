@@ -37,6 +37,7 @@ func doctorCommand() *cli.Command {
 			"failed (the start of the unit would be blocked unless [vllm] host_checks = \"warn\").",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "units-dir", Value: defaultUnitsDir, Usage: "folder of unit files for a UNIT name"},
+			devModeFlag("check against tt-inference-server's development specs, as if the unit said catalog = \"dev\""),
 			&cli.StringFlag{Name: "root", Value: "/", Usage: "read /proc, /sys and /dev under this folder (for diagnosing a copy of another host's files)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -48,11 +49,13 @@ func doctorCommand() *cli.Command {
 			need := host.Need{Docker: true}
 			var deviceCheck *host.Check
 			if len(args) == 1 {
-				u, err := loadUnitArg(args[0], c.String("units-dir"))
+				u, err := loadUnitArgWith(args[0], c.String("units-dir"), loadOptions(c))
 				if err != nil {
 					// A device = "auto" unit on a host whose boards cannot be
 					// read: check the rest, and say why the device is unknown.
-					plain, perr := loadUnitArgWith(args[0], c.String("units-dir"), units.Options{})
+					o := loadOptions(c)
+					o.DetectDevice = nil
+					plain, perr := loadUnitArgWith(args[0], c.String("units-dir"), o)
 					if perr != nil || plain.Device != units.DeviceAuto {
 						return err
 					}
