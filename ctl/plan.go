@@ -89,12 +89,7 @@ func planCommand() *cli.Command {
 	}
 }
 
-// loadUnitArg loads a unit file given by path, or NAME.toml from dir,
-// resolving device = "auto" from this host's boards.
-func loadUnitArg(arg, dir string) (*units.Unit, error) {
-	return loadUnitArgWith(arg, dir, units.Options{DetectDevice: detectDevice})
-}
-
+// detectDevice resolves device = "auto" from this host's boards.
 func detectDevice() (string, error) { return host.DetectDevice(context.Background(), host.Env{}) }
 
 // devModeFlag is --dev-mode, the same flag on every command that reads
@@ -113,7 +108,8 @@ func loadOptions(c *cli.Context) units.Options {
 	return o
 }
 
-// loadUnitArgWith is loadUnitArg with load options.
+// loadUnitArgWith loads a unit file given by path, or NAME.toml from dir,
+// with load options (loadOptions).
 func loadUnitArgWith(arg, dir string, o units.Options) (*units.Unit, error) {
 	path := arg
 	if !strings.HasSuffix(arg, ".toml") && !strings.Contains(arg, "/") {

@@ -300,10 +300,15 @@ func devNoTargets(spec *catalog.Spec) bool {
 }
 
 func knownIssue(k catalog.KnownIssue) string {
-	if k.Task == "" {
-		return k.Workflow
+	s := k.Workflow
+	if k.Task != "" {
+		s += ":" + k.Task
 	}
-	return k.Workflow + ":" + k.Task
+	// The catalog's reason, where it has one, says why it is waived.
+	if k.Reason != "" {
+		s += " (" + k.Reason + ")"
+	}
+	return s
 }
 
 func categoryStatus(c *Category) string {

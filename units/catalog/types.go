@@ -4,6 +4,8 @@
 // performance reference (see ../../shared/reference/tt-inference-server.md §2-§4).
 package catalog
 
+import "regexp"
+
 // Spec is one (model weights, device type) entry, with every derived value
 // filled in.
 type Spec struct {
@@ -101,6 +103,37 @@ type SystemRequirements struct {
 type KnownIssue struct {
 	Workflow string `json:"workflow"`
 	Task     string `json:"task,omitempty"`
+	// Reason is tt-inference-server's text for the waiver (KnownIssue.reason,
+	// such as "GH#2600 - OOM on T3K"); empty where the transcription has
+	// none.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Scope names what the issue waives: "EVALS aime25", or the workflow alone.
+func (k KnownIssue) Scope() string {
+	if k.Task == "" {
+		return k.Workflow + " (every task)"
+	}
+	return k.Workflow + " " + k.Task
+}
+
+// ghIssueRE finds tt-inference-server's "GH#1234" references in a reason.
+var ghIssueRE = regexp.MustCompile(`\bGH#(\d+)\b`)
+
+// urlRE finds a link written out in a reason.
+var urlRE = regexp.MustCompile(`https?://[^\s)]+`)
+
+// Link is where the issue is tracked: a URL in the reason, or the
+// tt-inference-server issue a "GH#N" names; empty when the reason names
+// neither.
+func (k KnownIssue) Link() string {
+	if u := urlRE.FindString(k.Reason); u != "" {
+		return u
+	}
+	if m := ghIssueRE.FindStringSubmatch(k.Reason); m != nil {
+		return "https://github.com/tenstorrent/tt-inference-server/issues/" + m[1]
+	}
+	return ""
 }
 
 // PerfTarget is one theoretical performance point from the reference.
