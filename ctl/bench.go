@@ -130,7 +130,7 @@ func planBench(c *cli.Context, cfg release.Config) error {
 	} else if asJSON {
 		return writeJSON(c.App.Writer, pts)
 	}
-	fmt.Fprintf(c.App.Writer, "Sweep %s for %s on %s (%s), %d points:\n", cfg.Limit, t.CatalogModel, t.Device, t.BaseURL, len(pts))
+	fmt.Fprintf(c.App.Writer, "Sweep %s for %s on %s (%s, %s catalog), %d points:\n", cfg.Limit, t.CatalogModel, t.Device, t.BaseURL, t.Catalog, len(pts))
 	return sweep.WriteTable(c.App.Writer, pts)
 }
 
