@@ -3,6 +3,7 @@ package release_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/report"
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/bench/target"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // TestPointCapturesTraces: a single-point bench of a target that asks for
@@ -83,3 +85,63 @@ func TestPointCapturesTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeKeepsTraceCaptureChoice: a sweep interrupted after its first
+// point and resumed from its folder's plan warms the remaining points up
+// only if the original run did (--no-trace-capture is not forgotten).
+func TestResumeKeepsTraceCaptureChoice(t *testing.T) {
+	for _, off := range []bool{true, false} {
+		var mu sync.Mutex
+		captures := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var b struct {
+				MaxTokens int `json:"max_tokens"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&b)
+			if b.MaxTokens == bench.TraceCaptureOSL {
+				mu.Lock()
+				captures++
+				mu.Unlock()
+			}
+			fmt.Fprintf(w, "data: {\"choices\":[{\"text\":\" t\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":16,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", b.MaxTokens)
+		}))
+		pc := release.DefaultBench()
+		pc.ServerTokenizer, pc.Load.NumWarmups = false, 0
+		tgt := &target.Target{Unit: "u", BaseURL: srv.URL, Model: "m", CatalogModel: "m", Device: "n150", Runtime: "vllm",
+			TraceCapture: true, MaxModelLen: 4096}
+		store := &runs.Store{Root: t.TempDir()}
+		ctx, cancel := context.WithCancel(context.Background())
+		// ci-commit plans several points, none of TraceCaptureOSL tokens.
+		part, err := release.Run(ctx, release.Config{Workflow: release.WorkflowBenchmarks, Limit: limit.CICommit, Bench: &pc, NumPrompts: 1, MaxConcurrency: 1,
+			NoTraceCapture: off, Store: store, Target: tgt, Progress: &cancelAfter{step: "point 1/", n: 1, cancel: cancel}})
+		cancel()
+		if part == nil || !errorsIsInterrupted(err) {
+			srv.Close()
+			t.Fatalf("off=%v: interrupted run: %v", off, err)
+		}
+		mu.Lock()
+		captures = 0
+		mu.Unlock()
+		cfg, _, err := release.LoadConfig(part.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Target, cfg.Store = tgt, store
+		done, err := release.Resume(context.Background(), cfg, part.Manifest.ID)
+		srv.Close()
+		if err != nil || done.Manifest.Status != runs.StatusComplete {
+			t.Fatalf("off=%v: resume: %v %+v", off, err, done)
+		}
+		mu.Lock()
+		got := captures
+		mu.Unlock()
+		if off && got != 0 {
+			t.Errorf("a --no-trace-capture run resumed with %d trace-capture requests", got)
+		}
+		if !off && got == 0 {
+			t.Errorf("a trace-capturing run resumed without capturing the remaining points")
+		}
+	}
+}
+
+func errorsIsInterrupted(err error) bool { return errors.Is(err, release.ErrInterrupted) }
