@@ -190,7 +190,7 @@ image = "ghcr.io/example/vllm-dev:1"
 		t.Fatal(err)
 	}
 	out, code := runCtl(t, "plan", path)
-	if code != exitError || !strings.Contains(out, `unknown model "gemma-4-12B-it"`) {
+	if code != exitError || !strings.Contains(out, `unknown model "gemma-4-12B-it"`) || !strings.Contains(out, `the dev catalog has it: set catalog = "dev"`) {
 		t.Errorf("prod plan of a dev-only model: %d %s", code, out)
 	}
 	out, code = runCtl(t, "plan", "--dev-mode", path)
