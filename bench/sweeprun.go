@@ -93,7 +93,7 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 				sc.OnTraceCapture(i, len(shapes), s)
 			}
 		})
-		sc.Metadata.TraceCapture = describeCaptures(res.TraceCaptures)
+		sc.Metadata.TraceCapture = DescribeCaptures(res.TraceCaptures)
 	}
 	var cancelled error
 	for i, pt := range sc.Points {
@@ -160,8 +160,9 @@ func RunSweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 	return res, cancelled
 }
 
-// describeCaptures is the trace-capture condition recorded with a sweep.
-func describeCaptures(tc []TraceCapture) string {
+// DescribeCaptures is the trace-capture condition recorded with a sweep
+// (or a single point).
+func DescribeCaptures(tc []TraceCapture) string {
 	failed := 0
 	for _, c := range tc {
 		if c.Error != "" || c.Failed > 0 {

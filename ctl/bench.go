@@ -66,7 +66,7 @@ sweep's report.json.
 			&cli.StringFlag{Name: "targets", Usage: "targets override file (model_performance_reference.json shape)"},
 			&cli.BoolFlag{Name: "plan", Usage: "print the planned points and exit"},
 			&cli.StringFlag{Name: "label", Usage: "label stored in the result"},
-			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
+			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep or a single point measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
 		),
 		Action:       runBench,
 		BashComplete: completeUnits,
@@ -130,7 +130,7 @@ func planBench(c *cli.Context, cfg release.Config) error {
 	} else if asJSON {
 		return writeJSON(c.App.Writer, pts)
 	}
-	fmt.Fprintf(c.App.Writer, "Sweep %s for %s on %s (%s), %d points:\n", cfg.Limit, t.CatalogModel, t.Device, t.BaseURL, len(pts))
+	fmt.Fprintf(c.App.Writer, "Sweep %s for %s on %s (%s, %s catalog), %d points:\n", cfg.Limit, t.CatalogModel, t.Device, t.BaseURL, t.Catalog, len(pts))
 	return sweep.WriteTable(c.App.Writer, pts)
 }
 

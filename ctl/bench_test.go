@@ -142,3 +142,40 @@ func TestBenchFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchDevCatalog: a dev unit's sweep is planned from the dev spec
+// (Qwen3-8B on n150: 32768 tokens of context, 40960 in prod), as is a --url
+// server's with --dev-mode; --dev-mode on a prod unit is refused.
+func TestBenchDevCatalog(t *testing.T) {
+	var n atomic.Int32
+	inf := fakeInference(t, false, &n)
+	longest := func(args ...string) int {
+		t.Helper()
+		stdout, stderr, code := runCtlStdout(t, append(args, "--plan", "--limit", "full", "-o", "json")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, stderr)
+		}
+		var pts []struct{ ISL, OSL int }
+		if err := json.Unmarshal([]byte(stdout), &pts); err != nil {
+			t.Fatalf("%v\n%s", err, stdout)
+		}
+		m := 0
+		for _, p := range pts {
+			m = max(m, p.ISL+p.OSL)
+		}
+		return m
+	}
+	unit := api.UnitDetail{Unit: api.Unit{Name: "q", Model: "Qwen3-8B", Device: "n150", Runtime: "sim",
+		Listen: strings.TrimPrefix(inf.URL, "http://"), State: api.StateActive}, AuthMode: "none", Catalog: "dev"}
+	dev := longest("--socket", fakeDaemon(t, unit, t.TempDir()), "bench", "q")
+	unit.Catalog = ""
+	prodSock := fakeDaemon(t, unit, t.TempDir())
+	prod := longest("--socket", prodSock, "bench", "q")
+	url := longest("bench", "--url", inf.URL, "--catalog-model", "Qwen3-8B", "--device", "n150", "--dev-mode", "--state-dir", t.TempDir())
+	if dev > 32768 || dev == prod || url != dev {
+		t.Errorf("longest sweep point: dev unit %d, prod unit %d, --url --dev-mode %d (dev context 32768)", dev, prod, url)
+	}
+	if out, code := runCtl(t, "--socket", prodSock, "bench", "q", "--dev-mode", "--plan"); code != exitUsage || !strings.Contains(out, "--dev-mode grades only --url servers") {
+		t.Errorf("--dev-mode on a prod unit: exit %d\n%s", code, out)
+	}
+}

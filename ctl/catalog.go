@@ -23,7 +23,7 @@ func catalogCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "device", Usage: "only specs for this device type (n150, n300, t3k, ...)"},
 			&cli.BoolFlag{Name: "all", Usage: "include non-default implementations in the table"},
-			&cli.BoolFlag{Name: "dev-mode", Usage: "list tt-inference-server's development specs (a unit's catalog = \"dev\")"},
+			devModeFlag("list tt-inference-server's development specs (a unit's catalog = \"dev\")"),
 		},
 		Action: func(c *cli.Context) error {
 			if _, err := positional(c, 0, 1); err != nil {

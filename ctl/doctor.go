@@ -8,6 +8,7 @@ import (
 
 	"github.com/ttis-dev/ttis/runtime/host"
 	"github.com/ttis-dev/ttis/units"
+	"github.com/ttis-dev/ttis/units/catalog"
 )
 
 // exitNotReady: doctor found a failed check (the host cannot start the
@@ -19,6 +20,8 @@ type doctorOutput struct {
 	Unit   string `json:"unit,omitempty"`
 	Model  string `json:"model,omitempty"`
 	Device string `json:"device,omitempty"`
+	// Catalog is the catalog mode of the unit's spec (prod or dev).
+	Catalog string `json:"catalog,omitempty"`
 	host.Report
 	// Enforced says whether a failed check blocks the unit's start.
 	Enforced bool `json:"enforced"`
@@ -33,10 +36,12 @@ func doctorCommand() *cli.Command {
 		ArgsUsage: "[UNIT|UNIT_FILE]",
 		Description: "Without UNIT, checks what every Tenstorrent unit needs; with UNIT (a file, or a name in\n" +
 			"--units-dir), also the catalog's RAM and disk minimums and firmware and tt-kmd pins for its\n" +
-			"model, its chips, and docker when it runs a container. Exits 0 when ready, 3 when a check\n" +
+			"model, its chips, and docker when it runs a container, and warns of the catalog's known issues\n" +
+			"of its spec (what a release will waive). Exits 0 when ready, 3 when a check\n" +
 			"failed (the start of the unit would be blocked unless [vllm] host_checks = \"warn\").",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "units-dir", Value: defaultUnitsDir, Usage: "folder of unit files for a UNIT name"},
+			devModeFlag("check against tt-inference-server's development specs, as if the unit said catalog = \"dev\""),
 			&cli.StringFlag{Name: "root", Value: "/", Usage: "read /proc, /sys and /dev under this folder (for diagnosing a copy of another host's files)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -48,11 +53,13 @@ func doctorCommand() *cli.Command {
 			need := host.Need{Docker: true}
 			var deviceCheck *host.Check
 			if len(args) == 1 {
-				u, err := loadUnitArg(args[0], c.String("units-dir"))
+				u, err := loadUnitArgWith(args[0], c.String("units-dir"), loadOptions(c))
 				if err != nil {
 					// A device = "auto" unit on a host whose boards cannot be
 					// read: check the rest, and say why the device is unknown.
-					plain, perr := loadUnitArgWith(args[0], c.String("units-dir"), units.Options{})
+					o := loadOptions(c)
+					o.DetectDevice = nil
+					plain, perr := loadUnitArgWith(args[0], c.String("units-dir"), o)
 					if perr != nil || plain.Device != units.DeviceAuto {
 						return err
 					}
@@ -65,6 +72,10 @@ func doctorCommand() *cli.Command {
 				}
 				need = host.NeedOf(u)
 				out.Unit, out.Model, out.Device, out.Enforced = u.Name, u.Model, u.Device, host.Enforced(u)
+				out.Catalog = catalog.ModeProd
+				if u.Catalog == catalog.ModeDev {
+					out.Catalog = catalog.ModeDev
+				}
 			}
 			out.Report = host.Run(c.Context, host.Env{Root: c.String("root")}, need)
 			if deviceCheck != nil {
@@ -93,7 +104,7 @@ func doctorCommand() *cli.Command {
 func printDoctor(c *cli.Context, out doctorOutput) {
 	w := safeWriter{c.App.Writer}
 	if out.Unit != "" {
-		fmt.Fprintf(w, "unit %s: %s on %s\n", out.Unit, out.Model, out.Device)
+		fmt.Fprintf(w, "unit %s: %s on %s (%s catalog)\n", out.Unit, out.Model, out.Device, out.Catalog)
 	}
 	for _, ch := range out.Checks {
 		fmt.Fprintf(w, "%-4s  %-9s %s\n", strings.ToUpper(string(ch.Status)), ch.Name, ch.Detail)

@@ -14,6 +14,7 @@ import (
 	"github.com/ttis-dev/ttis/runtime/host"
 	"github.com/ttis-dev/ttis/runtime/vllm"
 	"github.com/ttis-dev/ttis/units"
+	"github.com/ttis-dev/ttis/units/catalog"
 )
 
 // defaultUnitsDir is ttisd's default units folder (ttisd.toml units_dir).
@@ -21,10 +22,12 @@ const defaultUnitsDir = "/etc/ttis/units"
 
 // planOutput is `ttisctl plan -o json`.
 type planOutput struct {
-	Unit    string   `json:"unit"`
-	Runtime string   `json:"runtime"`
-	Model   string   `json:"model"`
-	Device  string   `json:"device"`
+	Unit    string `json:"unit"`
+	Runtime string `json:"runtime"`
+	Model   string `json:"model"`
+	Device  string `json:"device"`
+	// Catalog is the catalog mode the spec came from (prod or dev).
+	Catalog string   `json:"catalog"`
 	Image   string   `json:"image,omitempty"`
 	Argv    []string `json:"argv"`
 	// Command is argv as run.py's --print-docker-cmd formats it.
@@ -50,13 +53,14 @@ func planCommand() *cli.Command {
 			"token and the API key travel in an env file written at start.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "units-dir", Value: defaultUnitsDir, Usage: "folder of unit files for a UNIT name"},
+			devModeFlag("plan with tt-inference-server's development specs, as if the unit said catalog = \"dev\""),
 		},
 		Action: func(c *cli.Context) error {
 			args, err := positional(c, 1, 1)
 			if err != nil {
 				return err
 			}
-			u, err := loadUnitArg(args[0], c.String("units-dir"))
+			u, err := loadUnitArgWith(args[0], c.String("units-dir"), loadOptions(c))
 			if err != nil {
 				return err
 			}
@@ -72,7 +76,7 @@ func planCommand() *cli.Command {
 				return writeJSON(c.App.Writer, out)
 			}
 			w := safeWriter{c.App.Writer}
-			fmt.Fprintf(w, "# unit %s: %s on %s (runtime %s)\n", out.Unit, out.Model, out.Device, out.Runtime)
+			fmt.Fprintf(w, "# unit %s: %s on %s (runtime %s, %s catalog)\n", out.Unit, out.Model, out.Device, out.Runtime, out.Catalog)
 			for _, n := range out.Notes {
 				fmt.Fprintf(w, "# %s\n", n)
 			}
@@ -85,15 +89,27 @@ func planCommand() *cli.Command {
 	}
 }
 
-// loadUnitArg loads a unit file given by path, or NAME.toml from dir,
-// resolving device = "auto" from this host's boards.
-func loadUnitArg(arg, dir string) (*units.Unit, error) {
-	return loadUnitArgWith(arg, dir, units.Options{DetectDevice: func() (string, error) {
-		return host.DetectDevice(context.Background(), host.Env{})
-	}})
+// detectDevice resolves device = "auto" from this host's boards.
+func detectDevice() (string, error) { return host.DetectDevice(context.Background(), host.Env{}) }
+
+// devModeFlag is --dev-mode, the same flag on every command that reads
+// the catalog (catalog, plan, doctor).
+func devModeFlag(usage string) cli.Flag {
+	return &cli.BoolFlag{Name: "dev-mode", Usage: usage}
 }
 
-// loadUnitArgWith is loadUnitArg with load options.
+// loadOptions are the unit load options of a command: device detection,
+// and --dev-mode's catalog.
+func loadOptions(c *cli.Context) units.Options {
+	o := units.Options{DetectDevice: detectDevice}
+	if c.Bool("dev-mode") {
+		o.Catalog = catalog.ModeDev
+	}
+	return o
+}
+
+// loadUnitArgWith loads a unit file given by path, or NAME.toml from dir,
+// with load options (loadOptions).
 func loadUnitArgWith(arg, dir string, o units.Options) (*units.Unit, error) {
 	path := arg
 	if !strings.HasSuffix(arg, ".toml") && !strings.Contains(arg, "/") {
@@ -114,7 +130,10 @@ func planUnit(u *units.Unit) (*planOutput, error) {
 	if u.Runtime != units.RuntimeVllm {
 		return nil, fmt.Errorf("unit %s runs on runtime %s, which starts no upstream command (only vllm units have a plan)", u.Name, u.Runtime)
 	}
-	out := &planOutput{Unit: u.Name, Runtime: u.Runtime, Model: u.Model, Device: u.Device}
+	out := &planOutput{Unit: u.Name, Runtime: u.Runtime, Model: u.Model, Device: u.Device, Catalog: catalog.ModeProd}
+	if u.Catalog == catalog.ModeDev {
+		out.Catalog = catalog.ModeDev
+	}
 	port := u.Vllm.Port
 	if port == 0 {
 		port = container.DefaultServicePort

@@ -168,3 +168,48 @@ hf_token_file = "hf-token"
 		t.Errorf("local media plan = %+v", got)
 	}
 }
+
+// TestPlanDevMode: --dev-mode plans with the development specs, as if the
+// unit said catalog = "dev" (as `ttisctl catalog --dev-mode` lists them): a
+// model only the dev catalog has plans with it and not without, and the
+// output names the catalog.
+func TestPlanDevMode(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "g.toml")
+	// gemma-4-12B-it is in tt-inference-server's dev specs only (11ac526e0);
+	// dev specs pin no image, so the unit names one.
+	if err := os.WriteFile(path, []byte(`model = "gemma-4-12B-it"
+device = "p300x2"
+chips = [0, 1, 2, 3]
+listen = "127.0.0.1:8000"
+
+[vllm]
+port = 8101
+image = "ghcr.io/example/vllm-dev:1"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCtl(t, "plan", path)
+	if code != exitError || !strings.Contains(out, `unknown model "gemma-4-12B-it"`) || !strings.Contains(out, `the dev catalog has it: set catalog = "dev"`) {
+		t.Errorf("prod plan of a dev-only model: %d %s", code, out)
+	}
+	out, code = runCtl(t, "plan", "--dev-mode", path)
+	if code != 0 || !strings.Contains(out, "# unit g: gemma-4-12B-it on p300x2 (runtime vllm, dev catalog)") ||
+		!strings.Contains(out, "--model google/gemma-4-12B-it") || !strings.Contains(out, "ghcr.io/example/vllm-dev:1") {
+		t.Errorf("plan --dev-mode: %d\n%s", code, out)
+	}
+	stdout, stderr, code := runCtlStdout(t, "plan", "g", "--units-dir", dir, "--dev-mode", "-o", "json")
+	var got planOutput
+	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil || got.Catalog != "dev" {
+		t.Errorf("plan --dev-mode -o json: %d %v %s %s", code, err, stdout, stderr)
+	}
+	// A prod unit's plan says prod.
+	_, prod := writePlanUnit(t)
+	planShows(t, prod, "(runtime vllm, prod catalog)")
+	// The flag is the same on catalog, plan and doctor.
+	for _, cmd := range []string{"catalog", "plan", "doctor"} {
+		if out, _ := runCtl(t, cmd, "--help"); !strings.Contains(out, "--dev-mode") {
+			t.Errorf("ttisctl %s has no --dev-mode:\n%s", cmd, out)
+		}
+	}
+}

@@ -45,7 +45,7 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 			&cli.DurationFlag{Name: "request-timeout", Value: 10 * time.Minute, Usage: "bound on one request"},
 			&cli.StringFlag{Name: "asr-url", Usage: "speech-recognition server (a whisper unit) that re-transcribes a text-to-speech unit's speech (tts_generation)"},
 			&cli.StringFlag{Name: "asr-model", Usage: "model name sent to --asr-url"},
-			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
+			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep or a single point measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
 		),
 		Action:       runRelease,
 		BashComplete: completeUnits,

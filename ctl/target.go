@@ -15,6 +15,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/daemon/api"
 	daemonclient "github.com/ttis-dev/ttis/daemon/api/client"
+	"github.com/ttis-dev/ttis/units/catalog"
 )
 
 // targetFlags name the server a workflow command measures (with UNIT, the
@@ -27,6 +28,7 @@ func targetFlags() []cli.Flag {
 		&cli.StringFlag{Name: "catalog-model", Usage: "catalog model for targets, references and status (default: --model)"},
 		&cli.StringFlag{Name: "device", Usage: "catalog device for targets (url mode; a unit's own device otherwise)"},
 		&cli.StringFlag{Name: "name", Usage: "name runs of a --url server are filed under (default url-MODEL-DEVICE)"},
+		devModeFlag("grade a --url server against tt-inference-server's development specs (a unit's own catalog otherwise)"),
 		&cli.StringFlag{Name: "api-key", EnvVars: []string{"OPENAI_API_KEY"}, Usage: "bearer token sent as Authorization"},
 		&cli.StringFlag{Name: "api-key-file", Usage: "file holding the bearer token"},
 		&cli.StringSliceFlag{Name: "header", Usage: "extra request header KEY=VALUE (repeatable)"},
@@ -44,6 +46,9 @@ func resolveTarget(c *cli.Context, purpose string, ttl time.Duration) (*target.T
 	}
 	q := target.Query{URL: c.String("url"), Model: c.String("model"), CatalogModel: c.String("catalog-model"),
 		Device: c.String("device"), Name: c.String("name"), Purpose: purpose, TokenTTL: ttl, Issuer: "ttisctl"}
+	if c.Bool("dev-mode") {
+		q.Catalog = catalog.ModeDev
+	}
 	if q.APIKey, err = apiKey(c); err != nil {
 		return nil, nil, err
 	}
@@ -60,6 +65,12 @@ func resolveTarget(c *cli.Context, purpose string, ttl time.Duration) (*target.T
 		u, dir, err := daemonUnit(c, args[0])
 		if err != nil {
 			return nil, nil, err
+		}
+		if q.Catalog != "" && u.Catalog != catalog.ModeDev {
+			// A unit's server runs its own catalog's spec: grading it
+			// against another catalog's would measure one thing and
+			// judge another.
+			return nil, nil, usageError(c, "unit %s uses the prod catalog: --dev-mode grades only --url servers (set catalog = \"dev\" in the unit to run and grade it with the dev specs)", args[0])
 		}
 		q.Unit, runsDir = u, dir
 	}
@@ -102,6 +113,7 @@ func daemonUnit(c *cli.Context, name string) (*target.Unit, string, error) {
 		u.Evals = *d.Evals
 	}
 	u.TraceCapture = d.TraceCapture != nil && *d.TraceCapture
+	u.Catalog = d.Catalog
 	return u, runsDir, nil
 }
 

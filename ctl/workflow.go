@@ -118,7 +118,12 @@ func resume(c *cli.Context, ref, purpose string, ttl time.Duration, p *progress)
 	if err != nil {
 		return nil, err
 	}
-	q := target.Query{URL: tref.BaseURL, Model: tref.Model, CatalogModel: tref.CatalogModel, Device: tref.Device, Name: m.Unit,
+	if c.IsSet("no-trace-capture") && c.Bool("no-trace-capture") != cfg.NoTraceCapture {
+		// The points still to run are measured as the finished ones were.
+		fmt.Fprintf(c.App.ErrWriter, "--no-trace-capture ignored: run %s resumes with the choice it started with (trace capture %s)\n",
+			m.ID, map[bool]string{true: "skipped", false: "as the target asks"}[cfg.NoTraceCapture])
+	}
+	q := target.Query{URL: tref.BaseURL, Model: tref.Model, CatalogModel: tref.CatalogModel, Device: tref.Device, Catalog: tref.CatalogMode(), Name: m.Unit,
 		Purpose: purpose, TokenTTL: ttl, Issuer: "ttisctl"}
 	if q.APIKey, err = apiKey(c); err != nil {
 		return nil, err

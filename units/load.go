@@ -123,6 +123,9 @@ type Options struct {
 	// DetectDevice resolves device = "auto" (the host's boards, from
 	// tt-smi); without it an auto unit is checked without a device.
 	DetectDevice func() (string, error)
+	// Catalog, when set, replaces the file's catalog mode ("dev" for
+	// `ttisctl plan --dev-mode`, as run.py's --dev-mode).
+	Catalog string
 }
 
 // LoadWith is Load with options.
@@ -145,6 +148,9 @@ func ParseWith(name, path string, data []byte, o Options) (*Unit, error) {
 	if !decode(c, data, u) {
 		sortErrors(c.list)
 		return nil, c.list
+	}
+	if o.Catalog != "" {
+		u.Catalog = o.Catalog
 	}
 	if u.Device == DeviceAuto && o.DetectDevice != nil {
 		d, err := o.DetectDevice()

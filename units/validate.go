@@ -216,7 +216,15 @@ func validateRuntime(c *errorsOf, u *Unit, dev catalog.DeviceType, devOK bool, d
 			if strings.Contains(err.Error(), "does not support device") {
 				field = "device"
 			}
-			c.add(field, "%v", err)
+			msg := err.Error()
+			// A model or device only the development specs have: say how
+			// to use them rather than leave the operator guessing.
+			if u.Catalog != catalog.ModeDev {
+				if _, derr := catalog.LookupIn(catalog.ModeDev, u.Model, u.Device); derr == nil {
+					msg += ` (the dev catalog has it: set catalog = "dev", as run.py's --dev-mode)`
+				}
+			}
+			c.add(field, "%s", msg)
 			return
 		}
 		u.Spec = spec

@@ -191,7 +191,10 @@ func Accept(spec *catalog.Spec, bench *BenchSection, evals *EvalSection) Accepta
 				bc.NA++
 			}
 		}
-		if len(required) > 0 && bench.Error == "" && targetPoints == 0 && !bench.Point {
+		// A dev spec without targets has nothing to grade against (the
+		// prod catalog's targets are another spec's and never stand in):
+		// the verdict says so instead of asking for target points.
+		if !devNoTargets(spec) && len(required) > 0 && bench.Error == "" && targetPoints == 0 && !bench.Point {
 			missing(&bc, "benchmarks:targets", fmt.Sprintf("no reference target point was measured, but status %s enforces the %s tier", status, strings.Join(required, ", ")))
 		}
 		bc.Status = categoryStatus(&bc)
@@ -253,6 +256,9 @@ func Accept(spec *catalog.Spec, bench *BenchSection, evals *EvalSection) Accepta
 	checked := fmt.Sprintf("%d benchmark point(s) measured, %d smoke task(s) ran", measuredPoints, smokeRan)
 	onePoint := bench != nil && bench.Point && evals == nil && bc.Passed+bc.Failed+bc.Waived == 0
 	switch {
+	case bench != nil && devNoTargets(spec) && len(a.Blockers) == 0 && len(a.Missing) == 0:
+		a.Verdict = VerdictUngraded
+		a.Summary = fmt.Sprintf("the dev catalog's spec %s has no performance targets: benchmarks are not graded (the prod catalog's targets are not used for a dev spec; %s)", spec.ModelID, checked)
 	case onePoint && len(a.Missing) == 0:
 		a.Verdict = VerdictUngraded
 		a.Summary = "one point measured; the catalog has no target at this point to grade it (no catalog target at this point)"
@@ -287,11 +293,22 @@ func Accept(spec *catalog.Spec, bench *BenchSection, evals *EvalSection) Accepta
 	return a
 }
 
+// devNoTargets reports a spec of the dev catalog with no performance
+// targets: its benchmarks are reported, never graded.
+func devNoTargets(spec *catalog.Spec) bool {
+	return spec != nil && spec.CatalogMode() == catalog.ModeDev && len(spec.Targets) == 0
+}
+
 func knownIssue(k catalog.KnownIssue) string {
-	if k.Task == "" {
-		return k.Workflow
+	s := k.Workflow
+	if k.Task != "" {
+		s += ":" + k.Task
 	}
-	return k.Workflow + ":" + k.Task
+	// The catalog's reason, where it has one, says why it is waived.
+	if k.Reason != "" {
+		s += " (" + k.Reason + ")"
+	}
+	return s
 }
 
 func categoryStatus(c *Category) string {

@@ -40,7 +40,7 @@ func conditionsLine(md *Metadata) string {
 		}
 		parts = append(parts, p+")")
 	}
-	for _, k := range []string{"runtime", "device", "chips", "model_sha256", "engine", "server_version"} {
+	for _, k := range []string{"runtime", "device", "chips", "catalog", "model_sha256", "engine", "server_version"} {
 		if v := md.Conditions[k]; v != "" && !(k == "runtime" && md.Simulated) {
 			if k == "model_sha256" && len(v) > 12 {
 				v = v[:12]

@@ -6,13 +6,15 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/bench/runs"
+	"github.com/ttis-dev/ttis/units/catalog"
 )
 
 // comparableKeys are the conditions two runs must share for their numbers
 // to be compared: a different runtime, time scale (sim), device, chips or
 // model file measures something else. Versions may differ: finding what a
-// new version changed is the point of the comparison.
-var comparableKeys = []string{"runtime", "simulated", "time_scale", "device", "chips", "model_sha256", "threads"}
+// new version changed is the point of the comparison. A run graded with
+// the dev catalog has other targets and limits than a prod one.
+var comparableKeys = []string{"runtime", "simulated", "time_scale", "device", "chips", "model_sha256", "threads", "catalog"}
 
 // Baseline finds the run to compare the current one (id current, taken
 // under cond) with: the newest complete run of unit and workflow started
@@ -31,7 +33,13 @@ func Baseline(store *runs.Store, unit, workflow, current string, cond map[string
 		}
 		var diffs []string
 		for _, k := range comparableKeys {
-			if a, b := m.Conditions[k], cond[k]; a != b {
+			a, b := m.Conditions[k], cond[k]
+			if k == "catalog" {
+				// Runs from before the condition was recorded graded
+				// with prod.
+				a, b = prodIfUnset(a), prodIfUnset(b)
+			}
+			if a != b {
 				diffs = append(diffs, fmt.Sprintf("%s %s, now %s", k, orNone(a), orNone(b)))
 			}
 		}
@@ -181,4 +189,11 @@ func Compare(prevID string, prev, cur *Report, th Thresholds) *Regressions {
 		}
 	}
 	return out
+}
+
+func prodIfUnset(mode string) string {
+	if mode == "" {
+		return catalog.ModeProd
+	}
+	return mode
 }

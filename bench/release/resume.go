@@ -30,6 +30,18 @@ type TargetRef struct {
 	Model        string `json:"model"`
 	CatalogModel string `json:"catalog_model"`
 	Device       string `json:"device,omitempty"`
+	// Catalog is the catalog mode that graded the run ("dev"; empty for
+	// prod), so that a resume grades against the same one.
+	Catalog string `json:"catalog,omitempty"`
+}
+
+// CatalogMode is the catalog the run graded with: a plan that names none
+// was graded with prod (runs from before dev catalogs included).
+func (r TargetRef) CatalogMode() string {
+	if r.Catalog == catalog.ModeDev {
+		return catalog.ModeDev
+	}
+	return catalog.ModeProd
 }
 
 // saved is config.json.
@@ -43,8 +55,11 @@ type saved struct {
 	TargetsSource  string               `json:"targets_source,omitempty"`
 	NumPrompts     int                  `json:"num_prompts,omitempty"`
 	MaxConcurrency int                  `json:"max_concurrency,omitempty"`
-	Bench          *savedBench          `json:"bench,omitempty"`
-	Evals          *workflow.Config     `json:"evals,omitempty"`
+	// NoTraceCapture is kept so that the points a resume measures are
+	// warmed up (or not) like the ones measured before the interruption.
+	NoTraceCapture bool             `json:"no_trace_capture,omitempty"`
+	Bench          *savedBench      `json:"bench,omitempty"`
+	Evals          *workflow.Config `json:"evals,omitempty"`
 }
 
 // savedBench is a benchmark template without its functions and headers;
@@ -103,10 +118,11 @@ func (b *savedBench) point() (*bench.PointConfig, error) {
 // saveConfig writes cfg's plan into the run.
 func saveConfig(cfg *Config, write func(name string, data []byte) error) error {
 	t := cfg.Target
-	s := saved{Target: TargetRef{Unit: t.Unit, BaseURL: t.BaseURL, Model: t.Model, CatalogModel: t.CatalogModel, Device: t.Device},
+	s := saved{Target: TargetRef{Unit: t.Unit, BaseURL: t.BaseURL, Model: t.Model, CatalogModel: t.CatalogModel, Device: t.Device,
+		Catalog: devOnly(t.Catalog)},
 		Workflow: cfg.Workflow, Limit: cfg.Limit, Point: cfg.Point, TargetsOnly: cfg.TargetsOnly, Targets: cfg.Targets,
 		TargetsSource: cfg.TargetsSource, NumPrompts: cfg.NumPrompts, MaxConcurrency: cfg.MaxConcurrency,
-		Bench: saveBench(cfg.Bench), Evals: cfg.Evals}
+		NoTraceCapture: cfg.NoTraceCapture, Bench: saveBench(cfg.Bench), Evals: cfg.Evals}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", ConfigFile, err)
@@ -128,11 +144,21 @@ func LoadConfig(dir string) (Config, TargetRef, error) {
 		return Config{}, TargetRef{}, fmt.Errorf("%s: %w", path, err)
 	}
 	cfg := Config{Workflow: s.Workflow, Limit: s.Limit, Point: s.Point, TargetsOnly: s.TargetsOnly, Targets: s.Targets,
-		TargetsSource: s.TargetsSource, NumPrompts: s.NumPrompts, MaxConcurrency: s.MaxConcurrency, Evals: s.Evals}
+		TargetsSource: s.TargetsSource, NumPrompts: s.NumPrompts, MaxConcurrency: s.MaxConcurrency,
+		NoTraceCapture: s.NoTraceCapture, Evals: s.Evals}
 	if s.Bench != nil {
 		if cfg.Bench, err = s.Bench.point(); err != nil {
 			return Config{}, TargetRef{}, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	return cfg, s.Target, nil
+}
+
+// devOnly keeps a catalog mode only when it is not the default, so that
+// the plans of prod runs read as before.
+func devOnly(mode string) string {
+	if mode == catalog.ModeDev {
+		return mode
+	}
+	return ""
 }

@@ -496,6 +496,9 @@ func metadataOf(cfg *Config) Metadata {
 		md.TTMetalCommit, md.VllmCommit, md.DockerImage = s.TTMetalCommit, s.VllmCommit, s.DockerImage
 		if len(s.Targets) > 0 {
 			md.TargetsSource = "catalog"
+			if s.CatalogMode() == catalog.ModeDev {
+				md.TargetsSource = "dev catalog"
+			}
 		}
 	}
 	if cfg.TargetsSource != "" {
@@ -751,9 +754,6 @@ func runPoint(ctx context.Context, cfg *Config, run *runs.Run, done []report.Poi
 		pc.NumPrompts = sweep.NumPrompts(pc.Dataset.InputLen, pc.Dataset.OutputLen, max(pc.Load.MaxConcurrency, 1), sweep.Limits{})
 	}
 	cfg.logf("benchmark: isl %d osl %d concurrency %d (%d prompts)", pc.Dataset.InputLen, pc.Dataset.OutputLen, pc.Load.MaxConcurrency, pc.NumPrompts)
-	if cfg.Progress != nil {
-		cfg.Progress.Step("benchmark", pc.NumPrompts)
-	}
 	targets := cfg.Targets
 	if cfg.Target.Spec != nil && cfg.TargetsSource == "" {
 		targets = cfg.Target.Spec.Targets
@@ -765,6 +765,10 @@ func runPoint(ctx context.Context, cfg *Config, run *runs.Run, done []report.Poi
 			sec.Rows = BenchRowsOf([]report.Point{p})
 			return sec, nil
 		}
+	}
+	traceCapture := warmPoint(ctx, cfg, pc, pt)
+	if cfg.Progress != nil {
+		cfg.Progress.Step("benchmark", pc.NumPrompts)
 	}
 	pr, err := bench.RunPoint(ctx, pc)
 	if err != nil {
@@ -785,12 +789,38 @@ func runPoint(ctx context.Context, cfg *Config, run *runs.Run, done []report.Poi
 	// The summary keeps the point for a resume, as a sweep's does.
 	if js, err := report.JSON(report.Metadata{ReportID: run.ID(), Model: cfg.Target.CatalogModel, Device: cfg.Target.Device,
 		Unit: cfg.Target.Unit, BaseURL: cfg.Target.BaseURL, Endpoint: pc.Client.API.Path(), Simulated: cfg.Target.Simulated,
-		Tokenizer: pr.Run.Tokenizer}, []report.Point{rp}); err == nil {
+		Tokenizer: pr.Run.Tokenizer, TraceCapture: traceCapture}, []report.Point{rp}); err == nil {
 		if err := run.WriteFile(filepath.Join("benchmarks", bench.SummaryJSON), js); err != nil && sec.Error == "" {
 			sec.Error = err.Error()
 		}
 	}
 	return sec, pr
+}
+
+// warmPoint captures the traces of a single point's (ISL, batch) before it
+// is measured, as a sweep does for each of its shapes, when the target asks
+// for it; it returns the condition to record ("" when the runtime has no
+// traces, "off" when this run skipped them).
+func warmPoint(ctx context.Context, cfg *Config, pc bench.PointConfig, pt sweep.Point) string {
+	t := cfg.Target
+	if !t.TraceCapture || cfg.NoTraceCapture {
+		if t.TraceCapture || t.Runtime == "vllm" {
+			return "off"
+		}
+		return ""
+	}
+	shapes := bench.TraceShapes([]sweep.Point{pt})
+	if cfg.Progress != nil {
+		n := 0
+		for _, s := range shapes {
+			n += s.Batch
+		}
+		cfg.Progress.Step("trace capture", n)
+	}
+	tc := bench.CaptureTraces(ctx, pc, shapes, func(_ int, s bench.TraceShape) {
+		cfg.logf("benchmark: trace capture isl %d batch %d", s.ISL, s.Batch)
+	})
+	return bench.DescribeCaptures(tc)
 }
 
 func runSweep(ctx context.Context, cfg *Config, run *runs.Run, md *Metadata, done []report.Point) *BenchSection {

@@ -50,6 +50,8 @@ type Unit struct {
 	Evals units.Evals
 	// TraceCapture is set for a vllm unit with [vllm] trace_capture on.
 	TraceCapture bool
+	// Catalog is the unit's catalog mode ("dev", or "" and "prod").
+	Catalog string
 }
 
 // UnitOf describes a parsed unit file.
@@ -57,7 +59,7 @@ func UnitOf(u *units.Unit) Unit {
 	return Unit{Name: u.Name, Listen: u.Listen, Model: u.Model, Device: u.Device, Chips: slices.Clone(u.Chips),
 		Runtime: u.Runtime, AuthMode: u.Auth.Mode, SecretFile: u.Auth.SecretFile,
 		MaxTokenLifetime: u.Auth.MaxTokenLifetime.Duration, Evals: u.Evals,
-		TraceCapture: u.Runtime == units.RuntimeVllm && u.Vllm.TraceCaptureOn()}
+		TraceCapture: u.Runtime == units.RuntimeVllm && u.Vllm.TraceCaptureOn(), Catalog: u.Catalog}
 }
 
 // Query says which server to resolve: Unit or URL, not both.
@@ -71,6 +73,9 @@ type Query struct {
 	Model        string
 	CatalogModel string
 	Device       string
+	// Catalog is the catalog mode that grades a URL target ("dev"; "" is
+	// prod); a unit's own catalog wins when unset.
+	Catalog string
 	// Name files a URL target's runs (default "url-<model>-<device>").
 	Name string
 	// APIKey is sent as a bearer token and wins over the unit's own auth.
@@ -105,9 +110,12 @@ type Target struct {
 	// APIKey is the bearer token sent ("" for none); Header extra headers.
 	APIKey string
 	Header http.Header
-	// Spec is the catalog entry of (CatalogModel, Device), nil when there
-	// is none.
+	// Spec is the catalog entry of (CatalogModel, Device) in Catalog, nil
+	// when there is none.
 	Spec *catalog.Spec
+	// Catalog is the catalog mode the spec is looked up in (prod or dev),
+	// also recorded as the "catalog" condition.
+	Catalog string
 	// Evals are the unit's eval overrides (a URL target has none).
 	Evals units.Evals
 	// TraceCapture says whether sweeps warm the server up per (ISL, batch)
@@ -156,6 +164,7 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 		}
 		t.Unit, t.BaseURL, t.Runtime, t.Chips, t.Evals = u.Name, base, u.Runtime, slices.Clone(u.Chips), u.Evals
 		t.TraceCapture = u.TraceCapture
+		t.Catalog = u.Catalog
 		if t.Device == "" {
 			t.Device = u.Device
 		}
@@ -188,6 +197,14 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 	if q.CatalogModel != "" {
 		t.CatalogModel = q.CatalogModel
 	}
+	if q.Catalog != "" {
+		t.Catalog = q.Catalog
+	}
+	mode, err := catalog.ParseMode(t.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	t.Catalog = mode
 	if err := t.ask(ctx); err != nil {
 		return nil, err
 	}
@@ -201,7 +218,7 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 		t.CatalogModel = t.Model
 	}
 	if t.Device != "" {
-		if spec, err := catalog.Lookup(t.CatalogModel, t.Device); err == nil {
+		if spec, err := catalog.LookupIn(t.Catalog, t.CatalogModel, t.Device); err == nil {
 			t.Spec = spec
 		}
 	}
@@ -213,6 +230,8 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 	}
 	t.Conditions["runtime"] = t.Runtime
 	t.Conditions["simulated"] = strconv.FormatBool(t.Simulated)
+	// Targets and limits differ between catalogs: say which graded.
+	t.Conditions["catalog"] = t.Catalog
 	if t.Device != "" {
 		t.Conditions["device"] = t.Device
 	}

@@ -165,3 +165,38 @@ func TestResolveAutoDevice(t *testing.T) {
 		t.Errorf("auto unit target: device %q spec %v trace capture %v", got.Device, got.Spec, got.TraceCapture)
 	}
 }
+
+// TestResolveDevCatalog: a dev unit's spec (limits, targets, status) is the
+// dev catalog's, and the catalog is a recorded condition; a prod unit and
+// a URL record prod, and a URL may ask for dev.
+func TestResolveDevCatalog(t *testing.T) {
+	srv := ttisServer(t, nil)
+	listen := strings.TrimPrefix(srv.URL, "http://")
+	// Qwen3-8B on n150: 32768 tokens of context in the dev catalog, 40960
+	// in prod (tt-inference-server 11ac526e0).
+	dev := UnitOf(&units.Unit{Name: "q", Model: "Qwen3-8B", Device: "n150", Runtime: "sim", Listen: listen, Catalog: "dev",
+		Auth: units.Auth{Mode: "none"}})
+	got, err := Resolve(context.Background(), Query{Unit: &dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec == nil || got.Spec.CatalogMode() != "dev" || got.Spec.MaxContext != 32768 || got.Catalog != "dev" || got.Conditions["catalog"] != "dev" {
+		t.Errorf("dev unit: spec %+v catalog %q conditions %v", got.Spec, got.Catalog, got.Conditions)
+	}
+	prod := dev
+	prod.Catalog = ""
+	got, err = Resolve(context.Background(), Query{Unit: &prod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec == nil || got.Spec.CatalogMode() != "prod" || got.Spec.MaxContext != 40960 || got.Conditions["catalog"] != "prod" {
+		t.Errorf("prod unit: spec %+v conditions %v", got.Spec, got.Conditions)
+	}
+	got, err = Resolve(context.Background(), Query{URL: srv.URL, Device: "n150", CatalogModel: "Qwen3-8B", Catalog: "dev"})
+	if err != nil || got.Spec == nil || got.Spec.CatalogMode() != "dev" || got.Conditions["catalog"] != "dev" {
+		t.Errorf("dev URL: %+v %v", got, err)
+	}
+	if _, err := Resolve(context.Background(), Query{URL: srv.URL, Catalog: "beta"}); err == nil || !strings.Contains(err.Error(), `unknown catalog "beta"`) {
+		t.Errorf("bad catalog: %v", err)
+	}
+}

@@ -151,6 +151,9 @@ type UnitDetail struct {
 	// TraceCapture is a vllm unit's [vllm] trace_capture (nil for other
 	// runtimes): whether benchmarks warm its server up per (ISL, batch).
 	TraceCapture *bool `json:"trace_capture,omitempty"`
+	// Catalog is the unit's catalog ("dev"; empty for prod): benchmarks
+	// grade against that catalog's spec.
+	Catalog string `json:"catalog,omitempty"`
 	// MemoryBytes is the resident memory of the server process (Linux
 	// VmRSS), 0 when no server runs or it cannot be read.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`

@@ -139,6 +139,9 @@ func Run(ctx context.Context, env Env, need Need) Report {
 	add(checkFirmware(need, snap, snapErr))
 	add(checkDocker(ctx, env, need))
 	add(checkWeightsSource(need))
+	for _, c := range checkKnownIssues(need) {
+		add(c)
+	}
 	r.Ready = len(r.Failed()) == 0
 	return r
 }

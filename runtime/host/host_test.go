@@ -245,3 +245,43 @@ func FuzzParseSnapshot(f *testing.F) {
 		_, _ = s.DetectDevice()
 	})
 }
+
+// TestKnownIssuesWarn: the catalog's known issues of the unit's spec are
+// warnings with their text and link, and do not make the host not ready.
+func TestKnownIssuesWarn(t *testing.T) {
+	// Llama-3.1-8B-Instruct on p150 waives five evals (meta_ifeval, ...).
+	s := spec(t, "Llama-3.1-8B-Instruct", "p150")
+	if len(s.KnownIssues) != 5 {
+		t.Fatalf("spec %s has %d known issues, want 5", s.ModelID, len(s.KnownIssues))
+	}
+	s.KnownIssues[0].Reason = "GH#2600 - IFEval score regressed on Blackhole"
+	r := Run(context.Background(), fakeEnv(t, "t3k-ready", "t3k.json"), Need{Spec: s})
+	var warned []Check
+	for _, c := range r.Checks {
+		if c.Name == "known-issue" {
+			warned = append(warned, c)
+		}
+	}
+	if len(warned) != 5 {
+		t.Fatalf("%d known-issue checks, want 5: %+v", len(warned), r.Checks)
+	}
+	first := warned[0]
+	if first.Status != Warn || !strings.Contains(first.Detail, "EVALS meta_ifeval is a known issue of "+s.ModelID) ||
+		!strings.Contains(first.Detail, "GH#2600 - IFEval score regressed on Blackhole") ||
+		!strings.Contains(first.Fix, "https://github.com/tenstorrent/tt-inference-server/issues/2600") {
+		t.Errorf("first known issue: %+v", first)
+	}
+	if !strings.Contains(warned[1].Detail, "the catalog records no reason") || warned[1].Fix != "" {
+		t.Errorf("known issue without a reason: %+v", warned[1])
+	}
+	for _, c := range r.Failed() {
+		if c.Name == "known-issue" {
+			t.Errorf("a known issue fails the host: %+v", c)
+		}
+	}
+	// A spec without known issues adds no check.
+	r = Run(context.Background(), fakeEnv(t, "t3k-ready", "t3k.json"), Need{Spec: spec(t, "Llama-3.1-70B-Instruct", "t3k")})
+	if _, ok := statuses(r)["known-issue"]; ok {
+		t.Errorf("known-issue check without known issues: %+v", r.Checks)
+	}
+}

@@ -39,7 +39,16 @@ var loadDevIndex = sync.OnceValues(func() (*index, error) {
 	if err != nil {
 		return nil, err
 	}
-	return buildIndex(raw)
+	idx, err := buildIndex(raw)
+	if err != nil {
+		return nil, err
+	}
+	// Every dev spec says where it came from, so that what grades with it
+	// (bench/release) can say so and never mistake it for a prod entry.
+	for i := range idx.specs {
+		idx.specs[i].Catalog = ModeDev
+	}
+	return idx, nil
 })
 
 // Catalog modes: the production specs (default) or the development ones

@@ -108,7 +108,7 @@ func TestSpotChecks(t *testing.T) {
 		{"Llama-3.2-3B", "n150", map[string]any{"Impl": "tt_transformers", "MinDiskGB": 26, "MinRAMGB": 7.5}},
 		{"diffusers/stable-diffusion-xl-1.0-inpainting-0.1", "galaxy", map[string]any{"MaxConcurrency": 32, "Engine": EngineMedia, "MinDiskGB": 15, "DockerImage": "ghcr.io/tenstorrent/tt-media-inference-server:0.5.0-fbbbd2da8cfab49ddf43d28dd9c0813a3c3ee2bd"}},
 		{"resnet-50", "n300", map[string]any{"Engine": EngineForge, "ModelType": "CNN", "DockerImage": ImageRepoForge + ":0.13.0-079a2c2"}},
-		{"Llama-3.1-8B-Instruct", "p150", map[string]any{"Status": StatusExperimental, "KnownIssues": []KnownIssue{{"EVALS", "meta_ifeval"}, {"EVALS", "meta_gpqa_cot"}, {"EVALS", "longbench_fewshot_e"}, {"EVALS", "longbench_summarization_e"}, {"EVALS", "longbench_code_e"}}}},
+		{"Llama-3.1-8B-Instruct", "p150", map[string]any{"Status": StatusExperimental, "KnownIssues": []KnownIssue{{Workflow: "EVALS", Task: "meta_ifeval"}, {Workflow: "EVALS", Task: "meta_gpqa_cot"}, {Workflow: "EVALS", Task: "longbench_fewshot_e"}, {Workflow: "EVALS", Task: "longbench_summarization_e"}, {Workflow: "EVALS", Task: "longbench_code_e"}}}},
 		{"AFM-4.5B", "n300", map[string]any{"ParamCountB": 4, "MinDiskGB": 28, "MinRAMGB": 10.0}},
 		{"whisper-large-v3", "galaxy", map[string]any{"MaxConcurrency": 32, "Targets": []PerfTarget{{Concurrency: 32, TTFTms: 800, TputUser: 65.55, Task: "asr", TTFTStreamingMs: 900, RTR: 10.905, Tolerance: 0.05}}}},
 		{"Qwen3-4B", "n150", map[string]any{"UsesTensorModelCache": false, "Engine": EngineForge}},
@@ -335,6 +335,25 @@ func TestSpecJSON(t *testing.T) {
 	for _, want := range []string{`"model_id":"id_tt-transformers_Qwen3-8B_n300"`, `"max_context":40960`, `"ttft_ms":42`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("json lacks %s", want)
+		}
+	}
+}
+
+func TestKnownIssueLink(t *testing.T) {
+	for _, tc := range []struct {
+		k          KnownIssue
+		scope, url string
+	}{
+		{KnownIssue{Workflow: "BENCHMARKS", Task: "isl-128_osl-1024_con-32", Reason: "GH#2600 - OOM on T3K"}, "BENCHMARKS isl-128_osl-1024_con-32",
+			"https://github.com/tenstorrent/tt-inference-server/issues/2600"},
+		{KnownIssue{Workflow: "EVALS", Reason: "see https://example.com/t/1 (flaky)"}, "EVALS (every task)", "https://example.com/t/1"},
+		{KnownIssue{Workflow: "EVALS", Task: "aime25"}, "EVALS aime25", ""},
+	} {
+		if got := tc.k.Scope(); got != tc.scope {
+			t.Errorf("%+v: scope %q, want %q", tc.k, got, tc.scope)
+		}
+		if got := tc.k.Link(); got != tc.url {
+			t.Errorf("%+v: link %q, want %q", tc.k, got, tc.url)
 		}
 	}
 }

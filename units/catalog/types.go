@@ -4,6 +4,8 @@
 // performance reference (see ../../shared/reference/tt-inference-server.md §2-§4).
 package catalog
 
+import "regexp"
+
 // Spec is one (model weights, device type) entry, with every derived value
 // filled in.
 type Spec struct {
@@ -21,6 +23,9 @@ type Spec struct {
 	Engine string `json:"engine"`
 	// Impl is the implementation id ("tt_transformers").
 	Impl string `json:"impl"`
+	// Catalog is "dev" for a spec of the development catalog (LookupIn
+	// ModeDev) and empty for a prod one; CatalogMode names either.
+	Catalog string `json:"catalog,omitempty"`
 	// Status is EXPERIMENTAL, FUNCTIONAL, COMPLETE or TOP_PERF.
 	Status         string `json:"status"`
 	DefaultImpl    bool   `json:"default_impl"`
@@ -78,6 +83,14 @@ type Spec struct {
 	ImageBenchmarkNumBatches int `json:"image_benchmark_num_batches,omitempty"`
 }
 
+// CatalogMode is the catalog the spec comes from: ModeProd or ModeDev.
+func (s *Spec) CatalogMode() string {
+	if s.Catalog == ModeDev {
+		return ModeDev
+	}
+	return ModeProd
+}
+
 // SystemRequirements are minimum firmware and kernel-driver versions
 // (PEP 440 specifiers such as ">=18.6.0").
 type SystemRequirements struct {
@@ -90,6 +103,37 @@ type SystemRequirements struct {
 type KnownIssue struct {
 	Workflow string `json:"workflow"`
 	Task     string `json:"task,omitempty"`
+	// Reason is tt-inference-server's text for the waiver (KnownIssue.reason,
+	// such as "GH#2600 - OOM on T3K"); empty where the transcription has
+	// none.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Scope names what the issue waives: "EVALS aime25", or the workflow alone.
+func (k KnownIssue) Scope() string {
+	if k.Task == "" {
+		return k.Workflow + " (every task)"
+	}
+	return k.Workflow + " " + k.Task
+}
+
+// ghIssueRE finds tt-inference-server's "GH#1234" references in a reason.
+var ghIssueRE = regexp.MustCompile(`\bGH#(\d+)\b`)
+
+// urlRE finds a link written out in a reason.
+var urlRE = regexp.MustCompile(`https?://[^\s)]+`)
+
+// Link is where the issue is tracked: a URL in the reason, or the
+// tt-inference-server issue a "GH#N" names; empty when the reason names
+// neither.
+func (k KnownIssue) Link() string {
+	if u := urlRE.FindString(k.Reason); u != "" {
+		return u
+	}
+	if m := ghIssueRE.FindStringSubmatch(k.Reason); m != nil {
+		return "https://github.com/tenstorrent/tt-inference-server/issues/" + m[1]
+	}
+	return ""
 }
 
 // PerfTarget is one theoretical performance point from the reference.

@@ -487,6 +487,9 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 		if d.AuthSecretFile != "" && !filepath.IsAbs(d.AuthSecretFile) {
 			d.AuthSecretFile = filepath.Join(filepath.Dir(good.Path), d.AuthSecretFile)
 		}
+		if good.Catalog == "dev" {
+			d.Catalog = good.Catalog
+		}
 		if good.Runtime == units.RuntimeVllm {
 			on := good.Vllm.TraceCaptureOn()
 			d.TraceCapture = &on

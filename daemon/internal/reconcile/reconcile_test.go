@@ -518,3 +518,20 @@ func TestRestoreAdoptsMatchingServers(t *testing.T) {
 		t.Fatalf("moved: %+v", d)
 	}
 }
+
+// TestDetailCatalog: a dev unit's detail says so, so that ttisctl grades
+// its benchmarks with the dev catalog; a prod unit's leaves it empty.
+func TestDetailCatalog(t *testing.T) {
+	f := newFixture(t)
+	f.write("d", unitText(18017, "catalog = \"dev\"\n"))
+	f.write("p", unitText(18018, ""))
+	if res := f.reconcile(); len(res.Errors) != 0 {
+		t.Fatalf("pass %+v", res)
+	}
+	if d := f.waitActive("d"); d.Catalog != "dev" {
+		t.Errorf("dev unit detail catalog %q", d.Catalog)
+	}
+	if d := f.waitActive("p"); d.Catalog != "" {
+		t.Errorf("prod unit detail catalog %q", d.Catalog)
+	}
+}
