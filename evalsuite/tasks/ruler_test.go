@@ -1,0 +1,173 @@
+package tasks
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/runtime/openai"
+)
+
+// wordCount is the stand-in tokenizer of testdata/ruler_expected.py:
+// whitespace-separated words plus a BOS token.
+func wordCount(text string) (int, error) { return len(strings.Fields(text)) + 1, nil }
+
+func buildMultikey3(t *testing.T, lengths []int, n int) *evalsuite.Task {
+	t.Helper()
+	task, err := Build("niah_multikey_3", Source{NumFewShot: -1, CountTokens: wordCount, SeqLengths: lengths, Size: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+// TestRulerNIAHMatchesPython compares the generated documents with
+// testdata/ruler_expected.py, which follows lm-eval's prepare_niah.py
+// with CPython's random after random.seed(42): the same keys, values,
+// needle positions, haystack sizes and lengths, at a length below 4096
+// (haystack steps of 5 lines) and at 4096 (steps of 25).
+func TestRulerNIAHMatchesPython(t *testing.T) {
+	task := buildMultikey3(t, []int{400, 4096}, 3)
+	f, err := os.Open("testdata/ruler_niah_multikey_3_expected.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	i := 0
+	for ; sc.Scan(); i++ {
+		var want struct {
+			Index, MaxLength, Length, Lines int `json:"-"`
+			Outputs                         []string
+			GenPrefix                       string `json:"gen_prefix"`
+			InputSHA256                     string `json:"input_sha256"`
+		}
+		var nums struct {
+			Index     int `json:"index"`
+			MaxLength int `json:"max_length"`
+			Length    int `json:"length"`
+			Lines     int `json:"lines"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(sc.Bytes(), &nums); err != nil {
+			t.Fatal(err)
+		}
+		if i >= len(task.Docs) {
+			t.Fatalf("%d documents, the expectation has more", len(task.Docs))
+		}
+		d := task.Docs[i]
+		input := field(d, "input")
+		sum := sha256.Sum256([]byte(input))
+		outs, _ := d.Strings("outputs")
+		if hex.EncodeToString(sum[:]) != want.InputSHA256 || strings.Join(outs, "|") != strings.Join(want.Outputs, "|") ||
+			field(d, "gen_prefix") != want.GenPrefix || field(d, "length") != itoa(nums.Length) ||
+			field(d, "max_length") != itoa(nums.MaxLength) || field(d, "index") != itoa(nums.Index) ||
+			strings.Count(input, "\n") != nums.Lines {
+			t.Errorf("document %d differs from Python's: outputs %v prefix %q length %s lines %d, want %+v %+v",
+				i, outs, field(d, "gen_prefix"), field(d, "length"), strings.Count(input, "\n"), want, nums)
+		}
+	}
+	if i != len(task.Docs) {
+		t.Errorf("%d documents, want %d", len(task.Docs), i)
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestRulerNIAHRequestAndScores(t *testing.T) {
+	task := buildMultikey3(t, []int{400}, 2)
+	reqs, err := task.Requests(task.Docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "niah_multikey_3.txt", reqs[0].Context)
+	if g := reqs[0].Gen; g.MaxGenToks != 128 || len(g.Until) != 0 || g.Temperature != 0 {
+		t.Errorf("generation settings %+v", g)
+	}
+	gold := firstOutput(task.Docs[0])
+	// Scored under the document's length ("400" here), "4096" is -1.
+	checkScores(t, task, task.Docs[0], "none", "400", []scoreCase{
+		{" " + gold + ".", 1},
+		{strings.ToUpper(gold), 1},      // case-insensitive
+		{"\x00" + gold + "\n\nmore", 1}, // control characters become newlines
+		{gold[:20], 0},                  // a partial uuid is no match
+		{"I don't know.", 0},
+		{"", 0},
+	})
+	if got := scoreOne(t, task, task.Docs[0], gold, "none", "4096"); got != -1 {
+		t.Errorf("a 400-token document's 4096 score = %v, want lm-eval's -1 placeholder", got)
+	}
+}
+
+func firstOutput(d evalsuite.Doc) string {
+	o, err := d.Strings("outputs")
+	if err != nil {
+		panic(err)
+	}
+	return o[0]
+}
+
+func TestRulerNIAHOracle(t *testing.T) {
+	task := buildMultikey3(t, []int{4096}, 4)
+	right := func(d evalsuite.Doc) string { return " " + firstOutput(d) + "." }
+	wrong := func(d evalsuite.Doc) string { return " 00000000-0000-4000-8000-000000000000." }
+	checkOracle(t, task, openai.Completions, "4096,none", right, wrong)
+	checkOracle(t, task, openai.Chat, "4096,none", right, wrong)
+
+	// Two lengths: each is the mean over its own documents; a length with
+	// no documents is absent, and "4096" is -1 when no 4096 document ran.
+	mixed := buildMultikey3(t, []int{400, 8192}, 2)
+	half := func(d evalsuite.Doc) string {
+		if field(d, "index") == "0" {
+			return firstOutput(d)
+		}
+		return "no"
+	}
+	got := runOracle(t, mixed, openai.Completions, half)
+	if got["400,none"] != 0.5 || got["8192,none"] != 0.5 || got["4096,none"] != -1 {
+		t.Errorf("per-length scores %v, want 400 and 8192 at 0.5 and 4096 at -1", got)
+	}
+}
+
+func TestRulerNIAHNeedsTheServersTokenizer(t *testing.T) {
+	_, err := Build("niah_multikey_3", Source{NumFewShot: -1})
+	if err == nil || !strings.Contains(err.Error(), "/tokenize") {
+		t.Errorf("no tokenizer: %v", err)
+	}
+	fail := errors.New("tokenizer down")
+	_, err = Build("niah_multikey_3", Source{NumFewShot: -1, CountTokens: func(string) (int, error) { return 0, fail }})
+	if !errors.Is(err, fail) {
+		t.Errorf("tokenizer error: %v", err)
+	}
+	_, err = Build("niah_multikey_3", Source{NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{100}})
+	if err == nil || !strings.Contains(err.Error(), "100") {
+		t.Errorf("too short a length: %v", err)
+	}
+	// A length too short for even the smallest haystack is an error, not
+	// Python's endless retry.
+	_, err = Build("niah_multikey_3", Source{NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{200}, Size: 1})
+	if err == nil {
+		t.Error("a 200-token length with a 60-word template built")
+	}
+}
+
+func TestRulerAggregate(t *testing.T) {
+	if v := rulerAggregate([][]float64{{-1}, {1}, {0}}); v != 0.5 {
+		t.Errorf("aggregate %v", v)
+	}
+	if v := rulerAggregate([][]float64{{-1}, {-1}}); v != -1 {
+		t.Errorf("all placeholders: %v", v)
+	}
+	if v := rulerStringMatchAll("the BETA one", []string{"beta", "gamma"}); math.Abs(v-0.5) > 1e-12 {
+		t.Errorf("string_match_all %v", v)
+	}
+}
