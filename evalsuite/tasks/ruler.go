@@ -290,19 +290,12 @@ func rulerDocs(spec rulerNIAH, src Source) ([]evalsuite.Doc, error) {
 	if src.CountTokens == nil {
 		return nil, fmt.Errorf("RULER cuts its documents to token lengths with the served model's tokenizer: evaluate against a server that answers /tokenize (vLLM, llama.cpp's server, ttis)")
 	}
-	lengths := src.SeqLengths
-	if len(lengths) == 0 {
-		lengths = []int{4096}
-	}
+	lengths := rulerLengths(src)
 	n := rulerNumSamples
 	if src.Size > 0 {
 		n = src.Size
 	}
-	seed := int64(rulerDefaultSeed)
-	if src.Seed != 0 {
-		seed = int64(src.Seed)
-	}
-	g := &niahGen{spec: spec, rnd: pyrand.New(seed), count: src.CountTokens}
+	g := &niahGen{spec: spec, rnd: pyrand.New(rulerSeed(src)), count: src.CountTokens}
 	var docs []evalsuite.Doc
 	for _, l := range lengths {
 		if l <= rulerToGenerate {
@@ -384,37 +377,57 @@ func buildRulerNIAH(spec rulerNIAH) func(Source) (*evalsuite.Task, error) {
 		if err != nil {
 			return nil, err
 		}
-		var metrics []evalsuite.MetricSpec
-		var metricCfg []map[string]any
-		for _, l := range rulerMetricLengths {
-			name := strconv.Itoa(l)
-			metrics = append(metrics, evalsuite.MetricSpec{Name: name, Aggregation: "aggregate_metrics", HigherIsBetter: true, Corpus: rulerAggregate})
-			metricCfg = append(metricCfg, map[string]any{"metric": name, "aggregation": "aggregate_metrics", "higher_is_better": true})
-		}
-		lengths := src.SeqLengths
-		if len(lengths) == 0 {
-			lengths = []int{4096}
-		}
-		return &evalsuite.Task{
-			Name: spec.name, Version: "1.0", Output: evalsuite.GenerateUntil, Docs: docs,
-			TargetDelimiter: " ",
-			DocToText:       func(d evalsuite.Doc) (string, error) { return d.Str("input") },
-			DocToTarget: func(d evalsuite.Doc) (string, error) {
-				o, err := d.Strings("outputs")
-				return strings.Join(o, ", "), err
-			},
-			GenPrefix: func(d evalsuite.Doc) (string, error) { return d.Str("gen_prefix") },
-			Gen:       evalsuite.GenKwargs{Until: []string{}, MaxGenToks: 128, Temperature: 0},
-			Process:   rulerProcess,
-			Metrics:   metrics,
-			Config: map[string]any{
-				"task": spec.name, "tag": []string{"longcxt"}, "output_type": "generate_until", "test_split": "test",
-				"custom_dataset": "niah_utils." + spec.name, "doc_to_text": "{{input}}", "doc_to_target": "{{outputs}}",
-				"gen_prefix": "{{gen_prefix}}", "target_delimiter": " ", "num_fewshot": 0, "repeats": 1,
-				"generation_kwargs": map[string]any{"do_sample": false, "temperature": 0.0, "max_gen_toks": 128, "until": []string{}},
-				"metric_list":       metricCfg,
-				"metadata":          map[string]any{"version": 1.0, "max_seq_lengths": lengths},
-			},
-		}, nil
+		return rulerTask(spec.name, "niah_utils."+spec.name, 128, docs, src), nil
+	}
+}
+
+// rulerSeed is the seed of lm-eval's global generators (--seed S sets
+// Python's and numpy's alike).
+func rulerSeed(src Source) int64 {
+	if src.Seed != 0 {
+		return int64(src.Seed)
+	}
+	return rulerDefaultSeed
+}
+
+// rulerLengths is the max_seq_lengths metadata, 4096 by default.
+func rulerLengths(src Source) []int {
+	if len(src.SeqLengths) == 0 {
+		return []int{4096}
+	}
+	return src.SeqLengths
+}
+
+// rulerTask is niah_single_1.yaml's task, which every RULER task
+// includes, with its own documents and generation budget.
+func rulerTask(name, customDataset string, maxGen int, docs []evalsuite.Doc, src Source) *evalsuite.Task {
+	var metrics []evalsuite.MetricSpec
+	var metricCfg []map[string]any
+	for _, l := range rulerMetricLengths {
+		name := strconv.Itoa(l)
+		metrics = append(metrics, evalsuite.MetricSpec{Name: name, Aggregation: "aggregate_metrics", HigherIsBetter: true, Corpus: rulerAggregate})
+		metricCfg = append(metricCfg, map[string]any{"metric": name, "aggregation": "aggregate_metrics", "higher_is_better": true})
+	}
+	lengths := rulerLengths(src)
+	return &evalsuite.Task{
+		Name: name, Version: "1.0", Output: evalsuite.GenerateUntil, Docs: docs,
+		TargetDelimiter: " ",
+		DocToText:       func(d evalsuite.Doc) (string, error) { return d.Str("input") },
+		DocToTarget: func(d evalsuite.Doc) (string, error) {
+			o, err := d.Strings("outputs")
+			return strings.Join(o, ", "), err
+		},
+		GenPrefix: func(d evalsuite.Doc) (string, error) { return d.Str("gen_prefix") },
+		Gen:       evalsuite.GenKwargs{Until: []string{}, MaxGenToks: maxGen, Temperature: 0},
+		Process:   rulerProcess,
+		Metrics:   metrics,
+		Config: map[string]any{
+			"task": name, "tag": []string{"longcxt"}, "output_type": "generate_until", "test_split": "test",
+			"custom_dataset": customDataset, "doc_to_text": "{{input}}", "doc_to_target": "{{outputs}}",
+			"gen_prefix": "{{gen_prefix}}", "target_delimiter": " ", "num_fewshot": 0, "repeats": 1,
+			"generation_kwargs": map[string]any{"do_sample": false, "temperature": 0.0, "max_gen_toks": maxGen, "until": []string{}},
+			"metric_list":       metricCfg,
+			"metadata":          map[string]any{"version": 1.0, "max_seq_lengths": lengths},
+		},
 	}
 }
