@@ -25,19 +25,21 @@ import (
 // Which RULER subtasks ttis generates, and why not the others:
 //   - niah_multikey_3 (uuid keys and values in a haystack of distractor
 //     needles) needs nothing but the tokenizer and the random module, and
-//     is reproduced as `lm_eval --tasks niah_multikey_3` generates it.
+//     is reproduced as `lm_eval --tasks niah_multikey_3` generates it;
+//     ruler_vt (ruler_vt.go) likewise, with numpy's generator as well.
 //   - niah_single_1 and niah_multikey_2 draw their keys from wonderwords'
 //     adjective and noun lists (WORDS = sorted adjective-noun pairs), a
-//     package data file ttis does not ship; the essay tasks (niah_single_2,
-//     niah_single_3, niah_multikey_1, niah_multivalue, niah_multiquery)
-//     split baber/paul_graham_essays into sentences with NLTK's trained
-//     Punkt model, which ttis has not reproduced; ruler_vt, ruler_cwe,
-//     ruler_fwe and the QA tasks are not ported yet. So the `ruler` group
-//     (the unweighted mean of its 13 subtasks on "4096") stays not
-//     runnable: a mean over fewer subtasks is not RULER's number. Inside
-//     that group lm-eval builds niah_multikey_3 sixth, after five subtasks
-//     have drawn from the same global generator, so its documents there
-//     differ from the standalone task's that ttis reproduces.
+//     package data file ttis does not ship, and ruler_cwe its word lists
+//     too; the essay tasks (niah_single_2, niah_single_3, niah_multikey_1,
+//     niah_multivalue, niah_multiquery) split baber/paul_graham_essays (a
+//     Hub dataset) into sentences with NLTK's trained Punkt model, which
+//     ttis has not reproduced; ruler_fwe (numpy and scipy float arithmetic)
+//     and the QA tasks are not ported yet. So the `ruler` group (the
+//     unweighted mean of its 13 subtasks on "4096") stays not runnable: a
+//     mean over fewer subtasks is not RULER's number. Inside that group
+//     lm-eval builds each subtask after the ones listed before it, all
+//     drawing from the same global generators, so their documents there
+//     differ from the standalone tasks' that ttis reproduces.
 //
 // Scoring is common_utils.process_results: the prediction stripped (and
 // control characters turned into newlines), then the share of gold values

@@ -34,8 +34,24 @@ func buildMultikey3(t *testing.T, lengths []int, n int) *evalsuite.Task {
 // needle positions, haystack sizes and lengths, at a length below 4096
 // (haystack steps of 5 lines) and at 4096 (steps of 25).
 func TestRulerNIAHMatchesPython(t *testing.T) {
-	task := buildMultikey3(t, []int{400, 4096}, 3)
-	f, err := os.Open("testdata/ruler_niah_multikey_3_expected.jsonl")
+	checkRulerExpected(t, buildMultikey3(t, []int{400, 4096}, 3), "testdata/ruler_niah_multikey_3_expected.jsonl")
+}
+
+// TestRulerVTMatchesPython does the same for ruler_vt against
+// testdata/ruler_vt_expected.py (vt_utils.py after random.seed(42) and
+// np.random.seed(42)): a worked example at 500 tokens, then the samples,
+// per length.
+func TestRulerVTMatchesPython(t *testing.T) {
+	task, err := Build("ruler_vt", Source{NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{1024, 4096}, Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRulerExpected(t, task, "testdata/ruler_vt_expected.jsonl")
+}
+
+func checkRulerExpected(t *testing.T, task *evalsuite.Task, path string) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,36 +60,27 @@ func TestRulerNIAHMatchesPython(t *testing.T) {
 	i := 0
 	for ; sc.Scan(); i++ {
 		var want struct {
-			Index, MaxLength, Length, Lines int `json:"-"`
-			Outputs                         []string
-			GenPrefix                       string `json:"gen_prefix"`
-			InputSHA256                     string `json:"input_sha256"`
-		}
-		var nums struct {
-			Index     int `json:"index"`
-			MaxLength int `json:"max_length"`
-			Length    int `json:"length"`
-			Lines     int `json:"lines"`
+			Index       int      `json:"index"`
+			MaxLength   int      `json:"max_length"`
+			Length      int      `json:"length"`
+			Outputs     []string `json:"outputs"`
+			GenPrefix   string   `json:"gen_prefix"`
+			InputSHA256 string   `json:"input_sha256"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &want); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(sc.Bytes(), &nums); err != nil {
 			t.Fatal(err)
 		}
 		if i >= len(task.Docs) {
 			t.Fatalf("%d documents, the expectation has more", len(task.Docs))
 		}
 		d := task.Docs[i]
-		input := field(d, "input")
-		sum := sha256.Sum256([]byte(input))
+		sum := sha256.Sum256([]byte(field(d, "input")))
 		outs, _ := d.Strings("outputs")
 		if hex.EncodeToString(sum[:]) != want.InputSHA256 || strings.Join(outs, "|") != strings.Join(want.Outputs, "|") ||
-			field(d, "gen_prefix") != want.GenPrefix || field(d, "length") != itoa(nums.Length) ||
-			field(d, "max_length") != itoa(nums.MaxLength) || field(d, "index") != itoa(nums.Index) ||
-			strings.Count(input, "\n") != nums.Lines {
-			t.Errorf("document %d differs from Python's: outputs %v prefix %q length %s lines %d, want %+v %+v",
-				i, outs, field(d, "gen_prefix"), field(d, "length"), strings.Count(input, "\n"), want, nums)
+			field(d, "gen_prefix") != want.GenPrefix || field(d, "length") != itoa(want.Length) ||
+			field(d, "max_length") != itoa(want.MaxLength) || field(d, "index") != itoa(want.Index) {
+			t.Errorf("%s document %d differs from Python's: outputs %v prefix %q length %s, want %+v",
+				task.Name, i, outs, field(d, "gen_prefix"), field(d, "length"), want)
 		}
 	}
 	if i != len(task.Docs) {
@@ -170,4 +177,31 @@ func TestRulerAggregate(t *testing.T) {
 	if v := rulerStringMatchAll("the BETA one", []string{"beta", "gamma"}); math.Abs(v-0.5) > 1e-12 {
 		t.Errorf("string_match_all %v", v)
 	}
+}
+
+func TestRulerVTRequestScoresAndOracle(t *testing.T) {
+	task, err := Build("ruler_vt", Source{NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{1024}, Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := task.Requests(task.Docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "ruler_vt.txt", reqs[0].Context)
+	if g := reqs[0].Gen; g.MaxGenToks != 30 || len(g.Until) != 0 || g.Temperature != 0 {
+		t.Errorf("generation settings %+v", g)
+	}
+	outs, _ := task.Docs[0].Strings("outputs")
+	checkScores(t, task, task.Docs[0], "none", "1024", []scoreCase{
+		{" " + strings.Join(outs, " "), 1},
+		{" " + strings.ToLower(strings.Join(outs, ", ")) + ".", 1},
+		{" " + strings.Join(outs[:3], " "), 0.6}, // three of the five variables
+		{" VAR ABCDE", 0},
+		{"", 0},
+	})
+	right := func(d evalsuite.Doc) string { o, _ := d.Strings("outputs"); return " " + strings.Join(o, " ") }
+	wrong := func(evalsuite.Doc) string { return " none of them" }
+	checkOracle(t, task, openai.Completions, "1024,none", right, wrong)
+	checkOracle(t, task, openai.Chat, "1024,none", right, wrong)
 }
