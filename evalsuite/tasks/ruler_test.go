@@ -205,3 +205,63 @@ func TestRulerVTRequestScoresAndOracle(t *testing.T) {
 	checkOracle(t, task, openai.Completions, "1024,none", right, wrong)
 	checkOracle(t, task, openai.Chat, "1024,none", right, wrong)
 }
+
+func buildHotpot(t *testing.T, lengths []int, n int) *evalsuite.Task {
+	t.Helper()
+	task, err := Build("ruler_qa_hotpot", Source{Dataset: "testdata/hotpot_dev_distractor_v1.json", NumFewShot: -1, CountTokens: wordCount, SeqLengths: lengths, Size: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+// TestRulerQAHotpotMatchesPython checks ruler_qa_hotpot against
+// testdata/ruler_qa_expected.py (qa_utils.py after random.seed(42)) on a
+// HotpotQA-layout file: twenty of the 39 distinct paragraphs at 900
+// tokens (the question's ten and ten drawn), all of them at 2048.
+func TestRulerQAHotpotMatchesPython(t *testing.T) {
+	checkRulerExpected(t, buildHotpot(t, []int{900, 2048}, 4), "testdata/ruler_qa_hotpot_expected.jsonl")
+}
+
+func TestRulerQAHotpotRequestScoresAndOracle(t *testing.T) {
+	task := buildHotpot(t, []int{900}, 4)
+	reqs, err := task.Requests(task.Docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "ruler_qa_hotpot.txt", reqs[0].Context)
+	if g := reqs[0].Gen; g.MaxGenToks != 32 || len(g.Until) != 0 {
+		t.Errorf("generation settings %+v", g)
+	}
+	checkScores(t, task, task.Docs[0], "none", "900", []scoreCase{
+		{" Arthur's Magazine", 1},
+		{" arthur's magazine was first.", 1},
+		{" First for Women", 0},
+		{"", 0},
+	})
+	right := func(d evalsuite.Doc) string { return " " + firstOutput(d) }
+	wrong := func(evalsuite.Doc) string { return " Paris" }
+	checkOracle(t, task, openai.Completions, "900,none", right, wrong)
+	checkOracle(t, task, openai.Chat, "900,none", right, wrong)
+
+	if _, err := Build("ruler_qa_hotpot", Source{NumFewShot: -1, CountTokens: wordCount}); err == nil || !strings.Contains(err.Error(), "namlh2004/hotpotqa") {
+		t.Errorf("no data: %v", err)
+	}
+	if _, err := Build("ruler_qa_hotpot", Source{Dataset: "testdata/gsm8k_test.jsonl", NumFewShot: -1, CountTokens: wordCount}); err == nil {
+		t.Error("a file in another layout built")
+	}
+}
+
+func TestPyStrRepr(t *testing.T) {
+	for in, want := range map[string]string{
+		"yes": `'yes'`, "Arthur's Magazine": `"Arthur's Magazine"`, `say "hi" it's`: `'say "hi" it\'s'`,
+		"a\\b\n": `'a\\b\n'`, "caf\u00e9\u00a0x": "'caf\u00e9\\xa0x'", "\u200b": `'\u200b'`,
+	} {
+		if got := pyStrRepr(in); got != want {
+			t.Errorf("repr(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if got := pyStrListRepr([]string{"a", "b'c"}); got != `['a', "b'c"]` {
+		t.Errorf("list repr %s", got)
+	}
+}
