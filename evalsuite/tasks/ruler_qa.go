@@ -70,8 +70,8 @@ func readHotpot(path string) ([]qaItem, []string, error) {
 		return nil, nil, err
 	}
 	var rows []struct {
-		Question *string            `json:"question"`
-		Answer   *string            `json:"answer"`
+		Question *string             `json:"question"`
+		Answer   *string             `json:"answer"`
 		Context  [][]json.RawMessage `json:"context"`
 	}
 	if err := json.Unmarshal(raw, &rows); err != nil {
