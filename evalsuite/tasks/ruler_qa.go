@@ -27,8 +27,19 @@ import (
 // after `lm_eval --seed 42` (ttis: 42 unless Source.Seed is set). Scoring
 // is common_utils.process_results_part, which for lm-eval's one
 // prediction per document is the share of gold answers found in it.
-// ruler_qa_squad is not run: lm-eval reads SQuAD 2.0's dev JSON from
-// rajpurkar.github.io, outside the Hub.
+//
+// ruler_qa_squad is the same over SQuAD 2.0 dev, whose answerable
+// questions come with their paragraph and the article's other paragraphs
+// as first distractors. lm-eval reads dev-v2.0.json from
+// rajpurkar.github.io, outside the Hub; ttis reads the Hub copy
+// rajpurkar/squad_v2 (validation split), one row per question in the
+// file's order, and rebuilds articles (consecutive rows of one title) and
+// paragraphs (consecutive rows of one context). A question is impossible
+// when its answer list is empty, as the copy writes is_impossible. The
+// one thing the copy cannot show is a paragraph without questions, or two
+// identical paragraphs in a row; SQuAD 2.0 dev has neither to ttis's
+// knowledge, but a reviewer comparing documents should know the
+// reconstruction rests on it.
 
 const (
 	qaTemplate = "Answer the question based on the given documents. Only give me the answer and do not output any other words.\n\nThe following are given documents.\n\n{context}\n\nAnswer the question based on the given documents. Only give me the answer and do not output any other words.\n\nQuestion: {query}"
@@ -44,6 +55,97 @@ func init() {
 		Follows:     "lm-eval lm_eval/tasks/ruler/qa_hotpot.yaml, qa_squad.yaml v1.0, qa_utils.py, common_utils.py",
 		Data:        []HubData{{Role: RoleTest, Repo: "namlh2004/hotpotqa", Split: "dev_distractor", Revision: qaHotpotRevision, Files: qaHotpotFile}}},
 		buildRulerQAHotpot)
+	register(Info{Name: "ruler_qa_squad", Output: evalsuite.GenerateUntil,
+		Description: "RULER QA on SQuAD 2.0 dev (answerable questions): documents generated at run time, cut to max_seq_length (default 4096) with the server's own /tokenize; the share of gold answers found, under the length (\"4096\"); read from the Hub copy rajpurkar/squad_v2 (fields title, context, question, answers)",
+		Follows:     "lm-eval lm_eval/tasks/ruler/qa_squad.yaml v1.0, qa_utils.py, common_utils.py",
+		Data:        []HubData{parquetSplit(RoleTest, "rajpurkar/squad_v2", "squad_v2", "validation")}},
+		buildRulerQASquad)
+}
+
+// readSquad is read_squad on the Hub copy's rows.
+func readSquad(rows []evalsuite.Doc) ([]qaItem, []string, error) {
+	type para struct {
+		context string
+		qas     []qaItem
+	}
+	type article struct {
+		title string
+		paras []*para
+	}
+	var arts []*article
+	for _, d := range rows {
+		if d.Invalid != nil {
+			return nil, nil, d.Invalid
+		}
+		title, err := d.Str("title")
+		if err != nil {
+			return nil, nil, err
+		}
+		ctx, err := d.Str("context")
+		if err != nil {
+			return nil, nil, err
+		}
+		q, err := d.Str("question")
+		if err != nil {
+			return nil, nil, err
+		}
+		ans, ok := d.Fields["answers"].(map[string]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: field \"answers\" must be an object with a \"text\" list", d.Source)
+		}
+		texts, err := evalsuite.Doc{Source: d.Source, Fields: ans}.Strings("text")
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(arts) == 0 || arts[len(arts)-1].title != title {
+			arts = append(arts, &article{title: title})
+		}
+		a := arts[len(arts)-1]
+		if len(a.paras) == 0 || a.paras[len(a.paras)-1].context != ctx {
+			a.paras = append(a.paras, &para{context: ctx})
+		}
+		p := a.paras[len(a.paras)-1]
+		if len(texts) > 0 {
+			p.qas = append(p.qas, qaItem{query: q, outputs: texts})
+		}
+	}
+	seen := map[string]bool{}
+	var docs []string
+	for _, a := range arts {
+		for _, p := range a.paras {
+			if !seen[p.context] {
+				seen[p.context] = true
+				docs = append(docs, p.context)
+			}
+		}
+	}
+	sort.Strings(docs)
+	index := make(map[string]int, len(docs))
+	for i, c := range docs {
+		index[c] = i
+	}
+	var qas []qaItem
+	for _, a := range arts {
+		var more []int
+		for _, p := range a.paras {
+			more = append(more, index[p.context])
+		}
+		for _, p := range a.paras {
+			self := index[p.context]
+			var others []int
+			for _, i := range more {
+				if i != self {
+					others = append(others, i)
+				}
+			}
+			for _, q := range p.qas {
+				q.context = []int{self}
+				q.more = others
+				qas = append(qas, q)
+			}
+		}
+	}
+	return qas, docs, nil
 }
 
 // qaItem is one question of read_hotpotqa: its gold answers and the
@@ -305,16 +407,33 @@ func rulerProcessPart(d evalsuite.Doc, resp string) (evalsuite.Scores, error) {
 
 func buildRulerQAHotpot(src Source) (*evalsuite.Task, error) {
 	if src.CountTokens == nil {
-		return nil, fmt.Errorf("RULER cuts its documents to token lengths with the served model's tokenizer: evaluate against a server that answers /tokenize (vLLM, llama.cpp's server, ttis)")
+		return nil, errNoTokenizer
 	}
-	path := src.Dataset
-	if path == "" {
-		path = src.Files[RoleTest]
-	}
-	qas, docs, err := readHotpot(path)
+	qas, docs, err := readHotpot(src.Dataset)
 	if err != nil {
 		return nil, err
 	}
+	return rulerQATask("ruler_qa_hotpot", "qa_utils.get_hotpotqa", qas, docs, src)
+}
+
+func buildRulerQASquad(src Source) (*evalsuite.Task, error) {
+	if src.CountTokens == nil {
+		return nil, errNoTokenizer
+	}
+	rows, err := load(src.Dataset, src)
+	if err != nil {
+		return nil, err
+	}
+	qas, docs, err := readSquad(rows)
+	if err != nil {
+		return nil, err
+	}
+	return rulerQATask("ruler_qa_squad", "qa_utils.get_squad", qas, docs, src)
+}
+
+var errNoTokenizer = errors.New("RULER cuts its documents to token lengths with the served model's tokenizer: evaluate against a server that answers /tokenize (vLLM, llama.cpp's server, ttis)")
+
+func rulerQATask(name, customDataset string, qas []qaItem, docs []string, src Source) (*evalsuite.Task, error) {
 	n := rulerNumSamples
 	if src.Size > 0 {
 		n = src.Size
@@ -330,10 +449,10 @@ func buildRulerQAHotpot(src Source) (*evalsuite.Task, error) {
 			return nil, fmt.Errorf("max_seq_length %d: %w", l, err)
 		}
 		for i, r := range rows {
-			out = append(out, evalsuite.Doc{ID: len(out), Source: fmt.Sprintf("ruler_qa_hotpot@%d:%d", l, i), Fields: r})
+			out = append(out, evalsuite.Doc{ID: len(out), Source: fmt.Sprintf("%s@%d:%d", name, l, i), Fields: r})
 		}
 	}
-	t := rulerTask("ruler_qa_hotpot", "qa_utils.get_hotpotqa", qaToGen, out, src)
+	t := rulerTask(name, customDataset, qaToGen, out, src)
 	t.Process = rulerProcessPart
 	t.Config["process_results"] = "common_utils.process_results_part"
 	return t, nil

@@ -265,3 +265,81 @@ func TestPyStrRepr(t *testing.T) {
 		t.Errorf("list repr %s", got)
 	}
 }
+
+// TestRulerQASquadMatchesPython checks ruler_qa_squad, read from rows in
+// the Hub copy's layout, against testdata/ruler_squad_expected.py, which
+// runs qa_utils' read_squad on the same questions in SQuAD 2.0's nested
+// JSON: the articles and paragraphs rebuilt from the rows give the same
+// documents, distractor draws and retries.
+func TestRulerQASquadMatchesPython(t *testing.T) {
+	task, err := Build("ruler_qa_squad", Source{Dataset: "testdata/squad_v2_validation.jsonl", NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{420, 1024}, Size: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRulerExpected(t, task, "testdata/ruler_qa_squad_expected.jsonl")
+
+	task, err = Build("ruler_qa_squad", Source{Dataset: "testdata/squad_v2_validation.jsonl", NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{420}, Size: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := task.Requests(task.Docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "ruler_qa_squad.txt", reqs[0].Context)
+	// Two gold answers: finding one scores one half (lm-eval's
+	// string_match_part over one prediction).
+	checkScores(t, task, task.Docs[0], "none", "420", []scoreCase{
+		{" Normans part 0", 1},
+		{" part 0", 0.5},
+		{" Normans", 0},
+	})
+	right := func(d evalsuite.Doc) string { o, _ := d.Strings("outputs"); return strings.Join(o, "; ") }
+	wrong := func(evalsuite.Doc) string { return " Paris" }
+	checkOracle(t, task, openai.Completions, "420,none", right, wrong)
+}
+
+// squadRow is rajpurkar/squad_v2's Parquet schema.
+type squadRow struct {
+	ID       string `parquet:"id"`
+	Title    string `parquet:"title"`
+	Context  string `parquet:"context"`
+	Question string `parquet:"question"`
+	Answers  struct {
+		Text        []string `parquet:"text,list"`
+		AnswerStart []int32  `parquet:"answer_start,list"`
+	} `parquet:"answers"`
+}
+
+// TestRulerQASquadReadsTheHubParquet builds the same documents from the
+// Hub copy's Parquet layout as from its JSON Lines form.
+func TestRulerQASquadReadsTheHubParquet(t *testing.T) {
+	f, err := os.Open("testdata/squad_v2_validation.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []squadRow
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct {
+			ID, Title, Context, Question string
+			Answers                      struct {
+				Text        []string `json:"text"`
+				AnswerStart []int32  `json:"answer_start"`
+			}
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		row := squadRow{ID: r.ID, Title: r.Title, Context: r.Context, Question: r.Question}
+		row.Answers.Text, row.Answers.AnswerStart = r.Answers.Text, r.Answers.AnswerStart
+		rows = append(rows, row)
+	}
+	src := Source{Dataset: writeParquet(t, rows), NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{420, 1024}, Size: 4}
+	task, err := Build("ruler_qa_squad", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRulerExpected(t, task, "testdata/ruler_qa_squad_expected.jsonl")
+}
