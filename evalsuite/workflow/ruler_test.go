@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ttis-dev/ttis/runtime/openai"
 )
@@ -77,6 +78,39 @@ func TestRunRulerCutsWithTheServersTokenizer(t *testing.T) {
 		m, _ := s.Doc["max_length"].(float64)
 		if m == 0 || l > m || l < m-200 {
 			t.Errorf("document %d: %v tokens for a %v-token length", s.DocID, l, m)
+		}
+	}
+}
+
+// TestRulerOnSimUnit generates niah_multikey_3 with the tokenizer of a
+// real `ttisd serve` (simulated runtime) and runs it: the documents fit
+// the requested length in that server's tokens, and every sample is
+// answered and scored (the sim's text is synthetic, so only completeness
+// counts). The sim's tokenizer spells RULER's filler words byte by byte,
+// so ruler_vt's worked example, five filler lines at least, cannot fit
+// its 500 tokens: lm-eval would retry forever, ttis reports it.
+func TestRulerOnSimUnit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts ttisd; TestRunRulerCutsWithTheServersTokenizer covers the workflow")
+	}
+	url := serveUnit(t, "model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nruntime = \"sim\"\n[sim]\ntime_scale = 0.0\nseed = 7\n")
+	oc, err := Run(context.Background(), Config{BaseURL: url, API: openai.Completions, Tasks: []string{"niah_multikey_3", "ruler_vt"},
+		BuiltinSize: 2, SeqLengths: []int{1024}, Concurrency: 2, MaxRetries: 2, Timeout: time.Minute, OutputDir: t.TempDir(), CacheDir: "-"}.withModel(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(oc.Run.Tasks) != 1 || !strings.Contains(oc.NotRun["ruler_vt"], "no sample fits in 500 tokens") {
+		t.Fatalf("ran %d tasks, not run: %v", len(oc.Run.Tasks), oc.NotRun)
+	}
+	for _, tr := range oc.Run.Tasks {
+		if tr.NEffective != 2 || tr.Errors.Errored != 0 {
+			t.Errorf("%s: %d docs, errors %+v", tr.Task.Name, tr.NEffective, tr.Errors)
+		}
+		for _, s := range tr.Samples {
+			l, _ := s.Doc["length"].(float64)
+			if l > 1024 || l < 512 || len(s.Scored) == 0 {
+				t.Errorf("%s doc %d: %v tokens, scored %v", tr.Task.Name, s.DocID, l, s.Scored)
+			}
 		}
 	}
 }
