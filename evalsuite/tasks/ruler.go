@@ -26,16 +26,16 @@ import (
 //   - niah_multikey_3 (uuid keys and values in a haystack of distractor
 //     needles) needs nothing but the tokenizer and the random module, and
 //     is reproduced as `lm_eval --tasks niah_multikey_3` generates it;
-//     ruler_vt (ruler_vt.go, numpy's generator as well),
-//     ruler_qa_hotpot and ruler_qa_squad (ruler_qa.go, Hub data) likewise.
+//     ruler_vt (ruler_vt.go, numpy's generator as well), ruler_fwe
+//     (ruler_fwe.go, with the float caveat written there), ruler_qa_hotpot
+//     and ruler_qa_squad (ruler_qa.go, Hub data) likewise.
 //   - niah_single_1 and niah_multikey_2 draw their keys from wonderwords'
 //     adjective and noun lists (WORDS = sorted adjective-noun pairs), a
 //     package data file ttis does not ship, and ruler_cwe its word lists
 //     too; the essay tasks (niah_single_2, niah_single_3, niah_multikey_1,
 //     niah_multivalue, niah_multiquery) split baber/paul_graham_essays (a
 //     Hub dataset) into sentences with NLTK's trained Punkt model, which
-//     ttis has not reproduced; ruler_fwe (numpy and scipy float
-//     arithmetic) is not ported. So the `ruler` group (the
+//     ttis has not reproduced. So the `ruler` group (the
 //     unweighted mean of its 13 subtasks on "4096") stays not runnable: a
 //     mean over fewer subtasks is not RULER's number. Inside that group
 //     lm-eval builds each subtask after the ones listed before it, all

@@ -343,3 +343,37 @@ func TestRulerQASquadReadsTheHubParquet(t *testing.T) {
 	}
 	checkRulerExpected(t, task, "testdata/ruler_qa_squad_expected.jsonl")
 }
+
+// TestRulerFWEMatchesPython checks ruler_fwe against
+// testdata/ruler_fwe_expected.py (fwe_utils.py after random.seed(42)).
+func TestRulerFWEMatchesPython(t *testing.T) {
+	task, err := Build("ruler_fwe", Source{NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{1024, 4096}, Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRulerExpected(t, task, "testdata/ruler_fwe_expected.jsonl")
+}
+
+func TestRulerFWERequestScoresAndOracle(t *testing.T) {
+	task, err := Build("ruler_fwe", Source{NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{1024}, Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := task.Requests(task.Docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "ruler_fwe.txt", reqs[0].Context)
+	if g := reqs[0].Gen; g.MaxGenToks != 50 || len(g.Until) != 0 {
+		t.Errorf("generation settings %+v", g)
+	}
+	outs, _ := task.Docs[0].Strings("outputs")
+	checkScores(t, task, task.Docs[0], "none", "1024", []scoreCase{
+		{" " + strings.Join(outs, ", "), 1},
+		{" " + outs[0] + " and " + outs[2], 2.0 / 3},
+		{" ....", 0},
+	})
+	right := func(d evalsuite.Doc) string { o, _ := d.Strings("outputs"); return " " + strings.Join(o, " ") }
+	wrong := func(evalsuite.Doc) string { return " ...." }
+	checkOracle(t, task, openai.Completions, "1024,none", right, wrong)
+}
