@@ -29,18 +29,24 @@ import (
 //     ruler_vt (ruler_vt.go, numpy's generator as well), ruler_fwe
 //     (ruler_fwe.go, with the float caveat written there), ruler_qa_hotpot
 //     and ruler_qa_squad (ruler_qa.go, Hub data) likewise.
-//   - niah_single_1 and niah_multikey_2 draw their keys from wonderwords'
-//     adjective and noun lists (WORDS = sorted adjective-noun pairs), a
-//     package data file ttis does not ship, and ruler_cwe its word lists
-//     too; the essay tasks (niah_single_2, niah_single_3, niah_multikey_1,
-//     niah_multivalue, niah_multiquery) split baber/paul_graham_essays (a
-//     Hub dataset) into sentences with NLTK's trained Punkt model, which
-//     ttis has not reproduced. So the `ruler` group (the
-//     unweighted mean of its 13 subtasks on "4096") stays not runnable: a
-//     mean over fewer subtasks is not RULER's number. Inside that group
-//     lm-eval builds each subtask after the ones listed before it, all
-//     drawing from the same global generators, so their documents there
-//     differ from the standalone tasks' that ttis reproduces.
+//   - niah_single_1 (repeated filler) and niah_multikey_2 (distractor
+//     needles) draw their keys from WORDS, the sorted adjective-noun pairs
+//     of wonderwords' default lists (ruler_words.go). ttis does not ship
+//     the lists: --dataset names the assets folder of the wonderwords
+//     package the user's lm-eval would import, and the pairs then match
+//     (checked on wonderwords 3.0.0's lists: 6,171,620 pairs, first
+//     "Early-ATM", last "zonked-zucchini", as Python sorts them).
+//   - Not generated: ruler_cwe (wonderwords' noun, adjective and verb
+//     lists shuffled by its own module-level random.Random(42), not
+//     ported), and the essay tasks (niah_single_2, niah_single_3,
+//     niah_multikey_1, niah_multivalue, niah_multiquery), which split
+//     baber/paul_graham_essays (a Hub dataset) into sentences with NLTK's
+//     trained Punkt model, which ttis has not reproduced. So the `ruler`
+//     group (the unweighted mean of its 13 subtasks on "4096") stays not
+//     runnable: a mean over fewer subtasks is not RULER's number. Inside
+//     that group lm-eval builds each subtask after the ones listed before
+//     it, all drawing from the same global generators, so their documents
+//     there differ from the standalone tasks' that ttis reproduces.
 //
 // Scoring is common_utils.process_results: the prediction stripped (and
 // control characters turned into newlines), then the share of gold values
@@ -82,13 +88,22 @@ const (
 var rulerMetricLengths = []int{4096, 8192, 16384, 32768, 65536, 131072}
 
 var rulerTasks = []rulerNIAH{
+	{name: "niah_single_1", haystack: "repeat", typeK: "words", typeV: "numbers", numK: 1, numV: 1, numQ: 1},
+	{name: "niah_multikey_2", haystack: "needle", typeK: "words", typeV: "numbers", numK: 1, numV: 1, numQ: 1},
 	{name: "niah_multikey_3", haystack: "needle", typeK: "uuids", typeV: "uuids", numK: 1, numV: 1, numQ: 1},
 }
 
+// usesWords says the task's keys or values are wonderwords pairs.
+func (s rulerNIAH) usesWords() bool { return s.typeK == "words" || s.typeV == "words" }
+
 func init() {
 	for _, spec := range rulerTasks {
+		desc := "RULER " + spec.name + ": documents generated at run time, cut to max_seq_length (default 4096) with the server's own /tokenize; string_match_all reported under the length (\"4096\")"
+		if spec.usesWords() {
+			desc += "; its keys come from wonderwords' word lists, not shipped: --dataset " + spec.name + "=DIR names the installed package's assets folder"
+		}
 		register(Info{Name: spec.name, Output: evalsuite.GenerateUntil, Builtin: true,
-			Description: "RULER " + spec.name + ": documents generated at run time, cut to max_seq_length (default 4096) with the server's own /tokenize; string_match_all reported under the length (\"4096\")",
+			Description: desc,
 			Follows:     "lm-eval lm_eval/tasks/ruler/" + spec.name + ".yaml v1.0, niah_utils.py, prepare_niah.py, common_utils.py"},
 			buildRulerNIAH(spec))
 	}
@@ -99,6 +114,7 @@ type niahGen struct {
 	spec  rulerNIAH
 	rnd   *pyrand.Rand
 	count func(string) (int, error)
+	words *wonderwordsPairs
 }
 
 // random is prepare_niah's generate_random.
@@ -106,6 +122,11 @@ func (g *niahGen) random(kind string) (string, error) {
 	switch kind {
 	case "numbers":
 		return strconv.Itoa(g.rnd.RandInt(1000000, 9999999)), nil
+	case "words":
+		if g.words == nil {
+			break
+		}
+		return g.words.at(int(g.rnd.Below(uint32(g.words.len())))), nil
 	case "uuids":
 		hi, lo := g.rnd.GetRandBits128()
 		// uuid.UUID(int=..., version=4): variant 10, version 4.
@@ -299,6 +320,13 @@ func rulerDocs(spec rulerNIAH, src Source) ([]evalsuite.Doc, error) {
 		n = src.Size
 	}
 	g := &niahGen{spec: spec, rnd: pyrand.New(rulerSeed(src)), count: src.CountTokens}
+	if spec.usesWords() {
+		w, err := loadWonderwordsPairs(src.Dataset)
+		if err != nil {
+			return nil, err
+		}
+		g.words = w
+	}
 	var docs []evalsuite.Doc
 	for _, l := range lengths {
 		if l <= rulerToGenerate {

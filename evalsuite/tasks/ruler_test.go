@@ -60,6 +60,7 @@ func checkRulerExpected(t *testing.T, task *evalsuite.Task, path string) {
 	i := 0
 	for ; sc.Scan(); i++ {
 		var want struct {
+			Task        string   `json:"task"`
 			Index       int      `json:"index"`
 			MaxLength   int      `json:"max_length"`
 			Length      int      `json:"length"`
@@ -69,6 +70,10 @@ func checkRulerExpected(t *testing.T, task *evalsuite.Task, path string) {
 		}
 		if err := json.Unmarshal(sc.Bytes(), &want); err != nil {
 			t.Fatal(err)
+		}
+		if want.Task != "" && want.Task != task.Name {
+			i--
+			continue
 		}
 		if i >= len(task.Docs) {
 			t.Fatalf("%d documents, the expectation has more", len(task.Docs))
@@ -376,4 +381,59 @@ func TestRulerFWERequestScoresAndOracle(t *testing.T) {
 	right := func(d evalsuite.Doc) string { o, _ := d.Strings("outputs"); return " " + strings.Join(o, " ") }
 	wrong := func(evalsuite.Doc) string { return " ...." }
 	checkOracle(t, task, openai.Completions, "1024,none", right, wrong)
+}
+
+// TestRulerWordKeysMatchPython checks niah_single_1 (repeated filler) and
+// niah_multikey_2 (distractor needles), whose keys are wonderwords
+// adjective-noun pairs, against testdata/ruler_words_expected.py, which
+// follows prepare_niah.py on the small lists of testdata/wonderwords.
+func TestRulerWordKeysMatchPython(t *testing.T) {
+	for _, name := range []string{"niah_single_1", "niah_multikey_2"} {
+		task, err := Build(name, Source{Dataset: "testdata/wonderwords", NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{600, 4096}, Size: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRulerExpected(t, task, "testdata/ruler_words_expected.jsonl")
+	}
+	task, err := Build("niah_single_1", Source{Dataset: "testdata/wonderwords", NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{600}, Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := task.Requests(task.Docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "niah_single_1.txt", reqs[0].Context)
+	checkScores(t, task, task.Docs[0], "none", "600", []scoreCase{{" 8536477.", 1}, {" 8536476.", 0}, {"", 0}})
+	right := func(d evalsuite.Doc) string { return " " + firstOutput(d) + "." }
+	wrong := func(evalsuite.Doc) string { return " 1234567." }
+	checkOracle(t, task, openai.Completions, "600,none", right, wrong)
+
+	_, err = Build("niah_single_1", Source{NumFewShot: -1, CountTokens: wordCount})
+	if err == nil || !strings.Contains(err.Error(), "wonderwords/assets") {
+		t.Errorf("no word lists: %v", err)
+	}
+	_, err = Build("niah_single_1", Source{Dataset: "testdata", NumFewShot: -1, CountTokens: wordCount})
+	if err == nil || !strings.Contains(err.Error(), "adjectivelist.txt") {
+		t.Errorf("a folder without the lists: %v", err)
+	}
+}
+
+func TestWonderwordsPairsSortLikePython(t *testing.T) {
+	w, err := loadWonderwordsPairs("testdata/wonderwords")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8 distinct adjectives times 10 nouns, less "well-off-road" spelt twice.
+	if w.len() != 79 {
+		t.Fatalf("%d pairs", w.len())
+	}
+	for i := 1; i < w.len(); i++ {
+		if !(w.at(i-1) < w.at(i)) {
+			t.Fatalf("pairs %d and %d out of order: %q, %q", i-1, i, w.at(i-1), w.at(i))
+		}
+	}
+	if w.at(0) != "able-ant" || w.at(w.len()-1) != "zany-zebra" {
+		t.Errorf("first %q, last %q", w.at(0), w.at(w.len()-1))
+	}
 }
