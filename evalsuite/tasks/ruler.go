@@ -36,9 +36,8 @@ import (
 //     package the user's lm-eval would import, and the pairs then match
 //     (checked on wonderwords 3.0.0's lists: 6,171,620 pairs, first
 //     "Early-ATM", last "zonked-zucchini", as Python sorts them).
-//   - Not generated: ruler_cwe (wonderwords' noun, adjective and verb
-//     lists shuffled by its own module-level random.Random(42), not
-//     ported), and the essay tasks (niah_single_2, niah_single_3,
+//     ruler_cwe (ruler_cwe.go) takes its words from the same folder.
+//   - Not generated: the essay tasks (niah_single_2, niah_single_3,
 //     niah_multikey_1, niah_multivalue, niah_multiquery), which split
 //     baber/paul_graham_essays (a Hub dataset) into sentences with NLTK's
 //     trained Punkt model, which ttis has not reproduced. So the `ruler`

@@ -437,3 +437,40 @@ func TestWonderwordsPairsSortLikePython(t *testing.T) {
 		t.Errorf("first %q, last %q", w.at(0), w.at(w.len()-1))
 	}
 }
+
+// TestRulerCWEMatchesPython checks ruler_cwe against
+// testdata/ruler_cwe_expected.py (cwe_utils.py after random.seed(42), its
+// module RNG random.Random(42)) on the small lists of testdata/wonderwords,
+// below 4096 tokens (6 and 1 repeats) and at 4096 (30 and 3).
+func TestRulerCWEMatchesPython(t *testing.T) {
+	task, err := Build("ruler_cwe", Source{Dataset: "testdata/wonderwords", NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{600, 4096}, Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRulerExpected(t, task, "testdata/ruler_cwe_expected.jsonl")
+
+	task, err = Build("ruler_cwe", Source{Dataset: "testdata/wonderwords", NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{600}, Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := task.Requests(task.Docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "ruler_cwe.txt", reqs[0].Context)
+	if g := reqs[0].Gen; g.MaxGenToks != 120 || len(g.Until) != 0 {
+		t.Errorf("generation settings %+v", g)
+	}
+	outs, _ := task.Docs[0].Strings("outputs")
+	checkScores(t, task, task.Docs[0], "none", "600", []scoreCase{
+		{" " + numbered(outs), 1},
+		{" " + strings.Join(outs[:5], ", "), 0.5},
+		{"", 0},
+	})
+	right := func(d evalsuite.Doc) string { o, _ := d.Strings("outputs"); return " " + numbered(o) }
+	wrong := func(evalsuite.Doc) string { return " none" }
+	checkOracle(t, task, openai.Completions, "600,none", right, wrong)
+	if _, err := Build("ruler_cwe", Source{NumFewShot: -1, CountTokens: wordCount}); err == nil || !strings.Contains(err.Error(), "wonderwords/assets") {
+		t.Errorf("no word lists: %v", err)
+	}
+}
