@@ -36,3 +36,38 @@ func FuzzReadHotpot(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWonderwordsPairs feeds arbitrary word lists to WORDS' builder: the
+// pairs come out strictly increasing as strings (sorted, no duplicates)
+// and as many as Python's sorted(set(...)) would give.
+func FuzzWonderwordsPairs(f *testing.F) {
+	f.Add([]byte("well\nwell-off\nup to date\n"), []byte("off-road\nroad\n"))
+	f.Add([]byte("a\n"), []byte("\n\n"))
+	f.Add([]byte("\xff\n"), []byte("b\r\n"))
+	f.Fuzz(func(t *testing.T, adjs, nouns []byte) {
+		if len(adjs)*len(nouns) > 1<<16 {
+			return
+		}
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "adjectivelist.txt"), adjs, 0o644)
+		os.WriteFile(filepath.Join(dir, "nounlist.txt"), nouns, 0o644)
+		w, err := loadWonderwordsPairs(dir)
+		if err != nil {
+			return
+		}
+		set := map[string]bool{}
+		for _, a := range w.adjs {
+			for _, n := range w.nouns {
+				set[a+"-"+n] = true
+			}
+		}
+		if w.len() != len(set) {
+			t.Fatalf("%d pairs, %d distinct strings", w.len(), len(set))
+		}
+		for i := 1; i < w.len(); i++ {
+			if !(w.at(i-1) < w.at(i)) {
+				t.Fatalf("%q then %q", w.at(i-1), w.at(i))
+			}
+		}
+	})
+}
