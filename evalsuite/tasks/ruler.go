@@ -443,9 +443,10 @@ func rulerTask(name, customDataset string, maxGen int, docs []evalsuite.Doc, src
 		Name: name, Version: "1.0", Output: evalsuite.GenerateUntil, Docs: docs,
 		TargetDelimiter: " ",
 		DocToText:       func(d evalsuite.Doc) (string, error) { return d.Str("input") },
+		// "{{outputs}}" renders the list as Python prints it.
 		DocToTarget: func(d evalsuite.Doc) (string, error) {
 			o, err := d.Strings("outputs")
-			return strings.Join(o, ", "), err
+			return pyStrListRepr(o), err
 		},
 		GenPrefix: func(d evalsuite.Doc) (string, error) { return d.Str("gen_prefix") },
 		Gen:       evalsuite.GenKwargs{Until: []string{}, MaxGenToks: maxGen, Temperature: 0},
