@@ -52,7 +52,7 @@ again.
 			&cli.StringFlag{Name: "format", Usage: "dataset format: jsonl, csv or parquet (default: from the extension)"},
 			&cli.StringSliceFlag{Name: "field", Usage: "field mapping TASK_FIELD=COLUMN (repeatable)"},
 			&cli.StringFlag{Name: "columns", Usage: "column names of a header-less CSV, comma-separated"},
-			&cli.IntFlag{Name: "size", Usage: "documents generated for built-in tasks (default 200)"},
+			&cli.IntFlag{Name: "size", Usage: "documents generated for built-in tasks (default 200; RULER tasks: samples per length, default 500)"},
 			&cli.IntSliceFlag{Name: "max-seq-lengths", Usage: "prompt lengths in the server's tokens of tasks generated to a length (RULER's max_seq_lengths; default 4096)"},
 			&cli.StringFlag{Name: "limit", Usage: "count, fraction, or mode (" + limit.Names() + ")"},
 			&cli.IntFlag{Name: "max-gen-toks", Usage: "override the tasks' generation budget"},
