@@ -52,7 +52,8 @@ again.
 			&cli.StringFlag{Name: "format", Usage: "dataset format: jsonl, csv or parquet (default: from the extension)"},
 			&cli.StringSliceFlag{Name: "field", Usage: "field mapping TASK_FIELD=COLUMN (repeatable)"},
 			&cli.StringFlag{Name: "columns", Usage: "column names of a header-less CSV, comma-separated"},
-			&cli.IntFlag{Name: "size", Usage: "documents generated for built-in tasks (default 200)"},
+			&cli.IntFlag{Name: "size", Usage: "documents generated for built-in tasks (default 200; RULER tasks: samples per length, default 500)"},
+			&cli.IntSliceFlag{Name: "max-seq-lengths", Usage: "prompt lengths in the server's tokens of tasks generated to a length (RULER's max_seq_lengths; default 4096)"},
 			&cli.StringFlag{Name: "limit", Usage: "count, fraction, or mode (" + limit.Names() + ")"},
 			&cli.IntFlag{Name: "max-gen-toks", Usage: "override the tasks' generation budget"},
 			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8, Usage: "documents in flight"},
@@ -147,7 +148,7 @@ func evalTemplate(c *cli.Context) (workflow.Config, limit.Mode, error) {
 	ec := workflow.Config{API: api, ApplyChatTemplate: c.Bool("apply-chat-template"), Tasks: splitList(c.StringSlice("task")),
 		Datasets: splitTaskPaths(c.StringSlice("dataset")), FewShot: splitTaskPaths(c.StringSlice("fewshot-dataset")),
 		NumFewShot: c.Int("num-fewshot"), Format: c.String("format"), Mapping: mapping, Columns: columns,
-		BuiltinSize: c.Int("size"), MaxGenToks: c.Int("max-gen-toks"), Concurrency: c.Int("concurrency"),
+		BuiltinSize: c.Int("size"), SeqLengths: c.IntSlice("max-seq-lengths"), MaxGenToks: c.Int("max-gen-toks"), Concurrency: c.Int("concurrency"),
 		MaxRetries: c.Int("max-retries"), Timeout: c.Duration("timeout"), Seed: c.Int("seed"),
 		ErrorPolicy: runner.ErrorPolicy(c.String("errors-as")), ThinkEndToken: c.String("think-end-token"),
 		ASRURL: c.String("asr-url"), ASRModel: c.String("asr-model")}

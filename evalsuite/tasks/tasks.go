@@ -46,6 +46,13 @@ type Source struct {
 	// Info.Data), by role; Dataset and FewShotDataset hold RoleTest and
 	// RoleFewShot.
 	Files map[string]string
+	// CountTokens counts a text's tokens with the evaluated server's own
+	// tokenizer, special tokens included (what a Hugging Face tokenizer
+	// call counts). Tasks that cut generated documents to token lengths
+	// (RULER) need it; others ignore it.
+	CountTokens func(text string) (int, error)
+	// SeqLengths are RULER's max_seq_lengths metadata (empty = [4096]).
+	SeqLengths []int
 }
 
 // Info describes a registered task.

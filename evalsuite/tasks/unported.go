@@ -9,7 +9,7 @@ func init() {
 	register(Info{Name: "ruler", Output: gen,
 		Description: "RULER long-context retrieval, aggregation and QA at 4K-64K tokens",
 		Follows:     "lm-eval fork lm_eval/tasks/ruler/ruler.yaml",
-		NotRunnable: "not implemented yet: RULER generates its documents at run time with the model's own tokenizer (haystacks cut to exact token lengths, Paul Graham essays fetched at run time), which ttis has not reproduced"}, nil)
+		NotRunnable: "the group is the unweighted mean of 13 subtasks and ttis generates eight, run by name: niah_single_1, niah_multikey_2 and ruler_cwe (with wonderwords' word lists given as --dataset), niah_multikey_3, ruler_vt, ruler_fwe, ruler_qa_hotpot and ruler_qa_squad; the five essay tasks (niah_single_2, niah_single_3, niah_multikey_1, niah_multivalue, niah_multiquery) split baber/paul_graham_essays into sentences with NLTK's trained Punkt model, which ttis has not reproduced"}, nil)
 	register(Info{Name: "longbench2_generate", Output: gen,
 		Description: "LongBench v2 answered by generation on the chat API",
 		Follows:     "tt-inference-server's lm-eval fork, branch evals-common (not published in a source ttis could read)",

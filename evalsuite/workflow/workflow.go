@@ -65,6 +65,10 @@ type Config struct {
 	Columns    []string
 	// BuiltinSize is the number of documents of built-in tasks (0 = default).
 	BuiltinSize int
+	// SeqLengths are the prompt lengths, in the server's tokens, of tasks
+	// generated to a length (RULER's max_seq_lengths metadata; empty =
+	// the task's default).
+	SeqLengths []int
 	// LimitMode is the run size (default full); Limit a count or fraction
 	// that overrides it; TaskLimits one task's count or fraction, over
 	// both.
@@ -203,6 +207,13 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Tasks that cut generated documents to token lengths count them with
+	// the server's own tokenizer, special tokens included.
+	tok := srv.Tokenizer(cfg.Model)
+	countTokens := func(text string) (int, error) {
+		ids, err := tok.Tokenize(ctx, text, true)
+		return len(ids), err
+	}
 	var cache *runner.Cache
 	if cfg.CacheDir != "-" {
 		dir := cfg.CacheDir
@@ -227,6 +238,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		src := tasks.Source{
 			Dataset: pick(cfg.Datasets, name, only), FewShotDataset: pick(cfg.FewShot, name, only), NumFewShot: cfg.NumFewShot,
 			Format: cfg.Format, Mapping: cfg.Mapping, Columns: cfg.Columns, Size: cfg.BuiltinSize,
+			CountTokens: countTokens, SeqLengths: cfg.SeqLengths,
 		}
 		if info, ok := tasks.InfoOf(name); ok && info.NeedsASR && cfg.ASRURL == "" {
 			oc.NotRun[name] = ASRMissing
