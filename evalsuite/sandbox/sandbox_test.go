@@ -63,6 +63,20 @@ func TestRunawayPrograms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs hostile programs for a few seconds")
 	}
+	// The runs' private folders go under this test's own TMPDIR, so that
+	// the leftover check below sees only this test's processes, not the
+	// sandboxes other packages' tests run at the same time.
+	// The folder must be searchable by the unprivileged user the sandbox
+	// runs programs as when the test runs as root (t.TempDir's are 0700).
+	root, err := os.MkdirTemp("", "ttis-sandbox-test-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", root)
 	r := newRunner(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -116,7 +130,7 @@ func TestRunawayPrograms(t *testing.T) {
 	if res := run(t, r, "pass\n"); res.Status != Passed {
 		t.Errorf("after the runaway programs a trivial one %s: %s", res.Status, res.Output)
 	}
-	if left := leftovers(t); left != "" {
+	if left := leftovers(t, root); left != "" {
 		t.Errorf("sandbox processes left running: %s", left)
 	}
 }
@@ -129,17 +143,23 @@ func (r *Runner) isolation() string {
 }
 
 // leftovers lists running processes whose command line holds the
-// sandbox's prologue.
-func leftovers(t *testing.T) string {
+// sandbox's prologue and whose environment (fixed at exec, inherited by
+// forks) puts TMPDIR under root: the processes of this test's runs.
+func leftovers(t *testing.T, root string) string {
 	t.Helper()
 	time.Sleep(200 * time.Millisecond)
 	entries, _ := os.ReadDir("/proc")
 	var out []string
 	for _, e := range entries {
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), "SANDBOX_NONCE") {
-			out = append(out, e.Name())
+		if err != nil || !strings.Contains(string(b), "SANDBOX_NONCE") {
+			continue
 		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && !strings.Contains(string(env), "TMPDIR="+root+"/") {
+			continue // another test's sandbox
+		}
+		out = append(out, e.Name())
 	}
 	return strings.Join(out, ",")
 }
