@@ -150,10 +150,7 @@ func (j *matmulJob) run(lo, hi int) {
 	case gguf.TypeQ4_0:
 		matmulQ4_0(j, r0, r1)
 	case gguf.TypeQ4_K:
-		j.rowDots(r0, r1, func(row []byte, b int) float32 {
-			xq, xd := j.quantAct(b, 256)
-			return dotQ4K(row, xq, xd, j.sums16(b))
-		})
+		matmulQ4K(j, r0, r1)
 	case gguf.TypeQ5_0:
 		matmulQ5_0(j, r0, r1)
 	case gguf.TypeQ5_1:
