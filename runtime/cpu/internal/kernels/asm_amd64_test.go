@@ -533,22 +533,22 @@ func TestAsmRoundF16(t *testing.T) {
 	}
 }
 
-// TestAsmQ4KTile requires every output of the assembly Q4_K tile to equal
-// q4kDotAVX's bit for bit.
-func TestAsmQ4KTile(t *testing.T) {
+// TestAsmKTile requires every output of the assembly Q4_K and Q6_K tiles
+// to equal q4kDotAVX's and q6kDotAVX's bit for bit.
+func TestAsmKTile(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(55, 56))
-	for _, nb := range []int{1, 2, 3, 8} {
-		w, xq, xd, xs := q4kTileInputs(t, rng, nb)
-		cols := 256 * nb
-		const os = 9
-		out := make([]float32, 3*os+1)
-		q4kTile1x4(w.Data, xq, xd, xs, nb, out, os)
-		for a := 0; a < 4; a++ {
-			want := q4kDotAVX(w.Data, xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*16*nb:(a+1)*16*nb])
-			if got := out[a*os]; got != want {
-				t.Fatalf("nb=%d act %d: tile %g, row dot %g", nb, a, got, want)
-			}
+	for _, tc := range []struct {
+		typ  gguf.TensorType
+		tile kTile
+		dot  kDot
+	}{
+		{gguf.TypeQ4_K, q4kTile1x4, q4kDotAVX},
+		{gguf.TypeQ6_K, q6kTile1x4, q6kDotAVX},
+	} {
+		for _, nb := range []int{1, 2, 3, 8} {
+			w, xq, xd, xs := kTileInputs(t, rng, tc.typ, nb)
+			checkKTile(t, tc.typ, nb, w.Data, xq, xd, xs, tc.tile, tc.dot)
 		}
 	}
 }

@@ -158,10 +158,7 @@ func (j *matmulJob) run(lo, hi int) {
 	case gguf.TypeQ5_K:
 		matmulQ5K(j, r0, r1)
 	case gguf.TypeQ6_K:
-		j.rowDots(r0, r1, func(row []byte, b int) float32 {
-			xq, xd := j.quantAct(b, 256)
-			return dotQ6K(row, xq, xd, j.sums16(b))
-		})
+		matmulQ6K(j, r0, r1)
 	}
 }
 

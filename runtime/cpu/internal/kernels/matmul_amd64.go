@@ -487,10 +487,14 @@ func roundToF16(dst, src []float32) {
 }
 
 //go:noescape
+func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
+
+//go:noescape
 func q4kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
 
-// q4kTile multiplies one Q4_K row with four activation rows; the assembly
-// tile equals q4kDotAVX, the Go twin dotQ4KGo, each bit for bit.
+// q4kTile and q6kTile multiply one K-quant row with four activation rows;
+// the assembly tiles equal q4kDotAVX and q6kDotAVX, the Go twins dotQ4KGo
+// and dotQ6KGo, each bit for bit.
 func q4kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
 	if !haveAsm {
 		q4kTile1x4Go(w, xq, xd, xs, nb, out, os)
@@ -500,4 +504,15 @@ func q4kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 	_, _, _, _ = w[nb*blockQ4_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*16*nb-1]
 	_ = out[3*os]
 	q4kTile1x4(w, xq, xd, xs, nb, out, os)
+}
+
+func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	if !haveAsm {
+		q6kTile1x4Go(w, xq, xd, xs, nb, out, os)
+		return
+	}
+	// bounds: the assembly does not check
+	_, _, _, _ = w[nb*blockQ6_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*16*nb-1]
+	_ = out[3*os]
+	q6kTile1x4(w, xq, xd, xs, nb, out, os)
 }

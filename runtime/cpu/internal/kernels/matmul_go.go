@@ -45,3 +45,7 @@ func roundToF16(dst, src []float32) { roundToF16Go(dst, src) }
 func q4kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
 	q4kTile1x4Go(w, xq, xd, xs, nb, out, os)
 }
+
+func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	q6kTile1x4Go(w, xq, xd, xs, nb, out, os)
+}
