@@ -552,3 +552,26 @@ func TestAsmKTile(t *testing.T) {
 		}
 	}
 }
+
+// TestAsmQ4KRows requires the decode loop over Q4_K rows to equal
+// q4kDotAVX row by row, bit for bit.
+func TestAsmQ4KRows(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(59, 60))
+	for _, nb := range []int{1, 3, 8} {
+		const rows = 5
+		cols := 256 * nb
+		rb := nb * blockQ4_K
+		w := mustWeight(t, gguf.TypeQ4_K, rows, cols, randVec(rng, rows*cols))
+		xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
+		quantizeQ8KGo(randVec(rng, cols), xq, xd, xs)
+		out := make([]float32, rows-1)
+		q4kRowDots(w.Data, rb, 1, xq, xd, xs, out)
+		for i, got := range out {
+			r := 1 + i
+			if want := q4kDotAVX(w.Data[r*rb:(r+1)*rb], xq, xd, xs); got != want {
+				t.Fatalf("nb=%d row %d: rows kernel %g, row dot %g", nb, r, got, want)
+			}
+		}
+	}
+}

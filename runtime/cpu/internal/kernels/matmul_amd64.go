@@ -487,6 +487,9 @@ func roundToF16(dst, src []float32) {
 }
 
 //go:noescape
+func q4kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float32)
+
+//go:noescape
 func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
 
 //go:noescape
@@ -515,4 +518,24 @@ func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 	_, _, _, _ = w[nb*blockQ6_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*16*nb-1]
 	_ = out[3*os]
 	q6kTile1x4(w, xq, xd, xs, nb, out, os)
+}
+
+// q4kRowDots sets out[i] to the product of row r0+i of a Q4_K matrix (rows
+// of rb bytes) with one activation row: one assembly call for the run of
+// rows, each equal to q4kDotAVX's bit for bit.
+func q4kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
+	if !haveAsm {
+		q4kRowDotsGo(w, rb, r0, xq, xd, xs, out)
+		return
+	}
+	if len(out) == 0 {
+		return
+	}
+	nb := len(xd)
+	// bounds: the assembly does not check
+	_, _, _ = w[(r0+len(out))*rb-1], xq[256*nb-1], xs[16*nb-1]
+	if rb != nb*blockQ4_K {
+		panic("kernels: q4kRowDots row size does not match the activations")
+	}
+	q4kRows(w[r0*rb:], rb, xq, xd, xs, out)
 }

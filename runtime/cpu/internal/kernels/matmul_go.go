@@ -49,3 +49,7 @@ func q4kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
 	q6kTile1x4Go(w, xq, xd, xs, nb, out, os)
 }
+
+func q4kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
+	q4kRowDotsGo(w, rb, r0, xq, xd, xs, out)
+}

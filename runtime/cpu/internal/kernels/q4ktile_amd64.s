@@ -169,3 +169,122 @@ q4ktdone:
 	Q4KSUM(128, 208, (DI)(R8*1))
 	VZEROUPPER
 	RET
+
+// Q4KROWCHUNK adds nibble bytes 32k..32k+31 of the super-block times the
+// activation codes at XOFF0(DI), XOFF1(DI) to Y8.
+#define Q4KROWCHUNK(WOFF, SOFF0, SOFF1, XOFF0, XOFF1) \
+	VMOVDQU WOFF(SI), Y9; \
+	VPSRLW $4, Y9, Y10; \
+	VPAND Y15, Y9, Y9; \
+	VPAND Y15, Y10, Y10; \
+	VPMADDUBSW XOFF0(DI), Y9, Y9; \
+	VPMADDUBSW XOFF1(DI), Y10, Y10; \
+	VPBROADCASTW SOFF0(SP), Y11; \
+	VPBROADCASTW SOFF1(SP), Y12; \
+	VPMADDWD Y11, Y9, Y9; \
+	VPMADDWD Y12, Y10, Y10; \
+	VPADDD Y9, Y8, Y8; \
+	VPADDD Y10, Y8, Y8
+
+// func q4kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float32)
+// out[r] = the product of row r of w (rows of rb bytes) with one Q8_K
+// activation row, for r < len(out): decode's loop over the rows without a
+// call per row. Each row adds in exactly q4kDotAVX's order, so out[r] equals
+// q4kDotAVX of that row bit for bit.
+TEXT ·q4kRows(SB), NOSPLIT, $32-128
+	MOVQ w_base+0(FP), R8
+	MOVQ rb+24(FP), R9
+	MOVQ out_base+104(FP), R10
+	MOVQ out_len+112(FP), R11
+	VMOVDQU q4ktmask<>(SB), Y15
+
+q4krow:
+	TESTQ R11, R11
+	JZ    q4krowsdone
+	MOVQ R8, SI
+	MOVQ xq_base+32(FP), DI
+	MOVQ xd_base+56(FP), DX
+	MOVQ xd_len+64(FP), CX
+	MOVQ xs_base+80(FP), BX
+	VXORPS Y0, Y0, Y0          // float sum of d*scale parts
+	VXORPS X1, X1, X1          // float sum of dmin*min parts (4 lanes)
+
+q4krblock:
+	TESTQ CX, CX
+	JZ    q4krsum
+	// scales and mins, unpacked as in q4kDotAVX
+	MOVL 12(SI), R12           // u2
+	MOVL 4(SI), AX             // u0
+	MOVL AX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	MOVL R12, R14
+	ANDL $0x0f0f0f0f, R14
+	ORL  R13, R14              // scales 4..7
+	ANDL $0x3f3f3f3f, AX       // scales 0..3
+	SHLQ $32, R14
+	ORQ  R14, AX
+	VMOVQ AX, X2
+	MOVL 8(SI), AX             // u1
+	MOVL AX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	SHRL $4, R12
+	ANDL $0x0f0f0f0f, R12
+	ORL  R13, R12              // mins 4..7
+	ANDL $0x3f3f3f3f, AX       // mins 0..3
+	SHLQ $32, R12
+	ORQ  R12, AX
+	VPINSRQ $1, AX, X2, X2
+	VPMOVZXBW X2, Y2
+	VMOVDQU Y2, 0(SP)
+	VEXTRACTI128 $1, Y2, X13   // the mins
+
+	// d*xd and dmin*xd
+	VCVTPH2PS (SI), X3         // lanes: d, dmin
+	VBROADCASTSS (DX), X4
+	VMULPS X4, X3, X3
+	VBROADCASTSS X3, Y4        // d*xd
+	VMOVSHDUP X3, X5
+	VBROADCASTSS X5, X5        // dmin*xd
+
+	// mins: sum_j m_j * (bsum[2j] + bsum[2j+1])
+	VMOVDQU (BX), Y6
+	VEXTRACTI128 $1, Y6, X7
+	VPHADDW X7, X6, X6         // 8 sub-block sums
+	VPMADDWD X13, X6, X6
+	VCVTDQ2PS X6, X6
+	VFMADD231PS X6, X5, X1
+
+	VPXOR Y8, Y8, Y8
+	Q4KROWCHUNK(16, 0, 2, 0, 32)
+	Q4KROWCHUNK(48, 4, 6, 64, 96)
+	Q4KROWCHUNK(80, 8, 10, 128, 160)
+	Q4KROWCHUNK(112, 12, 14, 192, 224)
+	VCVTDQ2PS Y8, Y8
+	VFMADD231PS Y8, Y4, Y0
+
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JMP  q4krblock
+
+q4krsum:
+	VEXTRACTF128 $1, Y0, X2
+	VADDPS X2, X0, X0
+	VSUBPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (R10)
+	ADDQ R9, R8
+	ADDQ $4, R10
+	DECQ R11
+	JMP  q4krow
+
+q4krowsdone:
+	VZEROUPPER
+	RET
