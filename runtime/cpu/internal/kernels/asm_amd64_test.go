@@ -533,8 +533,8 @@ func TestAsmRoundF16(t *testing.T) {
 	}
 }
 
-// TestAsmKTile requires every output of the assembly Q4_K and Q6_K tiles
-// to equal q4kDotAVX's and q6kDotAVX's bit for bit.
+// TestAsmKTile requires every output of the assembly Q4_K, Q5_K and Q6_K
+// tiles to equal q4kDotAVX's, q5kDotAVX's and q6kDotAVX's bit for bit.
 func TestAsmKTile(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(55, 56))
@@ -544,6 +544,7 @@ func TestAsmKTile(t *testing.T) {
 		dot  kDot
 	}{
 		{gguf.TypeQ4_K, q4kTile1x4, q4kDotAVX},
+		{gguf.TypeQ5_K, q5kTile1x4, q5kDotAVX},
 		{gguf.TypeQ6_K, q6kTile1x4, q6kDotAVX},
 	} {
 		for _, nb := range []int{1, 2, 3, 8} {

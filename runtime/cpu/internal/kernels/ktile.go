@@ -15,7 +15,8 @@ type (
 	kDot  func(w []byte, xq []int8, xd []float32, xs []int16) float32
 )
 
-// matmulQ4K and matmulQ6K compute rows [r0,r1) for the whole batch. A
+// matmulQ4K, matmulQ5K (q5.go) and matmulQ6K compute rows [r0,r1) for the
+// whole batch. A
 // single activation row (decode) runs the Q4_K rows in one call.
 func matmulQ4K(j *matmulJob, r0, r1 int) {
 	if j.batch == 1 {
@@ -144,5 +145,60 @@ func q6kTile1x4Go(w []byte, xq []int8, xd []float32, _ []int16, nb int, out []fl
 	}
 	for a, s := range sum {
 		out[a*os] = s
+	}
+}
+
+// q5kTile1x4Go is the pure-Go Q5_K tile: each super-block's scales, mins
+// and five-bit codes are unpacked once for four activation rows, and every
+// product adds in dotQ5KGo's order, so out[a*os] equals dotQ5KGo of
+// activation a exactly.
+func q5kTile1x4Go(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	cols := 256 * nb
+	var acc [kTileActs][8]float32
+	var mins [kTileActs]float32
+	var codes [256]int32
+	var sc, mn [8]int32
+	for b := 0; b < nb; b++ {
+		blk := w[b*blockQ5_K : (b+1)*blockQ5_K]
+		df := F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
+		dminf := F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		scales, qh, qs := blk[4:16], blk[16:48], blk[48:176]
+		for k := 0; k < 8; k++ {
+			s, m := scaleMinQ4K(scales, k)
+			sc[k], mn[k] = int32(s), int32(m)
+		}
+		for k := 0; k < 4; k++ {
+			for l := 0; l < 32; l++ {
+				c, h := qs[32*k+l], qh[l]
+				codes[64*k+l] = int32(c&0xf | (h>>(2*k)&1)<<4)
+				codes[64*k+32+l] = int32(c>>4 | (h>>(2*k+1)&1)<<4)
+			}
+		}
+		for a := 0; a < kTileActs; a++ {
+			d := xd[a*nb+b] * df
+			dmin := xd[a*nb+b] * dminf
+			q := xq[a*cols+256*b : a*cols+256*b+256]
+			g := xs[a*16*nb+16*b : a*16*nb+16*b+16]
+			var lanes [8]int32
+			var offs int32
+			for k := 0; k < 4; k++ {
+				for i := range lanes {
+					var s0, s1 int32
+					for l := 4 * i; l < 4*i+4; l++ {
+						s0 += codes[64*k+l] * int32(q[64*k+l])
+						s1 += codes[64*k+32+l] * int32(q[64*k+32+l])
+					}
+					lanes[i] += sc[2*k]*s0 + sc[2*k+1]*s1
+				}
+				offs += mn[2*k]*(int32(g[4*k])+int32(g[4*k+1])) + mn[2*k+1]*(int32(g[4*k+2])+int32(g[4*k+3]))
+			}
+			mins[a] = fma32(-dmin, float32(offs), mins[a])
+			for i, v := range lanes {
+				acc[a][i] = fma32(d, float32(v), acc[a][i])
+			}
+		}
+	}
+	for a := range acc {
+		out[a*os] = hsum8(&acc[a]) + mins[a]
 	}
 }

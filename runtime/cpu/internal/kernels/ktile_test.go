@@ -25,8 +25,8 @@ func kTileInputs(t *testing.T, rng *rand.Rand, typ gguf.TensorType, nb int) (*We
 	return w, xq, xd, xs
 }
 
-// TestKTileGoMatchesRowDot requires the Go tiles to equal dotQ4KGo and
-// dotQ6KGo bit for bit for each of their four activation rows.
+// TestKTileGoMatchesRowDot requires the Go tiles to equal dotQ4KGo,
+// dotQ5KGo and dotQ6KGo bit for bit for each of their four activation rows.
 func TestKTileGoMatchesRowDot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	for _, tc := range []struct {
@@ -35,6 +35,7 @@ func TestKTileGoMatchesRowDot(t *testing.T) {
 		dot  kDot
 	}{
 		{gguf.TypeQ4_K, q4kTile1x4Go, dotQ4KGo},
+		{gguf.TypeQ5_K, q5kTile1x4Go, dotQ5KGo},
 		{gguf.TypeQ6_K, q6kTile1x4Go, func(w []byte, xq []int8, xd []float32, _ []int16) float32 { return dotQ6KGo(w, xq, xd) }},
 	} {
 		for _, nb := range []int{1, 2, 3, 8} {
@@ -60,7 +61,7 @@ func checkKTile(t *testing.T, typ gguf.TensorType, nb int, w []byte, xq []int8, 
 	}
 }
 
-// TestKQuantMatMulTilesMatchSingleRows requires a batched Q4_K or Q6_K
+// TestKQuantMatMulTilesMatchSingleRows requires a batched Q4_K, Q5_K or Q6_K
 // MatMul (tiles for groups of four activation rows, row dots for the rest)
 // to equal single-row MatMuls exactly, on every build.
 func TestKQuantMatMulTilesMatchSingleRows(t *testing.T) {
@@ -68,7 +69,7 @@ func TestKQuantMatMulTilesMatchSingleRows(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
 	const rows, cols = 13, 512
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
 		w := mustWeight(t, typ, rows, cols, randVec(rng, rows*cols))
 		for _, batch := range []int{4, 7, 9} {
 			x := randVec(rng, batch*cols)
@@ -87,7 +88,7 @@ func TestKQuantMatMulTilesMatchSingleRows(t *testing.T) {
 	}
 }
 
-// BenchmarkKQuantPrefill is the A/B of the Q4_K and Q6_K batch tiles
+// BenchmarkKQuantPrefill is the A/B of the Q4_K, Q5_K and Q6_K batch tiles
 // against the row path they replaced (each weight row dotted with one
 // activation row at a time), single-threaded on the 134m model's shapes at prefill batch 128:
 //
@@ -97,7 +98,7 @@ func TestKQuantMatMulTilesMatchSingleRows(t *testing.T) {
 // thread), and interleave the two sub-benchmarks with -count.
 func BenchmarkKQuantPrefill(b *testing.B) {
 	rng := rand.New(rand.NewPCG(57, 58))
-	for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ6_K} {
+	for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
 		for _, sh := range [][2]int{{768, 768}, {2048, 768}, {768, 2048}} {
 			benchKQuantPrefill(b, rng, typ, sh[0], sh[1])
 		}

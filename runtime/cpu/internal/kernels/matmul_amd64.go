@@ -490,14 +490,17 @@ func roundToF16(dst, src []float32) {
 func q4kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float32)
 
 //go:noescape
+func q5kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
+
+//go:noescape
 func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
 
 //go:noescape
 func q4kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
 
-// q4kTile and q6kTile multiply one K-quant row with four activation rows;
-// the assembly tiles equal q4kDotAVX and q6kDotAVX, the Go twins dotQ4KGo
-// and dotQ6KGo, each bit for bit.
+// q4kTile, q5kTile and q6kTile multiply one K-quant row with four
+// activation rows; the assembly tiles equal q4kDotAVX, q5kDotAVX and
+// q6kDotAVX, the Go twins dotQ4KGo, dotQ5KGo and dotQ6KGo, each bit for bit.
 func q4kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
 	if !haveAsm {
 		q4kTile1x4Go(w, xq, xd, xs, nb, out, os)
@@ -538,4 +541,15 @@ func q4kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out [
 		panic("kernels: q4kRowDots row size does not match the activations")
 	}
 	q4kRows(w[r0*rb:], rb, xq, xd, xs, out)
+}
+
+func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	if !haveAsm {
+		q5kTile1x4Go(w, xq, xd, xs, nb, out, os)
+		return
+	}
+	// bounds: the assembly does not check
+	_, _, _, _ = w[nb*blockQ5_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*16*nb-1]
+	_ = out[3*os]
+	q5kTile1x4(w, xq, xd, xs, nb, out, os)
 }

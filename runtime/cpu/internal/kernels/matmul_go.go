@@ -53,3 +53,7 @@ func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 func q4kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
 	q4kRowDotsGo(w, rb, r0, xq, xd, xs, out)
 }
+
+func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	q5kTile1x4Go(w, xq, xd, xs, nb, out, os)
+}

@@ -213,12 +213,7 @@ func matmulQ5_1(j *matmulJob, r0, r1 int) {
 	})
 }
 
-func matmulQ5K(j *matmulJob, r0, r1 int) {
-	j.rowDots(r0, r1, func(row []byte, b int) float32 {
-		xq, xd := j.quantAct(b, 256)
-		return dotQ5K(row, xq, xd, j.sums16(b))
-	})
-}
+func matmulQ5K(j *matmulJob, r0, r1 int) { matmulKTiles(j, r0, r1, q5kTile, dotQ5K) }
 
 // quantBlockQ5_0 stores 32 values like ggml's reference quantizer (which
 // llama-quantize uses without an importance matrix): the element of largest
