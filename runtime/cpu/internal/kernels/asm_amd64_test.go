@@ -554,24 +554,34 @@ func TestAsmKTile(t *testing.T) {
 	}
 }
 
-// TestAsmQ4KRows requires the decode loop over Q4_K rows to equal
-// q4kDotAVX row by row, bit for bit.
-func TestAsmQ4KRows(t *testing.T) {
+// TestAsmKRows requires decode's loops over Q4_K and Q6_K rows to equal
+// q4kDotAVX and q6kDotAVX row by row, bit for bit.
+func TestAsmKRows(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(59, 60))
-	for _, nb := range []int{1, 3, 8} {
-		const rows = 5
-		cols := 256 * nb
-		rb := nb * blockQ4_K
-		w := mustWeight(t, gguf.TypeQ4_K, rows, cols, randVec(rng, rows*cols))
-		xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
-		quantizeQ8KGo(randVec(rng, cols), xq, xd, xs)
-		out := make([]float32, rows-1)
-		q4kRowDots(w.Data, rb, 1, xq, xd, xs, out)
-		for i, got := range out {
-			r := 1 + i
-			if want := q4kDotAVX(w.Data[r*rb:(r+1)*rb], xq, xd, xs); got != want {
-				t.Fatalf("nb=%d row %d: rows kernel %g, row dot %g", nb, r, got, want)
+	for _, tc := range []struct {
+		typ        gguf.TensorType
+		blockBytes int
+		rows       func(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32)
+		dot        kDot
+	}{
+		{gguf.TypeQ4_K, blockQ4_K, q4kRowDots, q4kDotAVX},
+		{gguf.TypeQ6_K, blockQ6_K, q6kRowDots, q6kDotAVX},
+	} {
+		for _, nb := range []int{1, 3, 8} {
+			const rows = 5
+			cols := 256 * nb
+			rb := nb * tc.blockBytes
+			w := mustWeight(t, tc.typ, rows, cols, randVec(rng, rows*cols))
+			xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
+			quantizeQ8KGo(randVec(rng, cols), xq, xd, xs)
+			out := make([]float32, rows-1)
+			tc.rows(w.Data, rb, 1, xq, xd, xs, out)
+			for i, got := range out {
+				r := 1 + i
+				if want := tc.dot(w.Data[r*rb:(r+1)*rb], xq, xd, xs); got != want {
+					t.Fatalf("%s nb=%d row %d: rows kernel %g, row dot %g", tc.typ, nb, r, got, want)
+				}
 			}
 		}
 	}

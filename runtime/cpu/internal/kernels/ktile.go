@@ -16,8 +16,8 @@ type (
 )
 
 // matmulQ4K, matmulQ5K (q5.go) and matmulQ6K compute rows [r0,r1) for the
-// whole batch. A
-// single activation row (decode) runs the Q4_K rows in one call.
+// whole batch. A single activation row (decode) runs the Q4_K and Q6_K rows
+// in one call.
 func matmulQ4K(j *matmulJob, r0, r1 int) {
 	if j.batch == 1 {
 		nb := j.w.Cols / 256
@@ -27,15 +27,23 @@ func matmulQ4K(j *matmulJob, r0, r1 int) {
 	matmulKTiles(j, r0, r1, q4kTile, dotQ4K)
 }
 
-// q4kRowDotsGo is q4kRowDots row by row with dotQ4KGo.
-func q4kRowDotsGo(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
-	for i := range out {
-		r := r0 + i
-		out[i] = dotQ4KGo(w[r*rb:(r+1)*rb], xq, xd, xs)
+func matmulQ6K(j *matmulJob, r0, r1 int) {
+	if j.batch == 1 {
+		nb := j.w.Cols / 256
+		q6kRowDots(j.w.Data, j.rowBytes, r0, j.xq[:256*nb], j.xd[:nb], j.xs[:16*nb], j.out[r0:r1])
+		return
 	}
+	matmulKTiles(j, r0, r1, q6kTile, dotQ6K)
 }
 
-func matmulQ6K(j *matmulJob, r0, r1 int) { matmulKTiles(j, r0, r1, q6kTile, dotQ6K) }
+// kRowDotsGo is the row dot product dot for rows r0.. of w, one per
+// element of out.
+func kRowDotsGo(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32, dot kDot) {
+	for i := range out {
+		r := r0 + i
+		out[i] = dot(w[r*rb:(r+1)*rb], xq, xd, xs)
+	}
+}
 
 // matmulKTiles multiplies each weight row with the batch four activation
 // rows at a time (tile), the rest of the batch with the row dot product.

@@ -121,10 +121,11 @@ func benchKQuantPrefill(b *testing.B, rng *rand.Rand, typ gguf.TensorType, rows,
 		{"rows", func() {
 			j.rowDots(0, rows, func(row []byte, b int) float32 {
 				xq, xd := j.quantAct(b, 256)
+				xs := j.xs[b*cols/16 : (b+1)*cols/16]
 				if typ == gguf.TypeQ6_K {
-					return dotQ6K(row, xq, xd, j.sums16(b))
+					return dotQ6K(row, xq, xd, xs)
 				}
-				return dotQ4K(row, xq, xd, j.sums16(b))
+				return dotQ4K(row, xq, xd, xs)
 			})
 		}},
 		{"tile", func() {
@@ -152,42 +153,52 @@ func benchKQuantPrefill(b *testing.B, rng *rand.Rand, typ gguf.TensorType, rows,
 	}
 }
 
-// BenchmarkQ4KDecode is the A/B of decode's Q4_K loop (one activation
-// row): a row dot product call per row ("dots", the path before) against
-// one call for the run of rows ("rows"), single-threaded, per CPU-second.
-func BenchmarkQ4KDecode(b *testing.B) {
+// BenchmarkKQuantDecode is the A/B of decode's Q4_K and Q6_K loops (one
+// activation row): a row dot product call per row ("dots", the path
+// before) against one call for the run of rows ("rows"), single-threaded,
+// per CPU-second.
+func BenchmarkKQuantDecode(b *testing.B) {
 	rng := rand.New(rand.NewPCG(61, 62))
-	for _, sh := range [][2]int{{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}} {
-		rows, cols := sh[0], sh[1]
-		w := mustWeight(b, gguf.TypeQ4_K, rows, cols, randVec(rng, rows*cols))
-		rb, nb := w.rowBytes(), cols/256
-		xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
-		quantizeQ8KGo(randVec(rng, cols), xq, xd, xs)
-		out := make([]float32, rows)
-		for _, path := range []struct {
-			name string
-			run  func()
-		}{
-			{"dots", func() {
-				for r := range out {
-					out[r] = dotQ4K(w.Data[r*rb:(r+1)*rb], xq, xd, xs)
-				}
-			}},
-			{"rows", func() { q4kRowDots(w.Data, rb, 0, xq, xd, xs, out) }},
-		} {
-			b.Run(fmt.Sprintf("%dx%d/%s", rows, cols, path.name), func(b *testing.B) {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				cpu0 := threadCPUTime()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					path.run()
-				}
-				b.StopTimer()
-				if cpu := (threadCPUTime() - cpu0).Seconds() / float64(b.N); cpu > 0 {
-					b.ReportMetric(float64(len(w.Data))/cpu/1e9, "cpuGB/s")
-				}
-			})
+	for _, tc := range []struct {
+		typ  gguf.TensorType
+		rows func(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32)
+		dot  kDot
+	}{
+		{gguf.TypeQ4_K, q4kRowDots, dotQ4K},
+		{gguf.TypeQ6_K, q6kRowDots, dotQ6K},
+	} {
+		for _, sh := range [][2]int{{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}} {
+			rows, cols := sh[0], sh[1]
+			w := mustWeight(b, tc.typ, rows, cols, randVec(rng, rows*cols))
+			rb, nb := w.rowBytes(), cols/256
+			xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
+			quantizeQ8KGo(randVec(rng, cols), xq, xd, xs)
+			out := make([]float32, rows)
+			for _, path := range []struct {
+				name string
+				run  func()
+			}{
+				{"dots", func() {
+					for r := range out {
+						out[r] = tc.dot(w.Data[r*rb:(r+1)*rb], xq, xd, xs)
+					}
+				}},
+				{"rows", func() { tc.rows(w.Data, rb, 0, xq, xd, xs, out) }},
+			} {
+				b.Run(fmt.Sprintf("%s/%dx%d/%s", tc.typ, rows, cols, path.name), func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					cpu0 := threadCPUTime()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						path.run()
+					}
+					b.StopTimer()
+					if cpu := (threadCPUTime() - cpu0).Seconds() / float64(b.N); cpu > 0 {
+						b.ReportMetric(float64(len(w.Data))/cpu/1e9, "cpuGB/s")
+					}
+				})
+			}
 		}
 	}
 }

@@ -51,12 +51,6 @@ func (j *matmulJob) quantAct(b, blockLen int) ([]int8, []float32) {
 	return j.xq[b*j.w.Cols : (b+1)*j.w.Cols], j.xd[b*nb : (b+1)*nb]
 }
 
-// sums16 returns batch item b's per-16 code sums (Q8_K activations).
-func (j *matmulJob) sums16(b int) []int16 {
-	n := j.w.Cols / 16
-	return j.xs[b*n : (b+1)*n]
-}
-
 // rowTile is the number of rows a chunk of work is counted in; it matches
 // the register tiles of the assembly kernels.
 const rowTile = 4

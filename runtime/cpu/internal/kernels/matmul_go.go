@@ -51,7 +51,11 @@ func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 }
 
 func q4kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
-	q4kRowDotsGo(w, rb, r0, xq, xd, xs, out)
+	kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ4KGo)
+}
+
+func q6kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
+	kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ6K)
 }
 
 func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {

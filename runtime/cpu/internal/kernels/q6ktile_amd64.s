@@ -187,3 +187,136 @@ q6ktdone:
 	Q6KSUM(384, (DI)(R8*1))
 	VZEROUPPER
 	RET
+
+// func q6kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float32)
+// out[r] = the product of row r of w (rows of rb bytes) with one Q8_K
+// activation row, for r < len(out): decode's loop over the rows without a
+// call per row. The row body is q6kDotAVX's, so out[r] equals q6kDotAVX of
+// that row bit for bit.
+TEXT ·q6kRows(SB), NOSPLIT, $32-128
+	MOVQ w_base+0(FP), R9
+	MOVQ rb+24(FP), R10
+	MOVQ out_base+104(FP), R11
+	MOVQ out_len+112(FP), R12
+	VMOVDQU q6ktmask4<>(SB), Y15
+	VMOVDQU q6ktmask2<>(SB), Y14
+
+q6krow:
+	TESTQ R12, R12
+	JZ    q6krowsdone
+	MOVQ R9, SI
+	MOVQ xq_base+32(FP), DI
+	MOVQ xd_base+56(FP), DX
+	MOVQ xd_len+64(FP), CX
+	MOVQ xs_base+80(FP), BX
+	VXORPS Y0, Y0, Y0
+
+q6krblock:
+	TESTQ CX, CX
+	JZ    q6krsum
+	VPMOVSXBW 192(SI), Y2      // 16 scales as words
+	VMOVDQU Y2, 0(SP)
+	// offset: 32 * sum_g sc_g * bsum_g, as int32 (8 lanes)
+	VPMADDWD (BX), Y2, Y3
+	VPSLLD $5, Y3, Y3
+	VPXOR Y8, Y8, Y8
+	VPSUBD Y3, Y8, Y8          // acc = -offset
+
+	MOVQ $0, R13               // half: 0 or 64 (ql offset)
+
+q6krhalf:
+	MOVQ R13, R14
+	SHRQ $1, R14               // qh offset: 0 or 32
+	VMOVDQU (SI)(R13*1), Y4    // ql[l], l < 32
+	VMOVDQU 32(SI)(R13*1), Y5  // ql[l+32]
+	VMOVDQU 128(SI)(R14*1), Y6 // qh[l]
+
+	// q1 = ql[l]&15 | (qh&3)<<4   -> elements 0..31 of the half
+	VPAND Y15, Y4, Y9
+	VPAND Y14, Y6, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y9, Y9
+	// q2 = ql[l+32]&15 | (qh>>2&3)<<4 -> 32..63
+	VPAND Y15, Y5, Y11
+	VPSRLW $2, Y6, Y10
+	VPAND Y14, Y10, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y11, Y11
+	// q3 = ql[l]>>4 | (qh>>4&3)<<4 -> 64..95
+	VPSRLW $4, Y4, Y12
+	VPAND Y15, Y12, Y12
+	VPSRLW $4, Y6, Y10
+	VPAND Y14, Y10, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y12, Y12
+	// q4 = ql[l+32]>>4 | (qh>>6&3)<<4 -> 96..127
+	VPSRLW $4, Y5, Y13
+	VPAND Y15, Y13, Y13
+	VPSRLW $6, Y6, Y10
+	VPAND Y14, Y10, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y13, Y13
+
+	// activations of this half start at DI + 2*R13 (0 or 128)
+	VPMADDUBSW (DI)(R13*2), Y9, Y9
+	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
+	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
+	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
+
+	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
+	MOVQ R13, R14
+	SHRQ $2, R14               // byte offset of word 8*half: 0 or 16
+	VPBROADCASTW 0(SP)(R14*1), X2
+	VPBROADCASTW 2(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y9, Y9
+	VPBROADCASTW 4(SP)(R14*1), X2
+	VPBROADCASTW 6(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y11, Y11
+	VPBROADCASTW 8(SP)(R14*1), X2
+	VPBROADCASTW 10(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y12, Y12
+	VPBROADCASTW 12(SP)(R14*1), X2
+	VPBROADCASTW 14(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y13, Y13
+	VPADDD Y9, Y8, Y8
+	VPADDD Y11, Y8, Y8
+	VPADDD Y12, Y8, Y8
+	VPADDD Y13, Y8, Y8
+
+	ADDQ $64, R13
+	CMPQ R13, $128
+	JB   q6krhalf
+
+	MOVWLZX 208(SI), R8        // d is the block's last 2 bytes: load only those
+	VMOVD R8, X3
+	VCVTPH2PS X3, X3
+	VMULSS (DX), X3, X3
+	VBROADCASTSS X3, Y3
+	VCVTDQ2PS Y8, Y8
+	VFMADD231PS Y8, Y3, Y0
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JMP  q6krblock
+
+q6krsum:
+	VEXTRACTF128 $1, Y0, X2
+	VADDPS X2, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (R11)
+	ADDQ R10, R9
+	ADDQ $4, R11
+	DECQ R12
+	JMP  q6krow
+
+q6krowsdone:
+	VZEROUPPER
+	RET
