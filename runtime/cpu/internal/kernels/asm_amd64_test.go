@@ -554,8 +554,8 @@ func TestAsmKTile(t *testing.T) {
 	}
 }
 
-// TestAsmKRows requires decode's loops over Q4_K and Q6_K rows to equal
-// q4kDotAVX and q6kDotAVX row by row, bit for bit.
+// TestAsmKRows requires decode's loops over Q4_K, Q5_K and Q6_K rows to
+// equal q4kDotAVX, q5kDotAVX and q6kDotAVX row by row, bit for bit.
 func TestAsmKRows(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(59, 60))
@@ -566,6 +566,7 @@ func TestAsmKRows(t *testing.T) {
 		dot        kDot
 	}{
 		{gguf.TypeQ4_K, blockQ4_K, q4kRowDots, q4kDotAVX},
+		{gguf.TypeQ5_K, blockQ5_K, q5kRowDots, q5kDotAVX},
 		{gguf.TypeQ6_K, blockQ6_K, q6kRowDots, q6kDotAVX},
 	} {
 		for _, nb := range []int{1, 3, 8} {

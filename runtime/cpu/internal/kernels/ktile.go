@@ -16,8 +16,7 @@ type (
 )
 
 // matmulQ4K, matmulQ5K (q5.go) and matmulQ6K compute rows [r0,r1) for the
-// whole batch. A single activation row (decode) runs the Q4_K and Q6_K rows
-// in one call.
+// whole batch. A single activation row (decode) runs the rows in one call.
 func matmulQ4K(j *matmulJob, r0, r1 int) {
 	if j.batch == 1 {
 		nb := j.w.Cols / 256

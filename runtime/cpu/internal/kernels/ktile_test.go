@@ -153,7 +153,7 @@ func benchKQuantPrefill(b *testing.B, rng *rand.Rand, typ gguf.TensorType, rows,
 	}
 }
 
-// BenchmarkKQuantDecode is the A/B of decode's Q4_K and Q6_K loops (one
+// BenchmarkKQuantDecode is the A/B of decode's K-quant loops (one
 // activation row): a row dot product call per row ("dots", the path
 // before) against one call for the run of rows ("rows"), single-threaded,
 // per CPU-second.
@@ -165,6 +165,7 @@ func BenchmarkKQuantDecode(b *testing.B) {
 		dot  kDot
 	}{
 		{gguf.TypeQ4_K, q4kRowDots, dotQ4K},
+		{gguf.TypeQ5_K, q5kRowDots, dotQ5K},
 		{gguf.TypeQ6_K, q6kRowDots, dotQ6K},
 	} {
 		for _, sh := range [][2]int{{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}} {

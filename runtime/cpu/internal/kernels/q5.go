@@ -213,7 +213,14 @@ func matmulQ5_1(j *matmulJob, r0, r1 int) {
 	})
 }
 
-func matmulQ5K(j *matmulJob, r0, r1 int) { matmulKTiles(j, r0, r1, q5kTile, dotQ5K) }
+func matmulQ5K(j *matmulJob, r0, r1 int) {
+	if j.batch == 1 {
+		nb := j.w.Cols / 256
+		q5kRowDots(j.w.Data, j.rowBytes, r0, j.xq[:256*nb], j.xd[:nb], j.xs[:16*nb], j.out[r0:r1])
+		return
+	}
+	matmulKTiles(j, r0, r1, q5kTile, dotQ5K)
+}
 
 // quantBlockQ5_0 stores 32 values like ggml's reference quantizer (which
 // llama-quantize uses without an importance matrix): the element of largest
