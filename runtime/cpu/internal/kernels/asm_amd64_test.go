@@ -532,3 +532,58 @@ func TestAsmRoundF16(t *testing.T) {
 		}
 	}
 }
+
+// TestAsmKTile requires every output of the assembly Q4_K, Q5_K and Q6_K
+// tiles to equal q4kDotAVX's, q5kDotAVX's and q6kDotAVX's bit for bit.
+func TestAsmKTile(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(55, 56))
+	for _, tc := range []struct {
+		typ  gguf.TensorType
+		tile kTile
+		dot  kDot
+	}{
+		{gguf.TypeQ4_K, q4kTile1x4, q4kDotAVX},
+		{gguf.TypeQ5_K, q5kTile1x4, q5kDotAVX},
+		{gguf.TypeQ6_K, q6kTile1x4, q6kDotAVX},
+	} {
+		for _, nb := range []int{1, 2, 3, 8} {
+			w, xq, xd, xs := kTileInputs(t, rng, tc.typ, nb)
+			checkKTile(t, tc.typ, nb, w.Data, xq, xd, xs, tc.tile, tc.dot)
+		}
+	}
+}
+
+// TestAsmKRows requires decode's loops over Q4_K, Q5_K and Q6_K rows to
+// equal q4kDotAVX, q5kDotAVX and q6kDotAVX row by row, bit for bit.
+func TestAsmKRows(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(59, 60))
+	for _, tc := range []struct {
+		typ        gguf.TensorType
+		blockBytes int
+		rows       func(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32)
+		dot        kDot
+	}{
+		{gguf.TypeQ4_K, blockQ4_K, q4kRowDots, q4kDotAVX},
+		{gguf.TypeQ5_K, blockQ5_K, q5kRowDots, q5kDotAVX},
+		{gguf.TypeQ6_K, blockQ6_K, q6kRowDots, q6kDotAVX},
+	} {
+		for _, nb := range []int{1, 3, 8} {
+			const rows = 5
+			cols := 256 * nb
+			rb := nb * tc.blockBytes
+			w := mustWeight(t, tc.typ, rows, cols, randVec(rng, rows*cols))
+			xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
+			quantizeQ8KGo(randVec(rng, cols), xq, xd, xs)
+			out := make([]float32, rows-1)
+			tc.rows(w.Data, rb, 1, xq, xd, xs, out)
+			for i, got := range out {
+				r := 1 + i
+				if want := tc.dot(w.Data[r*rb:(r+1)*rb], xq, xd, xs); got != want {
+					t.Fatalf("%s nb=%d row %d: rows kernel %g, row dot %g", tc.typ, nb, r, got, want)
+				}
+			}
+		}
+	}
+}

@@ -16,9 +16,11 @@
 // after another through row-loop dot kernels (memory bound); batches use
 // register tiles so that each weight vector loaded serves several activation
 // rows: 4x3 (rows x batch) for float weights, 1x8 row tiles for float batches
-// of 8-15, 2x4 for Q8_0/Q4_0/Q5_0, and 4x4 AVX512-VNNI tiles for Q8_0 where
-// the CPU has them. K-quants and Q5_1 use row dot products for every batch
-// size.
+// of 8-15, 2x4 for Q8_0/Q4_0/Q5_0, 4x4 AVX512-VNNI tiles for Q8_0 where
+// the CPU has them, and 1x4 tiles for Q4_K/Q5_K/Q6_K that unpack each
+// super-block once for four activation rows (ktile.go; their outputs equal
+// the row dot products' bit for bit). Q5_1 uses row dot products for every
+// batch size.
 //
 // The package assumes a little-endian host, as GGUF data is little-endian.
 package kernels

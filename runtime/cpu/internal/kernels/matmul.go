@@ -51,12 +51,6 @@ func (j *matmulJob) quantAct(b, blockLen int) ([]int8, []float32) {
 	return j.xq[b*j.w.Cols : (b+1)*j.w.Cols], j.xd[b*nb : (b+1)*nb]
 }
 
-// sums16 returns batch item b's per-16 code sums (Q8_K activations).
-func (j *matmulJob) sums16(b int) []int16 {
-	n := j.w.Cols / 16
-	return j.xs[b*n : (b+1)*n]
-}
-
 // rowTile is the number of rows a chunk of work is counted in; it matches
 // the register tiles of the assembly kernels.
 const rowTile = 4
@@ -150,10 +144,7 @@ func (j *matmulJob) run(lo, hi int) {
 	case gguf.TypeQ4_0:
 		matmulQ4_0(j, r0, r1)
 	case gguf.TypeQ4_K:
-		j.rowDots(r0, r1, func(row []byte, b int) float32 {
-			xq, xd := j.quantAct(b, 256)
-			return dotQ4K(row, xq, xd, j.sums16(b))
-		})
+		matmulQ4K(j, r0, r1)
 	case gguf.TypeQ5_0:
 		matmulQ5_0(j, r0, r1)
 	case gguf.TypeQ5_1:
@@ -161,10 +152,7 @@ func (j *matmulJob) run(lo, hi int) {
 	case gguf.TypeQ5_K:
 		matmulQ5K(j, r0, r1)
 	case gguf.TypeQ6_K:
-		j.rowDots(r0, r1, func(row []byte, b int) float32 {
-			xq, xd := j.quantAct(b, 256)
-			return dotQ6K(row, xq, xd, j.sums16(b))
-		})
+		matmulQ6K(j, r0, r1)
 	}
 }
 

@@ -485,3 +485,92 @@ func roundToF16(dst, src []float32) {
 	}
 	roundToF16Go(dst[n8:len(src)], src[n8:])
 }
+
+//go:noescape
+func q4kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float32)
+
+//go:noescape
+func q5kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
+
+//go:noescape
+func q6kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float32)
+
+//go:noescape
+func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
+
+//go:noescape
+func q4kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
+
+// q4kTile, q5kTile and q6kTile multiply one K-quant row with four
+// activation rows; the assembly tiles equal q4kDotAVX, q5kDotAVX and
+// q6kDotAVX, the Go twins dotQ4KGo, dotQ5KGo and dotQ6KGo, each bit for bit.
+func q4kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	if !haveAsm {
+		q4kTile1x4Go(w, xq, xd, xs, nb, out, os)
+		return
+	}
+	// bounds: the assembly does not check
+	_, _, _, _ = w[nb*blockQ4_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*16*nb-1]
+	_ = out[3*os]
+	q4kTile1x4(w, xq, xd, xs, nb, out, os)
+}
+
+func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	if !haveAsm {
+		q6kTile1x4Go(w, xq, xd, xs, nb, out, os)
+		return
+	}
+	// bounds: the assembly does not check
+	_, _, _, _ = w[nb*blockQ6_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*16*nb-1]
+	_ = out[3*os]
+	q6kTile1x4(w, xq, xd, xs, nb, out, os)
+}
+
+// q4kRowDots and q6kRowDots set out[i] to the product of row r0+i of a
+// Q4_K or Q6_K matrix (rows of rb bytes) with one activation row: one
+// assembly call for the run of rows, each equal to q4kDotAVX's or
+// q6kDotAVX's bit for bit.
+func q4kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
+	if !haveAsm {
+		kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ4KGo)
+		return
+	}
+	if checkRowDots(w, rb, blockQ4_K, r0, xq, xd, xs, out) {
+		q4kRows(w[r0*rb:], rb, xq, xd, xs, out)
+	}
+}
+
+func q6kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
+	if !haveAsm {
+		kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ6K)
+		return
+	}
+	if checkRowDots(w, rb, blockQ6_K, r0, xq, xd, xs, out) {
+		q6kRows(w[r0*rb:], rb, xq, xd, xs, out)
+	}
+}
+
+// checkRowDots does the bounds checks the assembly does not, and reports
+// whether there are rows to compute.
+func checkRowDots(w []byte, rb, blockBytes, r0 int, xq []int8, xd []float32, xs []int16, out []float32) bool {
+	if len(out) == 0 {
+		return false
+	}
+	nb := len(xd)
+	_, _, _ = w[(r0+len(out))*rb-1], xq[256*nb-1], xs[16*nb-1]
+	if rb != nb*blockBytes {
+		panic("kernels: K-quant row size does not match the activations")
+	}
+	return true
+}
+
+func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	if !haveAsm {
+		q5kTile1x4Go(w, xq, xd, xs, nb, out, os)
+		return
+	}
+	// bounds: the assembly does not check
+	_, _, _, _ = w[nb*blockQ5_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*16*nb-1]
+	_ = out[3*os]
+	q5kTile1x4(w, xq, xd, xs, nb, out, os)
+}

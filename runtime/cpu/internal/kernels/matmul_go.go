@@ -41,3 +41,23 @@ func DotRows(out, x, m []float32, stride int) { dotRowsGo(out, x, m, stride) }
 func AxpyRows(y, a, m []float32, stride int) { axpyRowsGo(y, a, m, stride) }
 
 func roundToF16(dst, src []float32) { roundToF16Go(dst, src) }
+
+func q4kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	q4kTile1x4Go(w, xq, xd, xs, nb, out, os)
+}
+
+func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	q6kTile1x4Go(w, xq, xd, xs, nb, out, os)
+}
+
+func q4kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
+	kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ4KGo)
+}
+
+func q6kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
+	kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ6K)
+}
+
+func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	q5kTile1x4Go(w, xq, xd, xs, nb, out, os)
+}

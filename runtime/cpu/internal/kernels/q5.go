@@ -214,10 +214,12 @@ func matmulQ5_1(j *matmulJob, r0, r1 int) {
 }
 
 func matmulQ5K(j *matmulJob, r0, r1 int) {
-	j.rowDots(r0, r1, func(row []byte, b int) float32 {
-		xq, xd := j.quantAct(b, 256)
-		return dotQ5K(row, xq, xd, j.sums16(b))
-	})
+	if j.batch == 1 {
+		nb := j.w.Cols / 256
+		q5kRowDots(j.w.Data, j.rowBytes, r0, j.xq[:256*nb], j.xd[:nb], j.xs[:16*nb], j.out[r0:r1])
+		return
+	}
+	matmulKTiles(j, r0, r1, q5kTile, dotQ5K)
 }
 
 // quantBlockQ5_0 stores 32 values like ggml's reference quantizer (which

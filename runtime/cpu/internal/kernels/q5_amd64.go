@@ -9,6 +9,9 @@ func q5_0DotAVX(w []byte, xq []int8, xd []float32) float32
 func q5_1DotAVX(w []byte, xq []int8, xd, xs []float32) float32
 
 //go:noescape
+func q5kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float32)
+
+//go:noescape
 func q5kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
 
 // dotQ5_0, dotQ5_1 and dotQ5K are the five-bit row dot products: AVX2
@@ -53,5 +56,16 @@ func matmulQ5_0(j *matmulJob, r0, r1 int) {
 func q5_0Rows(w []byte, rb int, xq []int8, xd []float32, out []float32) {
 	for r := range out {
 		out[r] = q5_0DotAVX(w[r*rb:(r+1)*rb], xq, xd)
+	}
+}
+
+// q5kRowDots is q4kRowDots (matmul_amd64.go) for Q5_K rows.
+func q5kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out []float32) {
+	if !haveAsm {
+		kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ5KGo)
+		return
+	}
+	if checkRowDots(w, rb, blockQ5_K, r0, xq, xd, xs, out) {
+		q5kRows(w[r0*rb:], rb, xq, xd, xs, out)
 	}
 }

@@ -418,3 +418,143 @@ t24q5sum:
 	VMOVSS X7, 4(DI)
 	VZEROUPPER
 	RET
+
+// func q5kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float32)
+// out[r] = the product of row r of w (rows of rb bytes) with one Q8_K
+// activation row, for r < len(out): decode's loop over the rows without a
+// call per row. The row body is q5kDotAVX's, so out[r] equals q5kDotAVX of
+// that row bit for bit.
+TEXT ·q5kRows(SB), NOSPLIT, $72-128
+	// 48(SP): the current row, 56(SP): its output, 64(SP): rows left
+	MOVQ w_base+0(FP), AX
+	MOVQ AX, 48(SP)
+	MOVQ out_base+104(FP), AX
+	MOVQ AX, 56(SP)
+	MOVQ out_len+112(FP), AX
+	MOVQ AX, 64(SP)
+	VMOVDQU q5nib<>(SB), Y15
+	VMOVDQU q5x01<>(SB), Y14
+	VMOVDQU q5x02<>(SB), Y7
+
+q5krow:
+	MOVQ 64(SP), AX
+	TESTQ AX, AX
+	JZ    q5krowsdone
+	MOVQ 48(SP), SI
+	MOVQ xq_base+32(FP), DI
+	MOVQ xd_base+56(FP), DX
+	MOVQ xd_len+64(FP), CX
+	MOVQ xs_base+80(FP), BX
+	VXORPS Y0, Y0, Y0          // float sum of d*scale parts
+	VXORPS X1, X1, X1          // float sum of -dmin*min parts
+
+q5krblock:
+	TESTQ CX, CX
+	JZ    q5krsum
+	// unpack scales (bytes 0..7) and mins (bytes 8..15) as for Q4_K, in
+	// general registers (no store-forwarding stall)
+	MOVL 4(SI), R8
+	MOVL 8(SI), R9
+	MOVL 12(SI), R10
+	MOVL R8, AX
+	ANDL $0x3f3f3f3f, AX
+	MOVL R10, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL R8, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R11
+	SHLQ $32, R11
+	ORQ  R11, AX
+	MOVL R9, R8
+	ANDL $0x3f3f3f3f, R8
+	MOVL R10, R11
+	SHRL $4, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL R9, R12
+	SHRL $6, R12
+	ANDL $0x03030303, R12
+	SHLL $4, R12
+	ORL  R12, R11
+	SHLQ $32, R11
+	ORQ  R11, R8
+	VMOVQ AX, X2
+	VPINSRQ $1, R8, X2, X2
+	VPMOVZXBW X2, Y2
+	VMOVDQU Y2, 16(SP)
+	VEXTRACTI128 $1, Y2, X13   // the mins (Y13 is loaded with qh below)
+
+	VCVTPH2PS (SI), X3         // lanes: d, dmin
+	VBROADCASTSS (DX), X4
+	VMULPS X4, X3, X3
+	VBROADCASTSS X3, Y4        // d*xd
+	VMOVSHDUP X3, X5
+	VBROADCASTSS X5, X5        // dmin*xd
+
+	// mins: sum_j m_j * (bsum[2j] + bsum[2j+1]) as one integer, then
+	// sum -= dmin*xd*that, fused
+	VMOVDQU (BX), Y6
+	VEXTRACTI128 $1, Y6, X8
+	VPHADDW X8, X6, X6
+	VPMADDWD X13, X6, X6
+	VPHADDD X6, X6, X6
+	VPHADDD X6, X6, X6
+	VCVTDQ2PS X6, X6
+	VFNMADD231SS X6, X5, X1
+
+	VMOVDQU 16(SI), Y13        // qh, shifted right by 2 per chunk
+	VPXOR Y8, Y8, Y8
+	MOVQ $0, R13
+
+q5krchunk:
+	VMOVDQU 48(SI)(R13*1), Y9
+	VPSRLW $4, Y9, Y10
+	VPAND Y15, Y9, Y9          // low nibbles: sub-block 2k
+	VPAND Y15, Y10, Y10        // high nibbles: sub-block 2k+1
+	VPAND Y14, Y13, Y11
+	VPSLLW $4, Y11, Y11
+	VPOR Y11, Y9, Y9
+	VPAND Y7, Y13, Y12
+	VPSLLW $3, Y12, Y12
+	VPOR Y12, Y10, Y10
+	VPSRLW $2, Y13, Y13
+	VPMADDUBSW (DI)(R13*2), Y9, Y9
+	VPMADDUBSW 32(DI)(R13*2), Y10, Y10
+	MOVQ R13, R14
+	SHRQ $3, R14
+	VPBROADCASTW 16(SP)(R14*1), Y11
+	VPBROADCASTW 18(SP)(R14*1), Y12
+	VPMADDWD Y11, Y9, Y9
+	VPMADDWD Y12, Y10, Y10
+	VPADDD Y9, Y8, Y8
+	VPADDD Y10, Y8, Y8
+	ADDQ $32, R13
+	CMPQ R13, $128
+	JB   q5krchunk
+
+	VCVTDQ2PS Y8, Y8
+	VFMADD231PS Y8, Y4, Y0
+
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JMP  q5krblock
+
+q5krsum:
+	HSUM8(Y0, X0, X2)
+	VADDSS X1, X0, X0
+	MOVQ 56(SP), AX
+	VMOVSS X0, (AX)
+	ADDQ $4, AX
+	MOVQ AX, 56(SP)
+	MOVQ rb+24(FP), AX
+	ADDQ AX, 48(SP)
+	DECQ 64(SP)
+	JMP  q5krow
+
+q5krowsdone:
+	VZEROUPPER
+	RET

@@ -1,0 +1,322 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Q6_K batch tile: one weight row against four Q8_K activation rows, so the
+// 6-bit codes and the scales of each super-block are unpacked once for four
+// products. Every product adds in exactly the order of q6kDotAVX
+// (kquant_amd64.s), so the results are bit-identical to it.
+
+DATA q6ktmask4<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q6ktmask4<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q6ktmask4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q6ktmask4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q6ktmask4<>(SB), RODATA|NOPTR, $32
+
+DATA q6ktmask2<>+0(SB)/8, $0x0303030303030303
+DATA q6ktmask2<>+8(SB)/8, $0x0303030303030303
+DATA q6ktmask2<>+16(SB)/8, $0x0303030303030303
+DATA q6ktmask2<>+24(SB)/8, $0x0303030303030303
+GLOBL q6ktmask2<>(SB), RODATA|NOPTR, $32
+
+// Frame: 0..31 the 16 scales as words; 32+32k (k = 4*half + quarter) the
+// scale pair of codes register k, sc[2k] in the low 128 bits and sc[2k+1]
+// in the high ones; 288+32a the 8-lane float sum of activation a.
+
+// Q6KSCALES builds the scale pair of codes register k at 32+32k(SP).
+#define Q6KSCALES(LO, HI, DST) \
+	VPBROADCASTW LO(SP), X2; \
+	VPBROADCASTW HI(SP), X3; \
+	VINSERTI128 $1, X3, Y2, Y2; \
+	VMOVDQU Y2, DST(SP)
+
+// Q6KINIT sets IACC to -32 times the scaled sums of the activation's 16
+// sub-blocks at XS (the offset of the unsigned codes).
+#define Q6KINIT(XS, IACC) \
+	VMOVDQU XS, IACC; \
+	VPMADDWD 0(SP), IACC, IACC; \
+	VPSLLD $5, IACC, IACC; \
+	VPXOR Y4, Y4, Y4; \
+	VPSUBD IACC, Y4, IACC
+
+// Q6KMUL adds one activation's 128 codes of the half (XA..XD, four runs of 32
+// codes) times the codes Y9, Y11, Y12, Y13 and their scale pairs at SA..SD.
+#define Q6KMUL(XA, XB, XC, XD, SA, SB, SC, SD, IACC) \
+	VPMADDUBSW XA, Y9, Y4; \
+	VPMADDUBSW XB, Y11, Y5; \
+	VPMADDWD SA(SP), Y4, Y4; \
+	VPMADDWD SB(SP), Y5, Y5; \
+	VPADDD Y4, IACC, IACC; \
+	VPADDD Y5, IACC, IACC; \
+	VPMADDUBSW XC, Y12, Y4; \
+	VPMADDUBSW XD, Y13, Y5; \
+	VPMADDWD SC(SP), Y4, Y4; \
+	VPMADDWD SD(SP), Y5, Y5; \
+	VPADDD Y4, IACC, IACC; \
+	VPADDD Y5, IACC, IACC
+
+// Q6KUNPACK unpacks half h's 128 codes (ql at QL, qh at QH) into Y9, Y11,
+// Y12, Y13 as q6kDotAVX does.
+#define Q6KUNPACK(QL, QL32, QH) \
+	VMOVDQU QL(SI), Y4; \
+	VMOVDQU QL32(SI), Y5; \
+	VMOVDQU QH(SI), Y6; \
+	VPAND Y15, Y4, Y9; \
+	VPAND Y14, Y6, Y10; \
+	VPSLLW $4, Y10, Y10; \
+	VPOR Y10, Y9, Y9; \
+	VPAND Y15, Y5, Y11; \
+	VPSRLW $2, Y6, Y10; \
+	VPAND Y14, Y10, Y10; \
+	VPSLLW $4, Y10, Y10; \
+	VPOR Y10, Y11, Y11; \
+	VPSRLW $4, Y4, Y12; \
+	VPAND Y15, Y12, Y12; \
+	VPSRLW $4, Y6, Y10; \
+	VPAND Y14, Y10, Y10; \
+	VPSLLW $4, Y10, Y10; \
+	VPOR Y10, Y12, Y12; \
+	VPSRLW $4, Y5, Y13; \
+	VPAND Y15, Y13, Y13; \
+	VPSRLW $6, Y6, Y10; \
+	VPAND Y14, Y10, Y10; \
+	VPSLLW $4, Y10, Y10; \
+	VPOR Y10, Y13, Y13
+
+// Q6KHALF runs half h (activation codes from offset XO) for all four
+// activations; S0 is the frame offset of its first scale pair.
+#define Q6KHALF(XO0, XO1, XO2, XO3, S0, S1, S2, S3) \
+	Q6KMUL(XO0(DI), XO1(DI), XO2(DI), XO3(DI), S0, S1, S2, S3, Y0); \
+	Q6KMUL(XO0(DI)(R8*1), XO1(DI)(R8*1), XO2(DI)(R8*1), XO3(DI)(R8*1), S0, S1, S2, S3, Y1); \
+	Q6KMUL(XO0(DI)(R8*2), XO1(DI)(R8*2), XO2(DI)(R8*2), XO3(DI)(R8*2), S0, S1, S2, S3, Y2); \
+	Q6KMUL(XO0(R9)(R8*2), XO1(R9)(R8*2), XO2(R9)(R8*2), XO3(R9)(R8*2), S0, S1, S2, S3, Y3)
+
+// Q6KACT adds activation a's super-block part d*xd*IACC to its float sum.
+#define Q6KACT(XD, IACC, ACC) \
+	VMULSS XD, X6, X7; \
+	VBROADCASTSS X7, Y7; \
+	VCVTDQ2PS IACC, IACC; \
+	VMOVUPS ACC(SP), Y8; \
+	VFMADD231PS IACC, Y7, Y8; \
+	VMOVUPS Y8, ACC(SP)
+
+// Q6KSUM writes the reduced sum of activation a, as q6kDotAVX reduces it.
+#define Q6KSUM(ACC, DST) \
+	VMOVUPS ACC(SP), Y0; \
+	VEXTRACTF128 $1, Y0, X2; \
+	VADDPS X2, X0, X0; \
+	VHADDPS X0, X0, X0; \
+	VHADDPS X0, X0, X0; \
+	VMOVSS X0, DST
+
+// func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
+// w is one row of nb super-blocks; xq, xd and xs hold four activation rows
+// one after the other (256*nb codes, nb scales and 16*nb sums each); the
+// product with activation a goes to out[a*os].
+TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
+	MOVQ w_base+0(FP), SI
+	MOVQ xq_base+24(FP), DI
+	MOVQ xd_base+48(FP), DX
+	MOVQ xs_base+72(FP), BX
+	MOVQ nb+96(FP), CX
+	MOVQ CX, R8
+	SHLQ $8, R8                // activation stride in codes
+	LEAQ (DI)(R8*1), R9        // activation 1; activation 3 is (R9)(R8*2)
+	MOVQ CX, R10
+	SHLQ $2, R10               // activation stride in scale bytes
+	MOVQ CX, R11
+	SHLQ $5, R11               // activation stride in sum bytes
+	VMOVDQU q6ktmask4<>(SB), Y15
+	VMOVDQU q6ktmask2<>(SB), Y14
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 288(SP)
+	VMOVUPS Y0, 320(SP)
+	VMOVUPS Y0, 352(SP)
+	VMOVUPS Y0, 384(SP)
+
+q6ktblock:
+	TESTQ CX, CX
+	JZ    q6ktdone
+	VPMOVSXBW 192(SI), Y2      // 16 scales as words
+	VMOVDQU Y2, 0(SP)
+	Q6KSCALES(0, 2, 32)
+	Q6KSCALES(4, 6, 64)
+	Q6KSCALES(8, 10, 96)
+	Q6KSCALES(12, 14, 128)
+	Q6KSCALES(16, 18, 160)
+	Q6KSCALES(20, 22, 192)
+	Q6KSCALES(24, 26, 224)
+	Q6KSCALES(28, 30, 256)
+
+	Q6KINIT((BX), Y0)
+	Q6KINIT((BX)(R11*1), Y1)
+	Q6KINIT((BX)(R11*2), Y2)
+	LEAQ (BX)(R11*2), AX
+	Q6KINIT((AX)(R11*1), Y3)
+
+	Q6KUNPACK(0, 32, 128)
+	Q6KHALF(0, 32, 64, 96, 32, 64, 96, 128)
+	Q6KUNPACK(64, 96, 160)
+	Q6KHALF(128, 160, 192, 224, 160, 192, 224, 256)
+
+	MOVWLZX 208(SI), R12       // d is the block's last 2 bytes: load only those
+	VMOVD R12, X6
+	VCVTPH2PS X6, X6
+	Q6KACT((DX), Y0, 288)
+	Q6KACT((DX)(R10*1), Y1, 320)
+	Q6KACT((DX)(R10*2), Y2, 352)
+	LEAQ (DX)(R10*2), AX
+	Q6KACT((AX)(R10*1), Y3, 384)
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $256, R9
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JMP  q6ktblock
+
+q6ktdone:
+	MOVQ out_base+104(FP), DI
+	MOVQ os+128(FP), R8
+	SHLQ $2, R8
+	Q6KSUM(288, (DI))
+	Q6KSUM(320, (DI)(R8*1))
+	Q6KSUM(352, (DI)(R8*2))
+	LEAQ (DI)(R8*2), DI
+	Q6KSUM(384, (DI)(R8*1))
+	VZEROUPPER
+	RET
+
+// func q6kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float32)
+// out[r] = the product of row r of w (rows of rb bytes) with one Q8_K
+// activation row, for r < len(out): decode's loop over the rows without a
+// call per row. The row body is q6kDotAVX's, so out[r] equals q6kDotAVX of
+// that row bit for bit.
+TEXT ·q6kRows(SB), NOSPLIT, $32-128
+	MOVQ w_base+0(FP), R9
+	MOVQ rb+24(FP), R10
+	MOVQ out_base+104(FP), R11
+	MOVQ out_len+112(FP), R12
+	VMOVDQU q6ktmask4<>(SB), Y15
+	VMOVDQU q6ktmask2<>(SB), Y14
+
+q6krow:
+	TESTQ R12, R12
+	JZ    q6krowsdone
+	MOVQ R9, SI
+	MOVQ xq_base+32(FP), DI
+	MOVQ xd_base+56(FP), DX
+	MOVQ xd_len+64(FP), CX
+	MOVQ xs_base+80(FP), BX
+	VXORPS Y0, Y0, Y0
+
+q6krblock:
+	TESTQ CX, CX
+	JZ    q6krsum
+	VPMOVSXBW 192(SI), Y2      // 16 scales as words
+	VMOVDQU Y2, 0(SP)
+	// offset: 32 * sum_g sc_g * bsum_g, as int32 (8 lanes)
+	VPMADDWD (BX), Y2, Y3
+	VPSLLD $5, Y3, Y3
+	VPXOR Y8, Y8, Y8
+	VPSUBD Y3, Y8, Y8          // acc = -offset
+
+	MOVQ $0, R13               // half: 0 or 64 (ql offset)
+
+q6krhalf:
+	MOVQ R13, R14
+	SHRQ $1, R14               // qh offset: 0 or 32
+	VMOVDQU (SI)(R13*1), Y4    // ql[l], l < 32
+	VMOVDQU 32(SI)(R13*1), Y5  // ql[l+32]
+	VMOVDQU 128(SI)(R14*1), Y6 // qh[l]
+
+	// q1 = ql[l]&15 | (qh&3)<<4   -> elements 0..31 of the half
+	VPAND Y15, Y4, Y9
+	VPAND Y14, Y6, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y9, Y9
+	// q2 = ql[l+32]&15 | (qh>>2&3)<<4 -> 32..63
+	VPAND Y15, Y5, Y11
+	VPSRLW $2, Y6, Y10
+	VPAND Y14, Y10, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y11, Y11
+	// q3 = ql[l]>>4 | (qh>>4&3)<<4 -> 64..95
+	VPSRLW $4, Y4, Y12
+	VPAND Y15, Y12, Y12
+	VPSRLW $4, Y6, Y10
+	VPAND Y14, Y10, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y12, Y12
+	// q4 = ql[l+32]>>4 | (qh>>6&3)<<4 -> 96..127
+	VPSRLW $4, Y5, Y13
+	VPAND Y15, Y13, Y13
+	VPSRLW $6, Y6, Y10
+	VPAND Y14, Y10, Y10
+	VPSLLW $4, Y10, Y10
+	VPOR Y10, Y13, Y13
+
+	// activations of this half start at DI + 2*R13 (0 or 128)
+	VPMADDUBSW (DI)(R13*2), Y9, Y9
+	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
+	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
+	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
+
+	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
+	MOVQ R13, R14
+	SHRQ $2, R14               // byte offset of word 8*half: 0 or 16
+	VPBROADCASTW 0(SP)(R14*1), X2
+	VPBROADCASTW 2(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y9, Y9
+	VPBROADCASTW 4(SP)(R14*1), X2
+	VPBROADCASTW 6(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y11, Y11
+	VPBROADCASTW 8(SP)(R14*1), X2
+	VPBROADCASTW 10(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y12, Y12
+	VPBROADCASTW 12(SP)(R14*1), X2
+	VPBROADCASTW 14(SP)(R14*1), X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPMADDWD Y2, Y13, Y13
+	VPADDD Y9, Y8, Y8
+	VPADDD Y11, Y8, Y8
+	VPADDD Y12, Y8, Y8
+	VPADDD Y13, Y8, Y8
+
+	ADDQ $64, R13
+	CMPQ R13, $128
+	JB   q6krhalf
+
+	MOVWLZX 208(SI), R8        // d is the block's last 2 bytes: load only those
+	VMOVD R8, X3
+	VCVTPH2PS X3, X3
+	VMULSS (DX), X3, X3
+	VBROADCASTSS X3, Y3
+	VCVTDQ2PS Y8, Y8
+	VFMADD231PS Y8, Y3, Y0
+
+	ADDQ $210, SI
+	ADDQ $256, DI
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JMP  q6krblock
+
+q6krsum:
+	VEXTRACTF128 $1, Y0, X2
+	VADDPS X2, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (R11)
+	ADDQ R10, R9
+	ADDQ $4, R11
+	DECQ R12
+	JMP  q6krow
+
+q6krowsdone:
+	VZEROUPPER
+	RET
