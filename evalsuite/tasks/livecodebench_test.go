@@ -1,0 +1,164 @@
+package tasks
+
+import (
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/runtime/openai"
+)
+
+// The pickles CPython writes for pickle.dumps('["a"]', protocol=p).
+var lcbPickles = map[int]string{
+	2: "\x80\x02X\x05\x00\x00\x00[\"a\"]q\x00.",
+	3: "\x80\x03X\x05\x00\x00\x00[\"a\"]q\x00.",
+	4: "\x80\x04\x95\t\x00\x00\x00\x00\x00\x00\x00\x8c\x05[\"a\"]\x94.",
+	5: "\x80\x05\x95\t\x00\x00\x00\x00\x00\x00\x00\x8c\x05[\"a\"]\x94.",
+}
+
+func TestUnpickleString(t *testing.T) {
+	for p, data := range lcbPickles {
+		got, err := UnpickleString([]byte(data))
+		if err != nil || got != `["a"]` {
+			t.Errorf("protocol %d: %q, %v", p, got, err)
+		}
+	}
+	// BINUNICODE8, as protocol 4 writes a str of 4 GiB or more.
+	if got, err := UnpickleString([]byte("\x80\x04\x8d\x02\x00\x00\x00\x00\x00\x00\x00hi\x94.")); err != nil || got != "hi" {
+		t.Errorf("BINUNICODE8: %q, %v", got, err)
+	}
+	refused := map[string]string{
+		"a list":               "\x80\x04\x95\x08\x00\x00\x00\x00\x00\x00\x00]\x94\x8c\x01x\x94a.",
+		"a global (os.system)": "\x80\x02cos\nsystem\n.",
+		"two strs":             "\x80\x04\x8c\x02os\x8c\x06system\x93.",
+		"a REDUCE":             "cos\nsystem\n(S'echo hi'\ntR.",
+		"protocol 0":           "Vx\np0\n.",
+		"no STOP":              "\x80\x04\x8c\x01x",
+		"bytes after STOP":     "\x80\x04\x8c\x01x.x",
+		"a short length":       "\x80\x04X\xff\x00\x00\x00x.",
+		"not UTF-8":            "\x80\x04\x8c\x01\xff.",
+		"empty":                "",
+		"a STOP alone":         ".",
+	}
+	for name, data := range refused {
+		if got, err := UnpickleString([]byte(data)); err == nil {
+			t.Errorf("%s: read %q, want an error", name, got)
+		}
+	}
+	_, err := UnpickleString([]byte(refused["a global (os.system)"]))
+	if err == nil || !strings.Contains(err.Error(), "never runs other pickle code") {
+		t.Errorf("the refusal says what is read and why: %v", err)
+	}
+}
+
+func TestDecodeLCBPrivateTests(t *testing.T) {
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	js := `[{"input": "1", "output": "2", "testtype": "x"}]`
+	w.Write(append(append([]byte{0x80, 0x04, 0x8c, byte(len(js))}, js...), 0x94, '.'))
+	w.Close()
+	tests, err := decodeLCBPrivateTests(base64.StdEncoding.EncodeToString(z.Bytes()))
+	if err != nil || len(tests) != 1 || tests[0].Input != "1" || tests[0].Output != "2" {
+		t.Fatalf("%+v, %v", tests, err)
+	}
+	if tests, err := decodeLCBPrivateTests(`[{"input": "a", "output": "b", "testtype": "stdin"}]`); err != nil || len(tests) != 1 {
+		t.Errorf("plain JSON tests (first releases): %+v, %v", tests, err)
+	}
+	for _, bad := range []string{"!!", base64.StdEncoding.EncodeToString([]byte("not zlib"))} {
+		if _, err := decodeLCBPrivateTests(bad); err == nil {
+			t.Errorf("%q decoded", bad)
+		}
+	}
+}
+
+func FuzzUnpickleString(f *testing.F) {
+	for _, p := range lcbPickles {
+		f.Add([]byte(p))
+	}
+	f.Add([]byte("\x80\x04\x95\x08\x00\x00\x00\x00\x00\x00\x00]\x94\x8c\x01x\x94a."))
+	f.Add([]byte("\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\xffx."))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := UnpickleString(data)
+		if err == nil && len(s) > len(data) {
+			t.Fatalf("a %d-byte string out of %d bytes", len(s), len(data))
+		}
+	})
+}
+
+// lcbRight are correct programs for the testdata rows, as a model
+// answers them (a fenced block after some prose).
+var lcbRight = map[string]string{
+	"abc000_a": "Here is the program.\n```python\na, b = map(int, input().split())\nprint(a + b)\n```\n",
+	"2812":     "```python\nclass Solution:\n    def theMaximumAchievableX(self, num: int, t: int) -> int:\n        return num + 2 * t\n```",
+	"abc000_b": "```python\nimport sys\ndef main():\n    n = int(sys.stdin.readline())\n    a = list(map(int, sys.stdin.readline().split()))\n    print(sum(a) / n)\n\nif __name__ == '__main__':\n    main()\n```",
+}
+
+func TestLiveCodeBench(t *testing.T) {
+	needPython(t)
+	task, err := Build("livecodebench", Source{Dataset: "testdata/livecodebench_test.jsonl", NumFewShot: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(task.Docs) != 3 {
+		t.Fatalf("%d docs", len(task.Docs))
+	}
+	for i, name := range []string{"livecodebench_stdin.txt", "livecodebench_functional.txt"} {
+		reqs, err := task.Requests(task.Docs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, name, reqs[0].Context)
+	}
+	stdin, functional, decimal := task.Docs[0], task.Docs[1], task.Docs[2]
+	checkScores(t, task, stdin, "none", "acc", []scoreCase{
+		{lcbRight["abc000_a"], 1},
+		{"```\nimport sys\nfrom sys import stdin\na, b = map(int, stdin.readline().split())\nprint(a + b)\n```", 1},
+		// open is bound to the real builtin by the prelude's star import
+		// before the fork patches builtins.open, so open(0) reads the
+		// grader's own stdin (empty), in the fork as here.
+		{"```python\nprint(sum(map(int, open(0).read().split())))\n```", 0},
+		{"```python\na, b = map(int, input().split())\nprint(a - b)\n```", 0},                    // wrong
+		{"```python\na, b = map(int, input().split())\nprint(a + b)\nprint()\nprint(1)\n```", 0}, // extra lines
+		{"a, b = map(int, input().split())\nprint(a + b)", 0},                                    // no fences: no code
+		{"```python\na, b = map(int, input().split())\nprint(a + b\n```", 0},                     // syntax error
+		{"```python\nraise ValueError('crash')\n```", 0},                                         // crash
+		{"```python\nimport os\nos.system('true')\nprint(5)\n```", 0},                            // disabled, as in the fork
+	})
+	checkScores(t, task, functional, "none", "acc", []scoreCase{
+		{lcbRight["2812"], 1},
+		{"```python\nclass Solution:\n    def theMaximumAchievableX(self, num, t):\n        return num + t\n```", 0},
+		{"```python\nclass Solution:\n    def other(self, num, t):\n        return num + 2 * t\n```", 0},
+		{"```python\nclass Solution:\n    def theMaximumAchievableX(self, num, t):\n        return 1 // 0\n```", 0},
+	})
+	checkScores(t, task, decimal, "none", "acc", []scoreCase{
+		{lcbRight["abc000_b"], 1}, // prints 1.5 and 1.0
+		{"```python\nn = int(input())\na = list(map(int, input().split()))\nprint('%.2f' % (sum(a) / n))\n```", 1}, // 1.50 = 1.5 as Decimals
+		{"```python\nprint('1.5')\n```", 0},
+	})
+	right := func(d evalsuite.Doc) string { return lcbRight[field(d, "question_id")] }
+	wrong := func(evalsuite.Doc) string { return "```python\nprint(0)\n```" }
+	checkOracle(t, task, openai.Chat, "acc,none", right, wrong)
+}
+
+// TestLiveCodeBenchRunaway: a program that never ends, one that takes
+// 10 GB and a fork bomb are stopped and fail.
+func TestLiveCodeBenchRunaway(t *testing.T) {
+	needPython(t)
+	if testing.Short() {
+		t.Skip("runs the 6 s per-test limit out")
+	}
+	task, err := Build("livecodebench", Source{Dataset: "testdata/livecodebench_test.jsonl", NumFewShot: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkScores(t, task, task.Docs[1], "none", "acc", []scoreCase{
+		{"```python\nclass Solution:\n    def theMaximumAchievableX(self, num, t):\n        while True: pass\n```", 0},
+		{"```python\nclass Solution:\n    def theMaximumAchievableX(self, num, t):\n        b = bytearray(10 << 30)\n        return num + 2 * t\n```", 0},
+	})
+	checkScores(t, task, task.Docs[0], "none", "acc", []scoreCase{
+		{"```python\nimport multiprocessing\nwhile True:\n    multiprocessing.Process(target=lambda: None).start()\n```", 0},
+	})
+}
