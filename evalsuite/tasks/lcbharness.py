@@ -28,9 +28,12 @@ def on_alarm(signum, frame):
     raise TestTimeout()
 
 
+class Failed(BaseException):
+    pass
+
+
 def fail(why):
-    sys.stderr.write("livecodebench: %s\n" % why[:2000])
-    raise SystemExit(1)
+    raise Failed(why)
 
 
 def disable_escape_hatches():
@@ -201,7 +204,13 @@ def main(case):
             grade_stdio(case)
         else:
             grade_call(case)
-    except SystemExit:
-        raise
+    except Failed as e:
+        why = str(e)
     except BaseException as e:
-        fail("error during testing: %r" % (e,))
+        # SystemExit from a call-based solution too: the fork's grader
+        # process dies and the problem fails.
+        why = "error during testing: %r" % (e,)
+    else:
+        return
+    sys.stderr.write("livecodebench: %s\n" % why[:2000])
+    raise SystemExit(1)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/zlib"
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -132,6 +134,8 @@ func TestLiveCodeBench(t *testing.T) {
 		{"```python\nclass Solution:\n    def theMaximumAchievableX(self, num, t):\n        return num + t\n```", 0},
 		{"```python\nclass Solution:\n    def other(self, num, t):\n        return num + 2 * t\n```", 0},
 		{"```python\nclass Solution:\n    def theMaximumAchievableX(self, num, t):\n        return 1 // 0\n```", 0},
+		{"```python\nimport sys\nclass Solution:\n    def theMaximumAchievableX(self, num, t):\n        sys.exit(0)\n```", 0},
+		{"```python\nclass Solution:\n    def theMaximumAchievableX(self, num, t):\n        return (num + 2 * t,)[0]\n```", 1},
 	})
 	checkScores(t, task, decimal, "none", "acc", []scoreCase{
 		{lcbRight["abc000_b"], 1}, // prints 1.5 and 1.0
@@ -161,4 +165,35 @@ func TestLiveCodeBenchRunaway(t *testing.T) {
 	checkScores(t, task, task.Docs[0], "none", "acc", []scoreCase{
 		{"```python\nimport multiprocessing\nwhile True:\n    multiprocessing.Process(target=lambda: None).start()\n```", 0},
 	})
+}
+
+// TestLiveCodeBenchHubFolder: from the folder evalsuite/taskdata makes of
+// the pulled files, the six files of release_v6 are read and a later
+// release's file is left out.
+func TestLiveCodeBenchHubFolder(t *testing.T) {
+	dir := t.TempDir()
+	rows, err := os.ReadFile("testdata/livecodebench_test.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSpace(string(rows)), "\n")
+	for name, text := range map[string]string{"00000-test.jsonl": lines[0], "00005-test6.jsonl": lines[1], "00006-test7.jsonl": lines[2]} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task, err := Build("livecodebench", Source{Dataset: dir, NumFewShot: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i, d := range task.Docs {
+		if d.ID != i {
+			t.Errorf("doc %d has id %d", i, d.ID)
+		}
+		ids = append(ids, field(d, "question_id"))
+	}
+	if got := strings.Join(ids, ","); got != "abc000_a,2812" {
+		t.Errorf("documents %s, want test.jsonl's and test6.jsonl's (abc000_a,2812)", got)
+	}
 }
