@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -97,38 +96,6 @@ func buildLiveCodeBench(src Source) (*evalsuite.Task, error) {
 	}, nil
 }
 
-// loadLCB reads the test split. From a folder of the Hub's files it
-// keeps the six files the fork loads (a later release's test7.jsonl is
-// not part of release_v6); one file is read as it is.
-func loadLCB(src Source) ([]evalsuite.Doc, error) {
-	docs, err := load(src.Dataset, src)
-	if err != nil {
-		return nil, err
-	}
-	known := map[string]bool{}
-	for _, f := range lcbFiles {
-		known[f] = true
-	}
-	var out []evalsuite.Doc
-	for _, d := range docs {
-		file := d.Source
-		if i := strings.LastIndexByte(file, ':'); i >= 0 {
-			file = file[:i]
-		}
-		// evalsuite/taskdata links a split's shards as NNNNN-<name>.
-		name := filepath.Base(file)
-		if len(name) > 6 && name[5] == '-' && strings.Trim(name[:5], "0123456789") == "" {
-			name = name[6:]
-		}
-		if filepath.Base(file) != filepath.Base(src.Dataset) && !known[name] {
-			continue
-		}
-		d.ID = len(out)
-		out = append(out, d)
-	}
-	return out, nil
-}
-
 // lcbPrompt is utils.doc_to_text_with_format.
 func lcbPrompt(d evalsuite.Doc) (string, error) {
 	q, err := d.Str("question_content")
@@ -182,7 +149,7 @@ func lcbCaseOf(d evalsuite.Doc) (lcbCase, error) {
 	if err := json.Unmarshal([]byte(pub), &public); err != nil {
 		return c, fmt.Errorf("%s: field \"public_test_cases\" is not a JSON list of tests: %w", d.Source, err)
 	}
-	priv, err := d.Str("private_test_cases")
+	priv, err := lcbPrivateField(d)
 	if err != nil {
 		return c, err
 	}

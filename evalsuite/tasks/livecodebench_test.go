@@ -197,3 +197,64 @@ func TestLiveCodeBenchHubFolder(t *testing.T) {
 		t.Errorf("documents %s, want test.jsonl's and test6.jsonl's (abc000_a,2812)", got)
 	}
 }
+
+// TestLiveCodeBenchPrivateTestsStayOnDisk: the loader keeps where each
+// row's private tests are, not the tests, and reading them back from a
+// file that changed is an error, not another problem's tests.
+func TestLiveCodeBenchPrivateTestsStayOnDisk(t *testing.T) {
+	rows, err := os.ReadFile("testdata/livecodebench_test.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "test.jsonl")
+	if err := os.WriteFile(path, rows, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := loadLCB(Source{Dataset: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := docs[0].Fields["private_test_cases"].(lcbPrivateRef); !ok {
+		t.Fatalf("private_test_cases loaded as %T", docs[0].Fields["private_test_cases"])
+	}
+	c, err := lcbCaseOf(docs[1])
+	if err != nil || len(c.Inputs) != 3 || c.Inputs[2] != "1\n50" || c.FnName == nil || *c.FnName != "theMaximumAchievableX" {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	lines := strings.SplitAfter(string(rows), "\n")
+	if err := os.WriteFile(path, []byte(lines[1]+lines[0]+lines[2]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lcbCaseOf(docs[1]); err == nil || !strings.Contains(err.Error(), "changed") {
+		t.Errorf("a changed file: %v", err)
+	}
+}
+
+// FuzzLCBRows: any JSONL text loads and grades' test gathering returns
+// tests or an error, never a panic.
+func FuzzLCBRows(f *testing.F) {
+	rows, err := os.ReadFile("testdata/livecodebench_test.jsonl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rows)
+	f.Add([]byte(`{"public_test_cases": "[]", "private_test_cases": "eJw=", "metadata": "{\"func_name\": 3}"}`))
+	f.Add([]byte("{}\n\n[1]\nnull\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		docs, err := readLCBRows(bytes.NewReader(data), "test.jsonl")
+		if err != nil {
+			return
+		}
+		for _, d := range docs {
+			if d.Invalid == nil {
+				// The private tests are read back from the file only
+				// when they are not where the loader left them.
+				if _, ok := d.Fields["private_test_cases"].(lcbPrivateRef); ok {
+					d.Fields["private_test_cases"] = string(data[:min(len(data), 4096)])
+				}
+				_, _ = lcbCaseOf(d)
+				_, _ = lcbPrompt(d)
+			}
+		}
+	})
+}
