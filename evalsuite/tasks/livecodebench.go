@@ -49,7 +49,9 @@ func init() {
 	register(Info{Name: "livecodebench", Output: evalsuite.GenerateUntil,
 		Description: "LiveCodeBench code generation (release_v6, 1055 problems), graded in the sandbox by running its stdin/stdout and call-based tests, pass@1 as acc (fields question_content, starter_code, public_test_cases, private_test_cases, metadata); needs python3",
 		Follows:     "tt-inference-server's lm-eval fork (tstescoTT/lm-evaluation-harness main 83b78bf2) lm_eval/tasks/livecodebench/livecodebench.yaml, utils.py, testing_util.py",
-		Data:        []HubData{{Role: RoleTest, Repo: "livecodebench/code_generation_lite", Split: "test", Files: "test*.jsonl"}}}, buildLiveCodeBench)
+		// test.jsonl and test2.jsonl to test6.jsonl: a later release's
+		// test7.jsonl is not part of release_v6 and is not pulled.
+		Data: []HubData{{Role: RoleTest, Repo: "livecodebench/code_generation_lite", Split: "test", Files: "test[.2-6]*jsonl"}}}, buildLiveCodeBench)
 }
 
 // lcbFiles are the files the fork's YAML loads, in its order.
