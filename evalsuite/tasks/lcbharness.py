@@ -1,9 +1,9 @@
-# LiveCodeBench grading harness, run by evalsuite/sandbox as program.py.
-# ttis appends one line, CASE = {...}: the candidate code, fn_name (None
-# for stdin/stdout problems), the tests' inputs and outputs, the per-test
-# time limit. It grades as the lm-eval fork's testing_util.run_test
-# does (see livecodebench.go): every test must pass; the first failure
-# ends the run with status 1 and its reason on stderr.
+# LiveCodeBench grading harness, run by evalsuite/sandbox as program.py
+# with main("case.json"): the case file beside it holds the candidate code,
+# fn_name (None for stdin/stdout problems), the tests' inputs and outputs
+# and the per-test time limit. It grades as the lm-eval fork's
+# testing_util.run_test does (see livecodebench.go): every test must pass;
+# the first failure ends the run with status 1 and its reason on stderr.
 import ast
 import builtins
 import io
@@ -196,7 +196,12 @@ def grade_call(case):
             fail("test %d: wrong answer %r" % (i, str(got)[:200]))
 
 
-def main(case):
+def main(path):
+    with open(path, encoding="utf-8") as f:
+        case = json.load(f)
+    # The expected outputs are not left where the candidate could read them.
+    import os
+    os.remove(path)
     signal.signal(signal.SIGALRM, on_alarm)
     disable_escape_hatches()
     try:

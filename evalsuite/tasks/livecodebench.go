@@ -177,20 +177,10 @@ func lcbCaseOf(d evalsuite.Doc) (lcbCase, error) {
 	return c, nil
 }
 
-// lcbProgram is the harness with the case appended. A JSON string is a
-// valid Python string literal with the same value (Go's encoder writes
-// no surrogate escapes), so the case travels inside the program.
-func lcbProgram(c lcbCase) (string, error) {
-	js, err := json.Marshal(c)
-	if err != nil {
-		return "", err
-	}
-	lit, err := json.Marshal(string(js))
-	if err != nil {
-		return "", err
-	}
-	return lcbHarness + "\nmain(json.loads(" + string(lit) + "))\n", nil
-}
+// lcbProgram is the harness's call; the case travels as case.json
+// beside it, so that test data of tens of megabytes is not compiled as
+// Python source.
+const lcbProgram = "\nmain(\"case.json\")\n"
 
 // lcbRunners are sandbox runners by whole-run time limit ((6+1) s per
 // test, as codegen_check_correctness joins its process).
@@ -223,7 +213,7 @@ func lcbGrade(ctx context.Context, d evalsuite.Doc, code string) (float64, error
 		return 0, err
 	}
 	c.Code = code
-	prog, err := lcbProgram(c)
+	js, err := json.Marshal(c)
 	if err != nil {
 		return 0, err
 	}
@@ -231,7 +221,7 @@ func lcbGrade(ctx context.Context, d evalsuite.Doc, code string) (float64, error
 	if err != nil {
 		return 0, err
 	}
-	res, err := r.Run(ctx, prog)
+	res, err := r.RunWith(ctx, lcbHarness+lcbProgram, map[string][]byte{"case.json": js})
 	if err != nil {
 		return 0, err
 	}

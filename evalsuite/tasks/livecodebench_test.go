@@ -128,6 +128,8 @@ func TestLiveCodeBench(t *testing.T) {
 		{"```python\na, b = map(int, input().split())\nprint(a + b\n```", 0},                     // syntax error
 		{"```python\nraise ValueError('crash')\n```", 0},                                         // crash
 		{"```python\nimport os\nos.system('true')\nprint(5)\n```", 0},                            // disabled, as in the fork
+		// A program that would print the expected outputs: they are gone.
+		{"```python\nimport builtins, json\ni = getattr(builtins, 'k', 0)\nbuiltins.k = i + 1\nprint(json.load(open('case.json'))['outputs'][i])\n```", 0},
 	})
 	checkScores(t, task, functional, "none", "acc", []scoreCase{
 		{lcbRight["2812"], 1},

@@ -4,7 +4,7 @@
 # main 83b78bf2; numpy is stubbed, testing_util only imports it). Each program
 # runs through both graders, stdin from /dev/null as in the fork's
 # multiprocessing child; the script prints where they disagree.
-import json, os, subprocess, sys
+import json, os, subprocess, sys, tempfile
 H = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lcbharness.py")).read()
 REF = os.path.abspath(sys.argv[1])
 FORK = '''
@@ -79,8 +79,10 @@ for i, (case, code) in enumerate(progs):
     fork = "RESULT True" in r.stderr
     if "RESULT" not in r.stderr: fork = False
     c = dict(case, code=code, timeout=6)
-    prog = H + "\nmain(json.loads(" + json.dumps(json.dumps(c)) + "))\n"
-    m = subprocess.run([sys.executable, "-c", prog], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "case.json"), "w") as f:
+            json.dump(c, f)
+        m = subprocess.run([sys.executable, "-c", H + '\nmain("case.json")\n'], cwd=d, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     mine = m.returncode == 0
     flag = "" if fork == mine else "   <<< DIFFER"
     if fork != mine: bad += 1
