@@ -5,11 +5,13 @@ import (
 	"compress/zlib"
 	"encoding/base64"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/evalsuite/sandbox"
 	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
@@ -259,4 +261,36 @@ func FuzzLCBRows(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUnpickleStringMatchesCPython: the strs CPython pickles at every
+// protocol from 2 to 5, short, framed and longer than a frame, read back
+// as they were.
+func TestUnpickleStringMatchesCPython(t *testing.T) {
+	needPython(t)
+	py, _ := sandbox.FindPython()
+	dir := t.TempDir()
+	script := `import json, os, pickle, sys
+for p in (2, 3, 4, 5):
+    for n in (0, 10, 255, 256, 65535, 70000, 300000):
+        s = json.dumps([{"input": "1 " * (n // 2) + "\u00e9\u4e2d", "output": "x", "testtype": "stdin"}], ensure_ascii=(n % 2 == 0))
+        with open(os.path.join(sys.argv[1], "p%d_%d.pkl" % (p, n)), "wb") as f:
+            f.write(pickle.dumps(s, protocol=p))
+        with open(os.path.join(sys.argv[1], "p%d_%d.txt" % (p, n)), "w", encoding="utf-8") as f:
+            f.write(s)
+`
+	if out, err := exec.Command(py, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pkl"))
+	if len(files) != 28 {
+		t.Fatalf("%d pickles", len(files))
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		want, _ := os.ReadFile(strings.TrimSuffix(f, ".pkl") + ".txt")
+		if got, err := UnpickleString(b); err != nil || got != string(want) {
+			t.Errorf("%s: %d bytes, %v; want %d bytes", filepath.Base(f), len(got), err, len(want))
+		}
+	}
 }
