@@ -169,6 +169,18 @@ func New(lim Limits) (*Runner, error) {
 // An error means the sandbox itself failed (no temp dir, no interpreter),
 // not the program.
 func (r *Runner) Run(ctx context.Context, program string) (Result, error) {
+	return r.RunWith(ctx, program, nil)
+}
+
+// RunWith is Run with data files beside program.py in the private
+// directory (a grader's test data, read by the program), each named by a
+// plain file name.
+func (r *Runner) RunWith(ctx context.Context, program string, files map[string][]byte) (Result, error) {
+	for name := range files {
+		if name == "program.py" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+			return Result{}, fmt.Errorf("sandbox: data file name %q: want a plain file name other than program.py", name)
+		}
+	}
 	lim := r.Limits
 	if lim.Timeout <= 0 {
 		lim = DefaultLimits()
@@ -180,6 +192,11 @@ func (r *Runner) Run(ctx context.Context, program string) (Result, error) {
 	defer os.RemoveAll(dir)
 	if err := os.WriteFile(filepath.Join(dir, "program.py"), []byte(program), 0o644); err != nil {
 		return Result{}, fmt.Errorf("sandbox: %w", err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return Result{}, fmt.Errorf("sandbox: %w", err)
+		}
 	}
 	r.once.Do(r.probe)
 	nonceRaw := make([]byte, 16)

@@ -14,9 +14,4 @@ func init() {
 		Description: "LongBench v2 answered by generation on the chat API",
 		Follows:     "tt-inference-server's lm-eval fork, branch evals-common (not published in a source ttis could read)",
 		NotRunnable: "its definition lives only in tt-inference-server's unpublished lm-eval fork branch (evals-common); upstream lm-eval's longbench2 scores choices by log-likelihood, a different task, so ttis cannot reproduce it honestly"}, nil)
-	register(Info{Name: "livecodebench", Output: gen,
-		Description: "LiveCodeBench code generation, graded by running stdin/stdout and functional tests",
-		Follows:     "lm-eval fork lm_eval/tasks/livecodebench/livecodebench.yaml",
-		Data:        []HubData{{Role: RoleTest, Repo: "livecodebench/code_generation_lite", Split: "test", Files: "test*.jsonl"}},
-		NotRunnable: "not implemented yet: its private tests are zlib-compressed Python pickles and its grader runs stdin/stdout and call-based tests through the fork's testing_util, which ttis has not ported to the sandbox"}, nil)
 }
