@@ -38,15 +38,18 @@ import (
 //     (checked on wonderwords 3.0.0's lists: 6,171,620 pairs, first
 //     "Early-ATM", last "zonked-zucchini", as Python sorts them).
 //     ruler_cwe (ruler_cwe.go) takes its words from the same folder.
-//   - Not generated: the essay tasks (niah_single_2, niah_single_3,
-//     niah_multikey_1, niah_multivalue, niah_multiquery), which split
-//     baber/paul_graham_essays (a Hub dataset) into sentences with NLTK's
-//     trained Punkt model, which ttis has not reproduced. So the `ruler`
-//     group (the unweighted mean of its 13 subtasks on "4096") stays not
-//     runnable: a mean over fewer subtasks is not RULER's number. Inside
-//     that group lm-eval builds each subtask after the ones listed before
-//     it, all drawing from the same global generators, so their documents
-//     there differ from the standalone tasks' that ttis reproduces.
+//   - The essay tasks (niah_single_2, niah_single_3, niah_multikey_1,
+//     niah_multivalue, niah_multiquery; ruler_essay.go) cut
+//     baber/paul_graham_essays into sentences with NLTK's sent_tokenize,
+//     which ttis reproduces with a port of the Punkt tokenizer
+//     (internal/punkt) reading the user's punkt_tab files; their keys are
+//     WORDS pairs too. --dataset names one folder holding the three inputs.
+//   - The `ruler` group (the unweighted mean of its 13 subtasks) stays
+//     not runnable: ttis runs each subtask standalone, but inside the
+//     group lm-eval builds each subtask after the ones listed before it,
+//     all drawing from the same global generators seeded once, so the
+//     group's documents differ from the standalone tasks' that ttis
+//     reproduces, and ttis has no runner that chains them.
 //
 // Scoring is common_utils.process_results: the prediction stripped (and
 // control characters turned into newlines), then the share of gold values

@@ -1,6 +1,10 @@
 package tasks
 
 import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,4 +74,49 @@ func TestRulerEssayNeedsItsInputs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "abbrev_types.txt") {
 		t.Errorf("a folder without the Punkt parameters: %v", err)
 	}
+}
+
+// TestRulerEssayReadsTheHubParquet builds niah_single_2 from the essays
+// as a Parquet shard (the Hub split's layout: one "text" column) and
+// expects the documents of the JSON Lines copy.
+func TestRulerEssayReadsTheHubParquet(t *testing.T) {
+	f, err := os.Open("testdata/ruler_essay/paul_graham_essays/train-00000-of-00001.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type essayRow struct {
+		Text string `parquet:"text" json:"text"`
+	}
+	var rows []essayRow
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r essayRow
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, r)
+	}
+	dir := t.TempDir()
+	for _, sub := range []string{essayWordsDir, essayPunktDir} {
+		abs, err := filepath.Abs(filepath.Join("testdata/ruler_essay", sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(abs, filepath.Join(dir, sub)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, essayEssaysDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(writeParquet(t, rows), filepath.Join(dir, essayEssaysDir, "0000.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	task, err := Build("niah_single_2", Source{Dataset: dir, NumFewShot: -1, CountTokens: wordCount, SeqLengths: []int{1024, 4096}, Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRulerExpected(t, task, "testdata/ruler_essay_expected.jsonl")
 }
