@@ -109,6 +109,13 @@ def random_texts(n, seed):
     return out
 
 
+def char_texts(n, seed):
+    """Texts drawn a character at a time, to stress the word and period scanners."""
+    rnd = random.Random(seed)
+    alphabet = list("aAbBsSjJ.?!,;:'\"()[]{}-*@&#`%_0123456789 \n\t") + ["\u00a0", "\u2003", "\x1c", "\r", "\u00c9", "\u00e9", "\u0130", "\u03a3", "\u00bd", "\u0663", "\u02b0"]
+    return ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 80))) for _ in range(n)]
+
+
 def main():
     write_params("hand", HAND["abbrev_types"], HAND["collocations"], HAND["sent_starters"], HAND["ortho_context"])
     with open("train.txt", encoding="utf-8") as f:
@@ -118,7 +125,7 @@ def main():
     trainer.train(train, finalize=True)
     tp = trainer.get_params()
     write_params("trained", tp.abbrev_types, tp.collocations, tp.sent_starters, dict(tp.ortho_context))
-    texts = TEXTS + random_texts(300, 42)
+    texts = TEXTS + random_texts(300, 42) + char_texts(400, 7)
     train_paras = [p for p in train.split("\n\n") if p.strip()]
     cases = []
     for name in ["hand", "trained"]:
