@@ -9,7 +9,7 @@ func init() {
 	register(Info{Name: "ruler", Output: gen,
 		Description: "RULER long-context retrieval, aggregation and QA at 4K-64K tokens",
 		Follows:     "lm-eval fork lm_eval/tasks/ruler/ruler.yaml",
-		NotRunnable: "the group is the unweighted mean of 13 subtasks and ttis generates eight, run by name: niah_single_1, niah_multikey_2 and ruler_cwe (with wonderwords' word lists given as --dataset), niah_multikey_3, ruler_vt, ruler_fwe, ruler_qa_hotpot and ruler_qa_squad; the five essay tasks (niah_single_2, niah_single_3, niah_multikey_1, niah_multivalue, niah_multiquery) split baber/paul_graham_essays into sentences with NLTK's trained Punkt model, which ttis has not reproduced"}, nil)
+		NotRunnable: "the group is the unweighted mean of 13 subtasks, and ttis generates all 13 only as standalone tasks, run by name (the niah_* word and essay tasks and ruler_cwe with their word lists, Punkt parameters and essays given as --dataset): inside the group lm-eval builds each subtask after the ones listed before it from one global random and numpy state seeded once, so the group's documents are not the standalone ones, and ttis has no group runner that chains the generators"}, nil)
 	register(Info{Name: "longbench2_generate", Output: gen,
 		Description: "LongBench v2 answered by generation on the chat API",
 		Follows:     "tt-inference-server's lm-eval fork, branch evals-common (not published in a source ttis could read)",
