@@ -108,13 +108,17 @@ func init() {
 	for _, spec := range rulerTasks {
 		desc := "RULER " + spec.name + ": documents generated at run time, cut to max_seq_length (default 4096) with the server's own /tokenize; string_match_all reported under the length (\"4096\")"
 		if spec.haystack == "essay" {
-			desc += "; its haystack is baber/paul_graham_essays cut into sentences by NLTK's Punkt, nothing of it shipped: --dataset " + spec.name + "=DIR names a folder holding " + essayWordsDir + "/ (wonderwords' assets), " + essayPunktDir + "/ (NLTK's tokenizers/punkt_tab/english) and " + essayEssaysDir + "/ (the essays' train split files)"
+			desc += "; its haystack is baber/paul_graham_essays (pulled from the Hub) cut into sentences by NLTK's Punkt: --dataset " + spec.name + "=DIR names a folder holding " + essayWordsDir + "/ (wonderwords' assets) and " + essayPunktDir + "/ (NLTK's tokenizers/punkt_tab/english), neither shipped"
 		} else if spec.usesWords() {
 			desc += "; its keys come from wonderwords' word lists, not shipped: --dataset " + spec.name + "=DIR names the installed package's assets folder"
 		}
+		var data []HubData
+		if spec.haystack == "essay" {
+			data = essayData
+		}
 		register(Info{Name: spec.name, Output: evalsuite.GenerateUntil, Builtin: true,
-			Description: desc,
-			Follows:     "lm-eval lm_eval/tasks/ruler/" + spec.name + ".yaml v1.0, niah_utils.py, prepare_niah.py, common_utils.py"},
+			Description: desc, Data: data,
+			Follows: "lm-eval lm_eval/tasks/ruler/" + spec.name + ".yaml v1.0, niah_utils.py, prepare_niah.py, common_utils.py"},
 			buildRulerNIAH(spec))
 	}
 }
@@ -344,7 +348,7 @@ func rulerDocs(spec rulerNIAH, src Source) ([]evalsuite.Doc, error) {
 	g := &niahGen{spec: spec, rnd: pyrand.New(rulerSeed(src)), count: src.CountTokens}
 	wordsDir := src.Dataset
 	if spec.haystack == "essay" {
-		h, err := loadEssayHaystack(src.Dataset)
+		h, err := loadEssayHaystack(spec.name, src.Dataset, src.Files[RoleEssays])
 		if err != nil {
 			return nil, err
 		}
@@ -354,6 +358,9 @@ func rulerDocs(spec rulerNIAH, src Source) ([]evalsuite.Doc, error) {
 	if spec.usesWords() {
 		w, err := loadWonderwordsPairs(wordsDir)
 		if err != nil {
+			if spec.haystack == "essay" {
+				return nil, fmt.Errorf("%w (for %s: %s)", err, spec.name, essayInputs(spec.name))
+			}
 			return nil, err
 		}
 		g.words = w

@@ -244,7 +244,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			oc.NotRun[name] = ASRMissing
 			continue
 		}
-		if src.Dataset == "" {
+		// A local dataset replaces the task's Hub data, unless that data
+		// only supplements it (RULER's essays beside the user's word lists).
+		if src.Dataset == "" || taskdata.Supplementary(name) {
 			data, err := pullData(ctx, cfg, name)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -256,7 +258,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			if data != nil {
 				// Hub copies are in the dataset's own layout: no format,
 				// mapping or column override applies to them.
-				src.Format, src.Mapping, src.Columns = "", nil, nil
+				if src.Dataset == "" {
+					src.Format, src.Mapping, src.Columns = "", nil, nil
+				}
 				data.Apply(&src)
 				oc.Data[name] = data
 			}
