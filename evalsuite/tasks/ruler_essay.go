@@ -29,8 +29,8 @@ import (
 // >= 3.9.1, the version lm-eval's prepare_niah.py requires). Offline or
 // without a Hub, DIR may hold paul_graham_essays/ too (the train split's
 // Parquet or JSON Lines file(s), rows with a "text" column, read in
-// file-name order as datasets loads them); pulled essays win over it only
-// when DIR has none.
+// file-name order as datasets loads them), which is then read instead of
+// the pulled copy.
 const (
 	essayWordsDir  = "wonderwords"
 	essayPunktDir  = "punkt_tab"

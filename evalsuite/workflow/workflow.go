@@ -50,9 +50,10 @@ type Config struct {
 	// the only task. FewShot does the same for few-shot pools.
 	Datasets map[string]string
 	FewShot  map[string]string
-	// Hub, when set, supplies the data of every task given no local file:
-	// the splits the task declares are pulled (or, offline, found in the
-	// cache) before the task is built. HubModel is the catalog model's
+	// Hub, when set, supplies the data of every task given no local file,
+	// and the Hub inputs a generator reads beside its local folder (RULER's
+	// essays): the splits the task declares are pulled (or, offline, found
+	// in the cache) before the task is built. HubModel is the catalog model's
 	// Hub repository, for Meta's per-model evaluation sets. Pulled holds
 	// data a caller pulled already (bench/release plans with it).
 	Hub      *hub.Client               `json:"-"`
