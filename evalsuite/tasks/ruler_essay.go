@@ -66,7 +66,7 @@ var essayData = []HubData{parquetSplit(RoleEssays, "baber/paul_graham_essays", "
 
 // essayInputs says what an essay task needs, for error messages.
 func essayInputs(task string) string {
-	return fmt.Sprintf("give --dataset %s=DIR, DIR holding %s/ (the wonderwords package's assets folder) and %s/ (NLTK's tokenizers/punkt_tab/english folder); the essays (baber/paul_graham_essays, train split) come from the Hub (`ttisctl dataset pull %s`), or from %s/ in DIR when it has one", task, essayWordsDir, essayPunktDir, task, essayEssaysDir)
+	return fmt.Sprintf("give --dataset %s=DIR, DIR holding %s/ (the wonderwords package's assets folder, site-packages/wonderwords/assets: adjectivelist.txt and nounlist.txt) and %s/ (NLTK's tokenizers/punkt_tab/english folder: abbrev_types.txt, collocations.tab, ortho_context.tab, sent_starters.txt); the essays (baber/paul_graham_essays, train split) come from the Hub (`ttisctl dataset pull %s`), or from %s/ in DIR when it has one", task, essayWordsDir, essayPunktDir, task, essayEssaysDir)
 }
 
 // loadEssayHaystack reads the Punkt parameters under dir and the essays:
