@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,49 @@ func TestRulerEssayPullsBesideTheLocalFolder(t *testing.T) {
 	}
 	if v, ok := got["1024,none"]; !ok || v != 1 || oc.Run.Tasks[0].NEffective != 2 {
 		t.Errorf("a model that finds the needle scores %v over %d documents", got, oc.Run.Tasks[0].NEffective)
+	}
+}
+
+// TestRulerEssayFolderWithoutTheHub runs niah_single_2 from a folder that
+// holds the essays too while the Hub cannot supply them: the failed pull
+// does not stop the run; a folder without the essays is not run, and the
+// reason names the folder's missing part and the failed pull.
+func TestRulerEssayFolderWithoutTheHub(t *testing.T) {
+	fake := hubtest.New(t) // holds no baber/paul_graham_essays
+	hc, err := hub.New(hub.Config{Endpoint: fake.URL, CacheDir: t.TempDir(), MaxAttempts: 1, MaxRetryWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := filepath.Abs(filepath.Join("..", "tasks", "testdata", "ruler_essay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial := t.TempDir()
+	for _, sub := range []string{"wonderwords", "punkt_tab"} {
+		if err := os.Symlink(filepath.Join(full, sub), filepath.Join(partial, sub)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := 0
+	srv := needleServer(t, &calls)
+	for _, tc := range []struct {
+		dir string
+		run bool
+	}{{full, true}, {partial, false}} {
+		oc, err := Run(context.Background(), Config{BaseURL: srv.URL, Model: "m", API: openai.Completions, Tasks: []string{"niah_single_2"},
+			Datasets: map[string]string{"niah_single_2": tc.dir}, Hub: hc,
+			BuiltinSize: 1, SeqLengths: []int{1024}, Concurrency: 1, MaxRetries: 1, OutputDir: t.TempDir(), CacheDir: "-", NumFewShot: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ran := len(oc.Run.Tasks) == 1; ran != tc.run {
+			t.Errorf("%s: ran %v, not run %v", tc.dir, ran, oc.NotRun)
+		}
+		if !tc.run {
+			why := oc.NotRun["niah_single_2"]
+			if !strings.Contains(why, "paul_graham_essays") || !strings.Contains(why, "pulling its Hub data failed") {
+				t.Errorf("reason %q", why)
+			}
+		}
 	}
 }

@@ -247,14 +247,20 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 		// A local dataset replaces the task's Hub data, unless that data
 		// only supplements it (RULER's essays beside the user's word lists).
+		var pullErr error
 		if src.Dataset == "" || taskdata.Supplementary(name) {
 			data, err := pullData(ctx, cfg, name)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				oc.NotRun[name] = err.Error()
-				continue
+				if src.Dataset == "" {
+					oc.NotRun[name] = err.Error()
+					continue
+				}
+				// The user's folder may hold the supplement itself (an
+				// offline copy of the essays): the build decides.
+				pullErr = err
 			}
 			if data != nil {
 				// Hub copies are in the dataset's own layout: no format,
@@ -268,6 +274,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		}
 		task, err := tasks.Build(name, src)
 		if err != nil {
+			if pullErr != nil {
+				err = fmt.Errorf("%w; pulling its Hub data failed: %v", err, pullErr)
+			}
 			oc.NotRun[name] = err.Error()
 			continue
 		}
