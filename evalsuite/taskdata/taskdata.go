@@ -40,7 +40,7 @@ func Plan(task, model string) ([]Split, error) {
 	if info.NotRunnable != "" {
 		return nil, fmt.Errorf("task %s cannot run in ttis: %s", task, info.NotRunnable)
 	}
-	if info.Builtin {
+	if info.Builtin && len(info.Data) == 0 {
 		return nil, nil
 	}
 	if len(info.Data) == 0 {
@@ -201,11 +201,29 @@ func (d *Data) Apply(src *tasks.Source) {
 	}
 }
 
-// Pullable says whether task reads only Hub data ttis can fetch (a known,
-// runnable, non-built-in task with declared splits).
+// Pullable says whether task reads Hub data ttis can fetch (a known,
+// runnable task with declared splits). A generated task may declare the
+// Hub inputs of its generator (RULER's essays), other inputs staying the
+// user's --dataset (Supplementary).
 func Pullable(task string) bool {
 	info, ok := lookup(task)
-	return ok && info.NotRunnable == "" && !info.Builtin && len(info.Data) > 0
+	return ok && info.NotRunnable == "" && len(info.Data) > 0
+}
+
+// Supplementary says whether task's Hub data supplements its --dataset
+// rather than replacing it: it declares no test split, so a local dataset
+// given by the user does not make the pull unnecessary.
+func Supplementary(task string) bool {
+	info, ok := lookup(task)
+	if !ok || len(info.Data) == 0 {
+		return false
+	}
+	for _, d := range info.Data {
+		if d.Role == tasks.RoleTest {
+			return false
+		}
+	}
+	return true
 }
 
 // PullCommand is the command that fetches task's data, for error messages.

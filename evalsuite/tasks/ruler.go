@@ -43,13 +43,25 @@ import (
 //     baber/paul_graham_essays into sentences with NLTK's sent_tokenize,
 //     which ttis reproduces with a port of the Punkt tokenizer
 //     (internal/punkt) reading the user's punkt_tab files; their keys are
-//     WORDS pairs too. --dataset names one folder holding the three inputs.
-//   - The `ruler` group (the unweighted mean of its 13 subtasks) stays
-//     not runnable: ttis runs each subtask standalone, but inside the
-//     group lm-eval builds each subtask after the ones listed before it,
-//     all drawing from the same global generators seeded once, so the
-//     group's documents differ from the standalone tasks' that ttis
-//     reproduces, and ttis has no runner that chains them.
+//     WORDS pairs too. --dataset names one folder holding the word lists
+//     and the Punkt parameters; the essays are Hub data, pulled like any
+//     task's split.
+//   - The `ruler` group (the unweighted mean of its 13 subtasks' "4096")
+//     stays not runnable. lm-eval seeds random and numpy once
+//     (evaluator.py simple_evaluate, before get_task_dict) and each subtask
+//     draws its documents from that shared state while it is constructed
+//     (ConfigurableTask.__init__ calls download, which calls
+//     custom_dataset), so a subtask's documents in the group depend on
+//     every subtask built before it. The order is version-dependent:
+//     lm-eval v0.4.9 (the first with RULER) to v0.4.11, and the v0.4.9
+//     base of the TT fork (tstescoTT/lm-evaluation-harness branch
+//     adam/rebase-elutherai, 4acd692), build a group's members as map(fn, reversed(subtask_list))
+//     in lm_eval/tasks/__init__.py (ruler_qa_hotpot first, niah_single_1
+//     last); v0.4.12 and later build them in list order
+//     (lm_eval/tasks/_factory.py _build_group_members). The branch
+//     tt-inference-server pins (evals-common) is in no source ttis could
+//     read, so which order its group runs cannot be settled, and ttis
+//     runs no group whose documents it cannot reproduce.
 //
 // Scoring is common_utils.process_results: the prediction stripped (and
 // control characters turned into newlines), then the share of gold values
@@ -108,13 +120,17 @@ func init() {
 	for _, spec := range rulerTasks {
 		desc := "RULER " + spec.name + ": documents generated at run time, cut to max_seq_length (default 4096) with the server's own /tokenize; string_match_all reported under the length (\"4096\")"
 		if spec.haystack == "essay" {
-			desc += "; its haystack is baber/paul_graham_essays cut into sentences by NLTK's Punkt, nothing of it shipped: --dataset " + spec.name + "=DIR names a folder holding " + essayWordsDir + "/ (wonderwords' assets), " + essayPunktDir + "/ (NLTK's tokenizers/punkt_tab/english) and " + essayEssaysDir + "/ (the essays' train split files)"
+			desc += "; its haystack is baber/paul_graham_essays (pulled from the Hub) cut into sentences by NLTK's Punkt: --dataset " + spec.name + "=DIR names a folder holding " + essayWordsDir + "/ (wonderwords' assets) and " + essayPunktDir + "/ (NLTK's tokenizers/punkt_tab/english), neither shipped"
 		} else if spec.usesWords() {
 			desc += "; its keys come from wonderwords' word lists, not shipped: --dataset " + spec.name + "=DIR names the installed package's assets folder"
 		}
+		var data []HubData
+		if spec.haystack == "essay" {
+			data = essayData
+		}
 		register(Info{Name: spec.name, Output: evalsuite.GenerateUntil, Builtin: true,
-			Description: desc,
-			Follows:     "lm-eval lm_eval/tasks/ruler/" + spec.name + ".yaml v1.0, niah_utils.py, prepare_niah.py, common_utils.py"},
+			Description: desc, Data: data,
+			Follows: "lm-eval lm_eval/tasks/ruler/" + spec.name + ".yaml v1.0, niah_utils.py, prepare_niah.py, common_utils.py"},
 			buildRulerNIAH(spec))
 	}
 }
@@ -344,7 +360,7 @@ func rulerDocs(spec rulerNIAH, src Source) ([]evalsuite.Doc, error) {
 	g := &niahGen{spec: spec, rnd: pyrand.New(rulerSeed(src)), count: src.CountTokens}
 	wordsDir := src.Dataset
 	if spec.haystack == "essay" {
-		h, err := loadEssayHaystack(src.Dataset)
+		h, err := loadEssayHaystack(spec.name, src.Dataset, src.Files[RoleEssays])
 		if err != nil {
 			return nil, err
 		}
@@ -354,6 +370,9 @@ func rulerDocs(spec rulerNIAH, src Source) ([]evalsuite.Doc, error) {
 	if spec.usesWords() {
 		w, err := loadWonderwordsPairs(wordsDir)
 		if err != nil {
+			if spec.haystack == "essay" {
+				return nil, fmt.Errorf("%w (for %s: %s)", err, spec.name, essayInputs(spec.name))
+			}
 			return nil, err
 		}
 		g.words = w

@@ -151,7 +151,7 @@ func buildRulerCWE(src Source) (*evalsuite.Task, error) {
 		return nil, errNoTokenizer
 	}
 	if src.Dataset == "" {
-		return nil, fmt.Errorf("ruler_cwe draws its words from wonderwords' word lists, which ttis does not ship: pass --dataset ruler_cwe=DIR, DIR being the assets folder of the wonderwords package lm-eval uses (site-packages/wonderwords/assets)")
+		return nil, fmt.Errorf("ruler_cwe draws its words from wonderwords' word lists, which ttis does not ship: pass --dataset ruler_cwe=DIR, DIR being the assets folder of the wonderwords package lm-eval uses (site-packages/wonderwords/assets, holding nounlist.txt, adjectivelist.txt and verblist.txt)")
 	}
 	seen := map[string]bool{}
 	var words []string

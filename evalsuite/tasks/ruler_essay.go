@@ -3,6 +3,7 @@ package tasks
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -17,17 +18,25 @@ import (
 // English punkt_tab parameters, internal/punkt), the needles put between
 // sentences at depths drawn from 40 evenly spaced percentages.
 //
-// ttis ships none of the three inputs: --dataset TASK=DIR names a folder
-// holding wonderwords/ (the wonderwords package's assets folder, as for
-// niah_single_1), punkt_tab/ (NLTK's tokenizers/punkt_tab/english folder,
-// which sent_tokenize loads in NLTK >= 3.9.1, the version lm-eval's
-// prepare_niah.py requires) and paul_graham_essays/ (the train split of
-// baber/paul_graham_essays: its Parquet or JSON Lines file(s), rows with
-// a "text" column, read in file-name order as datasets loads them).
+// ttis ships none of the three inputs. The essays are Hub data (essayData:
+// lm-eval's load_dataset("baber/paul_graham_essays", split="train") pins
+// no revision, so ttis reads the default branch's converted Parquet), which
+// evalsuite/taskdata pulls like any task's split and hands over as
+// Source.Files[RoleEssays]. The other two are the user's: --dataset
+// TASK=DIR names a folder holding wonderwords/ (the wonderwords package's
+// assets folder, as for niah_single_1) and punkt_tab/ (NLTK's
+// tokenizers/punkt_tab/english folder, which sent_tokenize loads in NLTK
+// >= 3.9.1, the version lm-eval's prepare_niah.py requires). Offline or
+// without a Hub, DIR may hold paul_graham_essays/ too (the train split's
+// Parquet or JSON Lines file(s), rows with a "text" column, read in
+// file-name order as datasets loads them), which is then read instead of
+// the pulled copy.
 const (
 	essayWordsDir  = "wonderwords"
 	essayPunktDir  = "punkt_tab"
 	essayEssaysDir = "paul_graham_essays"
+	// RoleEssays is the role of the essays' Hub split.
+	RoleEssays = "essays"
 	// essayIncremental is generate_samples' haystack step for essays, at
 	// every length.
 	essayIncremental = 500
@@ -52,18 +61,31 @@ type essayHaystack struct {
 	sents map[int][]string
 }
 
-// loadEssayHaystack reads the essays and the Punkt parameters under dir.
-func loadEssayHaystack(dir string) (*essayHaystack, error) {
+// essayData is the essays' Hub split.
+var essayData = []HubData{parquetSplit(RoleEssays, "baber/paul_graham_essays", "", "train")}
+
+// essayInputs says what an essay task needs, for error messages.
+func essayInputs(task string) string {
+	return fmt.Sprintf("give --dataset %s=DIR, DIR holding %s/ (the wonderwords package's assets folder, site-packages/wonderwords/assets: adjectivelist.txt and nounlist.txt) and %s/ (NLTK's tokenizers/punkt_tab/english folder: abbrev_types.txt, collocations.tab, ortho_context.tab, sent_starters.txt); the essays (baber/paul_graham_essays, train split) come from the Hub (`ttisctl dataset pull %s`), or from %s/ in DIR when it has one", task, essayWordsDir, essayPunktDir, task, essayEssaysDir)
+}
+
+// loadEssayHaystack reads the Punkt parameters under dir and the essays:
+// dir's own essay folder when it has one, else the pulled split at pulled.
+func loadEssayHaystack(task, dir, pulled string) (*essayHaystack, error) {
 	if dir == "" {
-		return nil, fmt.Errorf("the essay haystack is not shipped with ttis: give --dataset TASK=DIR, DIR holding %s/ (wonderwords' assets folder), %s/ (NLTK's tokenizers/punkt_tab/english) and %s/ (baber/paul_graham_essays' train split files)", essayWordsDir, essayPunktDir, essayEssaysDir)
+		return nil, fmt.Errorf("%s needs inputs ttis does not ship: %s", task, essayInputs(task))
 	}
 	p, err := punkt.Load(filepath.Join(dir, essayPunktDir))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (%s)", err, essayInputs(task))
 	}
-	rows, err := load(filepath.Join(dir, essayEssaysDir), Source{})
+	essays := filepath.Join(dir, essayEssaysDir)
+	if _, err := os.Stat(essays); err != nil && pulled != "" {
+		essays = pulled
+	}
+	rows, err := load(essays, Source{})
 	if err != nil {
-		return nil, fmt.Errorf("essays (baber/paul_graham_essays train split under %s): %w", filepath.Join(dir, essayEssaysDir), err)
+		return nil, fmt.Errorf("essays (baber/paul_graham_essays train split at %s): %w (%s)", essays, err, essayInputs(task))
 	}
 	texts := make([]string, 0, len(rows))
 	for _, r := range rows {

@@ -45,7 +45,7 @@ func readWordList(dir, name string) ([]string, error) {
 
 func loadWonderwordsPairs(dir string) (*wonderwordsPairs, error) {
 	if dir == "" {
-		return nil, fmt.Errorf("this RULER task draws its keys from wonderwords' word lists, which ttis does not ship: pass --dataset TASK=DIR, DIR being the assets folder of the wonderwords package lm-eval uses (site-packages/wonderwords/assets)")
+		return nil, fmt.Errorf("this RULER task draws its keys from wonderwords' word lists, which ttis does not ship: pass --dataset TASK=DIR, DIR being the assets folder of the wonderwords package lm-eval uses (site-packages/wonderwords/assets, holding adjectivelist.txt and nounlist.txt)")
 	}
 	adjs, err := readWordList(dir, "adjectivelist.txt")
 	if err != nil {

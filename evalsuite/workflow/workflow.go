@@ -50,9 +50,10 @@ type Config struct {
 	// the only task. FewShot does the same for few-shot pools.
 	Datasets map[string]string
 	FewShot  map[string]string
-	// Hub, when set, supplies the data of every task given no local file:
-	// the splits the task declares are pulled (or, offline, found in the
-	// cache) before the task is built. HubModel is the catalog model's
+	// Hub, when set, supplies the data of every task given no local file,
+	// and the Hub inputs a generator reads beside its local folder (RULER's
+	// essays): the splits the task declares are pulled (or, offline, found
+	// in the cache) before the task is built. HubModel is the catalog model's
 	// Hub repository, for Meta's per-model evaluation sets. Pulled holds
 	// data a caller pulled already (bench/release plans with it).
 	Hub      *hub.Client               `json:"-"`
@@ -244,25 +245,38 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			oc.NotRun[name] = ASRMissing
 			continue
 		}
-		if src.Dataset == "" {
+		// A local dataset replaces the task's Hub data, unless that data
+		// only supplements it (RULER's essays beside the user's word lists).
+		var pullErr error
+		if src.Dataset == "" || taskdata.Supplementary(name) {
 			data, err := pullData(ctx, cfg, name)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				oc.NotRun[name] = err.Error()
-				continue
+				if src.Dataset == "" {
+					oc.NotRun[name] = err.Error()
+					continue
+				}
+				// The user's folder may hold the supplement itself (an
+				// offline copy of the essays): the build decides.
+				pullErr = err
 			}
 			if data != nil {
 				// Hub copies are in the dataset's own layout: no format,
 				// mapping or column override applies to them.
-				src.Format, src.Mapping, src.Columns = "", nil, nil
+				if src.Dataset == "" {
+					src.Format, src.Mapping, src.Columns = "", nil, nil
+				}
 				data.Apply(&src)
 				oc.Data[name] = data
 			}
 		}
 		task, err := tasks.Build(name, src)
 		if err != nil {
+			if pullErr != nil {
+				err = fmt.Errorf("%w; pulling its Hub data failed: %v", err, pullErr)
+			}
 			oc.NotRun[name] = err.Error()
 			continue
 		}
