@@ -252,7 +252,11 @@ func retryAfter(v string) (time.Duration, bool) {
 		return 0, false
 	}
 	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, true
+		// Callers cap the wait (MaxRetryWait), but the product must not
+		// overflow into a negative wait first: a huge Retry-After would
+		// then mean "retry at once", the opposite of what it asks.
+		const longest = 24 * 60 * 60
+		return time.Duration(min(n, longest)) * time.Second, true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(time.Until(t), 0), true
