@@ -132,9 +132,7 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 		return
 	}
 	if lv, ok := s.admit(j, arrival); !ok {
-		retryAfter(ctx, time.Second)
-		writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
-			Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
+		s.refuseBusy(ctx, lv)
 		return
 	}
 	if r.stream {

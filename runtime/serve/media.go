@@ -294,9 +294,7 @@ func (s *Server) admitMedia(ctx *fasthttp.RequestCtx, arrival time.Time) (contex
 		if s.m.waiting.Add(1) > int64(lv.MaxQueue) {
 			s.m.waiting.Add(-1)
 			cancel()
-			retryAfter(ctx, time.Second)
-			writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
-				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
+			s.refuseBusy(ctx, lv)
 			return nil, nil, false
 		}
 		err := s.sem.Acquire(rctx, 1)
@@ -307,11 +305,22 @@ func (s *Server) admitMedia(ctx *fasthttp.RequestCtx, arrival time.Time) (contex
 			return nil, nil, false
 		}
 	}
+	hold := s.holdMediaSlot(arrival)
+	release := func(err error) {
+		cancel()
+		hold(err)
+	}
+	return rctx, release, true
+}
+
+// holdMediaSlot counts a media request that has just taken its slot and
+// returns what gives the slot back and records the request's times and
+// outcome.
+func (s *Server) holdMediaSlot(arrival time.Time) func(err error) {
 	s.m.running.Add(1)
 	s.m.queue.observe(time.Since(arrival).Seconds())
 	slot := time.Now()
-	release := func(err error) {
-		cancel()
+	return func(err error) {
 		s.sem.Release(1)
 		s.m.running.Add(-1)
 		s.m.inference.observe(time.Since(slot).Seconds())
@@ -322,7 +331,14 @@ func (s *Server) admitMedia(ctx *fasthttp.RequestCtx, arrival time.Time) (contex
 			s.m.finished("stop")
 		}
 	}
-	return rctx, release, true
+}
+
+// refuseBusy answers 429 with Retry-After: every slot is taken and the
+// wait queue is full.
+func (s *Server) refuseBusy(ctx *fasthttp.RequestCtx, lv Live) {
+	retryAfter(ctx, time.Second)
+	writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
+		Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
 }
 
 // mediaError maps an engine's error to an API error.

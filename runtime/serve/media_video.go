@@ -283,9 +283,7 @@ func (s *Server) queueMedia(ctx *fasthttp.RequestCtx) (acquire func(context.Cont
 	if !got {
 		if s.m.waiting.Add(1) > int64(lv.MaxQueue) {
 			s.m.waiting.Add(-1)
-			retryAfter(ctx, time.Second)
-			writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
-				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
+			s.refuseBusy(ctx, lv)
 			return nil, false
 		}
 	}
@@ -305,19 +303,6 @@ func (s *Server) queueMedia(ctx *fasthttp.RequestCtx) (acquire func(context.Cont
 				return nil, err
 			}
 		}
-		s.m.running.Add(1)
-		s.m.queue.observe(time.Since(arrival).Seconds())
-		slot := time.Now()
-		return func(err error) {
-			s.sem.Release(1)
-			s.m.running.Add(-1)
-			s.m.inference.observe(time.Since(slot).Seconds())
-			s.m.e2e.observe(time.Since(arrival).Seconds())
-			if err != nil {
-				s.m.finished("abort")
-			} else {
-				s.m.finished("stop")
-			}
-		}, nil
+		return s.holdMediaSlot(arrival), nil
 	}, true
 }

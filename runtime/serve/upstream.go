@@ -57,9 +57,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *upstreamState, path, reqI
 		lv := s.live.Load()
 		if s.m.waiting.Add(1) > int64(lv.MaxQueue) {
 			s.m.waiting.Add(-1)
-			retryAfter(ctx, time.Second)
-			writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
-				Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
+			s.refuseBusy(ctx, *lv)
 			return
 		}
 		wctx, cancel := s.genCtx, context.CancelFunc(func() {})
