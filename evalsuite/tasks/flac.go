@@ -20,6 +20,16 @@ const maxClipSeconds = 20 * 60
 // MiB of 16-bit samples).
 const maxClipSamples = 64 << 20
 
+// maxSamplesPerByte bounds how far a clip may expand: speech compresses to
+// about a byte per 16-bit sample, while a run of constant subframes claims
+// up to 65,535 samples in a dozen bytes. Such a file is a decompression
+// bomb, not a recording: refusing it early keeps a few kilobytes from
+// costing seconds of decoding (freeSamples keeps short clips unaffected).
+const (
+	maxSamplesPerByte = 64
+	freeSamples       = 1 << 20
+)
+
 // flacToWAV decodes a FLAC file (LibriSpeech's own encoding, which the
 // Hub copy's Audio feature carries) into a 16-bit PCM WAV at its own
 // sample rate and channel count, the form a transcription server sniffs.
@@ -37,6 +47,7 @@ func flacToWAV(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("FLAC: %d channels at %d Hz and %d bits is not a clip ttis decodes", info.NChannels, info.SampleRate, info.BitsPerSample)
 	}
 	limit := min(int(info.SampleRate)*maxClipSeconds*int(info.NChannels), maxClipSamples)
+	expand := max(len(raw)*maxSamplesPerByte, freeSamples)
 	shift := int(info.BitsPerSample) - 16
 	var pcm []int16
 	for {
@@ -53,6 +64,9 @@ func flacToWAV(raw []byte) ([]byte, error) {
 		n := f.Subframes[0].NSamples
 		if len(pcm)+n*len(f.Subframes) > limit {
 			return nil, fmt.Errorf("FLAC clip is longer than %d minutes", maxClipSeconds/60)
+		}
+		if len(pcm)+n*len(f.Subframes) > expand {
+			return nil, fmt.Errorf("FLAC clip of %d bytes decodes to more than %d samples (over %d per byte): not a recording", len(raw), expand, maxSamplesPerByte)
 		}
 		for i := range n {
 			for _, sf := range f.Subframes {

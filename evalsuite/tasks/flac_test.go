@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/mewkiz/flac"
@@ -69,6 +70,50 @@ func TestFLACClipBecomesWAV(t *testing.T) {
 
 // FuzzAudioBytes: any bytes give a clip a server can sniff or an error,
 // never a panic or an unbounded allocation.
+// encodeConstantFLAC writes frames of 4096 equal samples: a constant
+// subframe each, a few bytes per frame.
+func encodeConstantFLAC(t testing.TB, frames int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	info := &meta.StreamInfo{BlockSizeMin: 4096, BlockSizeMax: 4096, SampleRate: 16000, NChannels: 1, BitsPerSample: 16, NSamples: uint64(frames * 4096)}
+	enc, err := flac.NewEncoder(&buf, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := make([]int32, 4096)
+	for i := range frames {
+		f := &frame.Frame{Header: frame.Header{HasFixedBlockSize: true, BlockSize: 4096, SampleRate: 16000, Channels: frame.ChannelsMono, BitsPerSample: 16, Num: uint64(i)},
+			Subframes: []*frame.Subframe{{SubHeader: frame.SubHeader{Pred: frame.PredConstant}, Samples: samples, NSamples: 4096}}}
+		if err := enc.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestFLACBombRefused: constant subframes let a few kilobytes claim
+// millions of samples; such a clip is refused before it is decoded
+// whole, while a short run of silence (a real recording's lead-in) still
+// decodes.
+func TestFLACBombRefused(t *testing.T) {
+	bomb := encodeConstantFLAC(t, 1024) // 4M samples
+	_, err := AudioBytes(map[string]any{"bytes": string(bomb)})
+	if err == nil || !strings.Contains(err.Error(), "per byte") {
+		t.Fatalf("a %d-byte clip of 4M samples: err %v, want a refusal per byte", len(bomb), err)
+	}
+	quiet := encodeConstantFLAC(t, 32) // 131,072 samples, under the free allowance
+	wav, err := AudioBytes(map[string]any{"bytes": string(quiet)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(wav) - 44; got != 2*32*4096 {
+		t.Fatalf("%d sample bytes, want %d", got, 2*32*4096)
+	}
+}
+
 func FuzzAudioBytes(f *testing.F) {
 	f.Add([]byte("fLaC\x00\x00\x00\x22"))
 	f.Add(media.WAV([]int16{1, 2, 3}, 16000, 1))
