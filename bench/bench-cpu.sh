@@ -29,8 +29,8 @@ TTISD=${TTISD:-bin/ttisd}
 for b in "$TTISCTL" "$TTISD" /usr/bin/time python3; do
 	command -v "$b" >/dev/null || { echo "$0: $b not found (make build; apt install time python3)" >&2; exit 2; }
 done
-MODELS=${MODELS:-"24m:f32 24m:f16 24m:q8_0 134m:f32 134m:f16 134m:q8_0 134m:q4_k"}
-SERVED_MODELS=${SERVED_MODELS:-"24m:q8_0"}
+MODELS=${MODELS-"24m:f32 24m:f16 24m:q8_0 134m:f32 134m:f16 134m:q8_0 134m:q4_k"}
+SERVED_MODELS=${SERVED_MODELS-"24m:q8_0"}
 THREADS=${THREADS:-2}
 REPS=${REPS:-3}
 CONCURRENCY=${CONCURRENCY:-"1 2 4 8 16"}
@@ -115,6 +115,12 @@ engine, spec, c, path = sys.argv[1:5]
 r = json.load(open(path))
 print(f"{engine}\t{spec}\tc={c} tok/s\t{r['output_throughput']}")
 print(f"{engine}\t{spec}\tc={c} failed\t{r.get('failed', 0)}")
+print(f"{engine}\t{spec}\tc={c} retried\t{r.get('stale_connection_retries', 0)}")
+# A server that reports its own per-request timings (llama-server) is held
+# against the client's measurement: client TPOT / server time per token.
+a = r.get("server_timings_agreement")
+if a and a.get("median_tpot_ratio") is not None:
+    print(f"{engine}\t{spec}\tc={c} tpot client/server\t{a['median_tpot_ratio']}")
 EOF
 }
 
@@ -137,7 +143,7 @@ threads = $THREADS
 max_concurrency = 16
 max_context = $ctx
 EOF
-	"$TTISD" serve "$WORK/unit.toml" >"$WORK/ttisd.log" 2>&1 &
+	"$TTISD" serve --model-dir "$WORK" "$WORK/unit.toml" >"$WORK/ttisd.log" 2>&1 &
 	ttis_pid=$!
 	PIDS+=("$ttis_pid")
 	"$LLAMA_BIN/llama-server" -m "$f" -t "$THREADS" -np 16 -c $((16 * ctx)) --host 127.0.0.1 --port $((port + 1)) >"$WORK/llama-server.log" 2>&1 &
@@ -182,7 +188,15 @@ for spec, test in order:
     a, b = vals.get(("ttis", spec, test)), vals.get(("llama", spec, test))
     if not a or not b:
         continue
+    if test.endswith(("failed", "retried")):
+        print(f"| {spec:<12} | {test:<16} | {sum(a):>10.0f} | {sum(b):>10.0f} | {'sum':>6} |")
+        continue
     ma, mb = statistics.median(a), statistics.median(b)
     ratio = f"{ma / mb:.2f}" if mb else "-"
     print(f"| {spec:<12} | {test:<16} | {ma:>10.1f} | {mb:>10.1f} | {ratio:>6} |")
+agree = [(spec, test) for spec, test in order if test.endswith("client/server") and ("llama", spec, test) in vals]
+if agree:
+    print("\nllama-server's own timings against the client's (median client TPOT / server time per token; 1.00 = agreement)\n")
+    for spec, test in agree:
+        print(f"| {spec:<12} | {test:<26} | {statistics.median(vals[('llama', spec, test)]):>6.3f} |")
 EOF
