@@ -110,27 +110,48 @@ func datasetTasks(c *cli.Context) ([]string, string, error) {
 	return names, hfRepo, nil
 }
 
-func datasetClient(c *cli.Context) (*hub.Client, error) {
+// datasetCall is what every dataset subcommand starts from: the output
+// form, the tasks and a Hub client.
+type datasetCall struct {
+	asJSON bool
+	names  []string
+	hfRepo string
+	hc     *hub.Client
+}
+
+// startDataset reads a dataset subcommand's flags and arguments; an
+// offline call's client asks the cache alone and never downloads.
+func startDataset(c *cli.Context, offline bool) (*datasetCall, error) {
+	asJSON, err := jsonOutput(c)
+	if err != nil {
+		return nil, err
+	}
+	names, hfRepo, err := datasetTasks(c)
+	if err != nil {
+		return nil, err
+	}
 	state, err := hubStateDir(c)
 	if err != nil {
 		return nil, err
 	}
-	return hubClient(c, state)
+	if offline {
+		if err := c.Set("offline", "true"); err != nil {
+			return nil, err
+		}
+	}
+	hc, err := hubClient(c, state)
+	if err != nil {
+		return nil, err
+	}
+	return &datasetCall{asJSON: asJSON, names: names, hfRepo: hfRepo, hc: hc}, nil
 }
 
 func runDatasetPull(c *cli.Context) error {
-	asJSON, err := jsonOutput(c)
+	call, err := startDataset(c, false)
 	if err != nil {
 		return err
 	}
-	names, hfRepo, err := datasetTasks(c)
-	if err != nil {
-		return err
-	}
-	hc, err := datasetClient(c)
-	if err != nil {
-		return err
-	}
+	asJSON, names, hfRepo, hc := call.asJSON, call.names, call.hfRepo, call.hc
 	var pulled []*taskdata.Data
 	var failed []string
 	for _, name := range names {
@@ -182,26 +203,11 @@ type datasetStatus struct {
 }
 
 func runDatasetList(c *cli.Context) error {
-	asJSON, err := jsonOutput(c)
+	call, err := startDataset(c, true) // listing never downloads
 	if err != nil {
 		return err
 	}
-	names, hfRepo, err := datasetTasks(c)
-	if err != nil {
-		return err
-	}
-	state, err := hubStateDir(c)
-	if err != nil {
-		return err
-	}
-	// Listing never downloads: it asks the cache alone.
-	if err := c.Set("offline", "true"); err != nil {
-		return err
-	}
-	hc, err := hubClient(c, state)
-	if err != nil {
-		return err
-	}
+	asJSON, names, hfRepo, hc := call.asJSON, call.names, call.hfRepo, call.hc
 	var out []datasetStatus
 	for _, name := range names {
 		splits, err := taskdata.Plan(name, hfRepo)
@@ -254,18 +260,11 @@ type verifyRow struct {
 }
 
 func runDatasetVerify(c *cli.Context) error {
-	asJSON, err := jsonOutput(c)
+	call, err := startDataset(c, false)
 	if err != nil {
 		return err
 	}
-	names, hfRepo, err := datasetTasks(c)
-	if err != nil {
-		return err
-	}
-	hc, err := datasetClient(c)
-	if err != nil {
-		return err
-	}
+	asJSON, names, hfRepo, hc := call.asJSON, call.names, call.hfRepo, call.hc
 	named := c.NArg() > 0 || c.String("catalog-model") != ""
 	var rows []verifyRow
 	bad := 0
