@@ -21,16 +21,22 @@ type Bench struct {
 	runner  *model.Runner
 	threads int
 	name    string
+	kvType  model.KVType
 }
 
 // OpenBench loads the model at path for benchmarking with the given number
-// of threads (0: every core). Prompt tests may use up to maxPrompt tokens.
-func OpenBench(path string, threads, maxPrompt int) (*Bench, error) {
+// of threads (0: every core) and key/value cache type ("f16", "" for the
+// default, or "f32"). Prompt tests may use up to maxPrompt tokens.
+func OpenBench(path string, threads, maxPrompt int, kvType string) (*Bench, error) {
 	if threads <= 0 {
 		threads = DefaultThreads()
 	}
 	if maxPrompt <= 0 {
 		return nil, fmt.Errorf("bench prompt length %d must be positive", maxPrompt)
+	}
+	kv, err := model.ParseKVType(kvType)
+	if err != nil {
+		return nil, err
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -47,7 +53,7 @@ func OpenBench(path string, threads, maxPrompt int) (*Bench, error) {
 	}
 	pool := kernels.NewPool(threads)
 	return &Bench{
-		file: f, model: m, pool: pool, threads: threads, name: name,
+		file: f, model: m, pool: pool, threads: threads, name: name, kvType: kv,
 		runner: model.NewRunner(m, pool, maxPrompt),
 	}, nil
 }
@@ -64,6 +70,9 @@ func (b *Bench) Name() string { return b.name }
 // Threads is the thread count in use.
 func (b *Bench) Threads() int { return b.threads }
 
+// KVCacheType is the key/value cache's element type ("f16" or "f32").
+func (b *Bench) KVCacheType() string { return b.kvType.String() }
+
 // SizeBytes is the storage size of the weights.
 func (b *Bench) SizeBytes() int64 { return b.model.WeightBytes() }
 
@@ -79,7 +88,7 @@ func (b *Bench) Prompt(n int) (time.Duration, error) {
 	if n > b.model.Cfg.ContextLength {
 		return 0, fmt.Errorf("prompt of %d tokens exceeds the model's context of %d", n, b.model.Cfg.ContextLength)
 	}
-	c := b.model.NewCache(n)
+	c := b.model.NewKVCache(n, b.kvType)
 	c.Reserve(n)
 	var batch model.Batch
 	for i := range n {
@@ -104,7 +113,7 @@ func (b *Bench) Generate(n, seqs int) (time.Duration, error) {
 	}
 	caches := make([]*model.Cache, seqs)
 	for i := range caches {
-		caches[i] = b.model.NewCache(n)
+		caches[i] = b.model.NewKVCache(n, b.kvType)
 		caches[i].Reserve(n)
 	}
 	var batch model.Batch

@@ -26,7 +26,7 @@ func BenchmarkForward(b *testing.B) {
 				if err := synth.Create(path, synth.Options{Preset: preset, Type: typ, Seed: 1}); err != nil {
 					b.Fatal(err)
 				}
-				bench, err := OpenBench(path, 2, 128)
+				bench, err := OpenBench(path, 2, 128, "")
 				if err != nil {
 					b.Fatal(err)
 				}
