@@ -127,17 +127,18 @@ type rowRef struct {
 }
 
 // Open is the runtime constructor for a cpu unit: Unit.Model is the GGUF
-// path, Unit.CPU.Threads the thread count, Unit.Limits the context window
-// and the number of concurrent sequences.
+// path, Unit.CPU the thread count and KV cache type, Unit.Limits the
+// context window and the number of concurrent sequences.
 func Open(ctx context.Context, u *units.Unit) (runtime.Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	e, err := New(u.Model, Options{
-		Name:       u.Name,
-		Threads:    u.CPU.Threads,
-		MaxContext: u.Limits.MaxContext,
-		MaxSeqs:    u.Limits.MaxConcurrency,
+		Name:        u.Name,
+		Threads:     u.CPU.Threads,
+		MaxContext:  u.Limits.MaxContext,
+		MaxSeqs:     u.Limits.MaxConcurrency,
+		KVCacheType: u.CPU.KVCacheType,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("unit %s: %w", u.Name, err)
@@ -257,7 +258,7 @@ func KVCacheShape(f *gguf.File, kvType string) (perToken int64, contextLength in
 }
 
 // DefaultKVCacheType is the key/value cache type when none is set.
-const DefaultKVCacheType = "f16"
+const DefaultKVCacheType = units.DefaultKVCacheType
 
 // kvSize formats a byte count in KiB, MiB or GiB.
 func kvSize(n int64) string {
