@@ -38,25 +38,15 @@ func PaddedKV(last int) int { return max(KVPad, (last+KVPad)/KVPad*KVPad) }
 // RoundF16 rounds src to half precision into dst (as float32 values, so
 // that the dot kernels multiply them exactly): ggml's conversion of an
 // F32 operand to the F16 vec_dot type.
-func RoundF16(dst, src []float32) {
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] = F16ToF32(F32ToF16(v))
-	}
-}
+func RoundF16(dst, src []float32) { roundToF16(dst[:len(src)], src) }
 
 // KeyScoresF16 writes dst[j] = keys[j*hd:(j+1)*hd] · q for every row j of
 // keys (len(dst) rows), q rounded to F16 already (RoundF16). batch is the
-// number of tokens in the forward pass: it picks ggml's order.
+// number of tokens in the forward pass: it picks ggml's order (hd rows of
+// the key view are n_kv long, a multiple of 4, so only batch and hd
+// decide).
 func KeyScoresF16(dst, q []float32, keys []uint16, hd, batch int) {
-	dot := dotF16VecGo
-	if f16Gemm(PaddedKV(len(dst)-1), hd, batch) {
-		dot = dotF16GemmGo
-	}
-	q = q[:hd]
-	for j := range dst {
-		dst[j] = dot(keys[j*hd:(j+1)*hd], q)
-	}
+	keyScoresF16(dst, q[:hd], keys[:len(dst)*hd], hd, f16Gemm(KVPad, hd, batch))
 }
 
 // SoftmaxGGML turns x[:n] into ggml's soft_max_ext(x, mask, scale) over
@@ -74,17 +64,9 @@ func SoftmaxGGML(x []float32, n, nkv int, scale float32) {
 	for i := n; i < nkv; i++ {
 		x[i] = ninf
 	}
-	var sum float64
-	i := 0
-	for ; i+16 <= nkv; i += 16 {
-		var lanes [16]float32
-		for l := range lanes {
-			lanes[l] = expGGML(x[i+l] - mx)
-			x[i+l] = lanes[l]
-		}
-		sum += float64(reduce16(&lanes))
-	}
-	for ; i < nkv; i++ {
+	n16 := nkv &^ 15
+	sum := expSumGGML(x[:n16], mx)
+	for i := n16; i < nkv; i++ {
 		// ggml's scalar tail calls libm's expf; n_kv is a multiple of 32
 		// in attention, so this runs only for other callers.
 		v := float32(math.Exp(float64(x[i] - mx)))
@@ -97,84 +79,74 @@ func SoftmaxGGML(x []float32, n, nkv int, scale float32) {
 	}
 }
 
-// ValuesF16 writes out[d] = vT[d*stride : d*stride+n] · p for every d <
-// len(out): the product of the transposed value cache (row d holds head
-// dimension d of every cell, rows stride cells apart) with the F16-rounded
-// probabilities p of cells [0,n). The cells [n,nkv) have probability zero
-// and are not read, but they count for ggml's order: its dot runs over
-// nkv cells. batch is the number of tokens in the forward pass.
-func ValuesF16(out, p []float32, vT []uint16, stride, n, nkv, batch int) {
-	gemm := f16Gemm(len(out), nkv, batch)
-	p = p[:n]
+// ValuesF16 writes out[d] = vT[d*stride : d*stride+nkv] · p[:nkv] for
+// every d < len(out): the product of the transposed value cache (row d
+// holds head dimension d of every cell, rows stride cells apart) with the
+// F16-rounded probabilities, over all nkv cells as ggml's order requires
+// (the masked cells have probability zero; their cached values must be
+// finite, as everything F32ToF16 stores from finite activations below
+// 65504 is). batch is the number of tokens in the forward pass.
+func ValuesF16(out, p []float32, vT []uint16, stride, nkv, batch int) {
+	if len(out) == 0 {
+		return
+	}
+	valuesF16(out, p[:nkv], vT[:(len(out)-1)*stride+nkv], stride, f16Gemm(len(out), nkv, batch))
+}
+
+func keyScoresF16Go(dst, q []float32, keys []uint16, hd int, gemm bool) {
+	dot := dotF16VecGo
+	if gemm {
+		dot = dotF16GemmGo
+	}
+	for j := range dst {
+		dst[j] = dot(keys[j*hd:(j+1)*hd], q)
+	}
+}
+
+func valuesF16Go(out, p []float32, vT []uint16, stride int, gemm bool) {
+	dot := dotF16VecGo
+	if gemm {
+		dot = dotF16GemmGo
+	}
+	nkv := len(p)
 	for d := range out {
-		row := vT[d*stride : d*stride+n]
-		if gemm {
-			out[d] = dotF16GemmPadded(row, p)
-		} else {
-			out[d] = dotF16VecPadded(row, p, nkv)
-		}
+		out[d] = dot(vT[d*stride:d*stride+nkv], p)
 	}
 }
 
-// dotF16GemmPadded is tinyBLAS's 16-lane order over a multiple of 16
-// elements of which only the first len(w) can be nonzero (the lanes past
-// len(w) add zeros, which change no sum).
-func dotF16GemmPadded(w []uint16, x []float32) float32 {
-	n := len(w)
-	x = x[:n]
-	var acc [f16GemmLanes]float32
-	i := 0
-	for ; i+f16GemmLanes <= n; i += f16GemmLanes {
-		wi, xi := w[i:i+f16GemmLanes], x[i:i+f16GemmLanes]
-		for l := range acc {
-			acc[l] += float32(F16ToF32(wi[l]) * xi[l])
+// expSumGGMLGo replaces x with exp(x-m) (expGGML) and returns
+// ggml_vec_soft_max_f32's sum: each 16 lanes reduced as
+// _mm512_reduce_add_ps does, those sums added in float64. len(x) must be a
+// multiple of 16.
+func expSumGGMLGo(x []float32, m float32) float64 {
+	var sum float64
+	for i := 0; i+16 <= len(x); i += 16 {
+		var lanes [16]float32
+		for l := range lanes {
+			lanes[l] = expGGML(x[i+l] - m)
+			x[i+l] = lanes[l]
 		}
+		sum += float64(reduce16(&lanes))
 	}
-	for l := 0; i+l < n; l++ {
-		acc[l] += float32(F16ToF32(w[i+l]) * x[i+l])
-	}
-	return reduce16(&acc)
-}
-
-// dotF16VecPadded is ggml_vec_dot_f16 over nkv elements of which only the
-// first len(w) can be nonzero: its 64-lane part covers nkv&^63 elements
-// and the rest is added one by one in float64.
-func dotF16VecPadded(w []uint16, x []float32, nkv int) float32 {
-	n := len(w)
-	np := min(nkv&^(f16VecLanes-1), n)
-	var s float64
-	if nkv >= f16VecLanes {
-		var acc [f16VecLanes]float32
-		i := 0
-		for ; i+f16VecLanes <= np; i += f16VecLanes {
-			wi, xi := w[i:i+f16VecLanes], x[i:i+f16VecLanes]
-			for l := range acc {
-				acc[l] += float32(F16ToF32(wi[l]) * xi[l])
-			}
-		}
-		// A partial group: the lanes past n add zeros, which change no sum.
-		for l := 0; i+l < np; l++ {
-			acc[l] += float32(F16ToF32(w[i+l]) * x[i+l])
-		}
-		s = float64(f16Fold64(&acc))
-	}
-	for i := nkv &^ (f16VecLanes - 1); i < n; i++ {
-		s += float64(float32(F16ToF32(w[i]) * x[i]))
-	}
-	return float32(s)
+	return sum
 }
 
 // expGGML is ggml_v_expf (AVX-512) on one lane: exp(x) to within about
 // 1.5 ulp, bit for bit what ggml's softmax computes, fused multiply-adds
-// included.
+// included, for every x whose power of two n is at least -126 (x above
+// about -87.3). Below that ggml gives values under 2^-125 (zero from
+// n < -192); we give zero, as the AVX2 assembly does (it has no
+// VSCALEFPS). In the softmax this changes nothing: the largest score
+// contributes exactly 1 to a float64 sum that cannot see 2^-125, and a
+// probability that small rounds to zero in F16 either way.
 func expGGML(x float32) float32 {
 	const r = 0x1.8p23
 	z := fma32Once(x, 0x1.715476p+0, r)
 	n := z - r
-	if math.Abs(float64(n)) > 192 || n != n {
-		if n <= 0 {
-			return 0
-		}
+	if n < -126 || n != n {
+		return 0
+	}
+	if n > 192 {
 		return float32(math.Inf(1))
 	}
 	b := fma32Once(-n, 0x1.7f7d1cp-20, fma32Once(-n, 0x1.62e4p-1, x))

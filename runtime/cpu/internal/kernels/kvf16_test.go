@@ -93,23 +93,94 @@ func TestSoftmaxGGML(t *testing.T) {
 	}
 }
 
-// TestPaddedDotsMatchZeroPadded checks that the padded dot products give
-// the bits of ggml's orders run over the zero-padded rows.
-func TestPaddedDotsMatchZeroPadded(t *testing.T) {
+// TestKVF16KernelsMatchGo requires the dispatched kernels (assembly on
+// amd64) to give the pure-Go twins' bits: key scores and value products in
+// both of ggml's orders, with row counts that leave remainders, and the
+// softmax exponentials and their sum, masked cells included.
+func TestKVF16KernelsMatchGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for n := 1; n <= 200; n++ {
-		nkv := PaddedKV(n - 1)
-		w := make([]uint16, nkv)
-		x := make([]float32, nkv)
-		for i := range n {
-			w[i] = F32ToF16(float32(rng.NormFloat64()))
-			x[i] = F16ToF32(F32ToF16(rng.Float32()))
+	f16 := func(n int, scale float64) []uint16 {
+		out := make([]uint16, n)
+		for i := range out {
+			out[i] = F32ToF16(float32(rng.NormFloat64() * scale))
 		}
-		if got, want := dotF16VecPadded(w[:n], x[:n], nkv), dotF16VecGo(w, x); math.Float32bits(got) != math.Float32bits(want) {
-			t.Fatalf("n %d: vec padded %g, zero-padded %g", n, got, want)
+		return out
+	}
+	rounded := func(n int) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = F16ToF32(F32ToF16(float32(rng.NormFloat64())))
 		}
-		if got, want := dotF16GemmPadded(w[:n], x[:n]), dotF16GemmGo(w, x); math.Float32bits(got) != math.Float32bits(want) {
-			t.Fatalf("n %d: gemm padded %g, zero-padded %g", n, got, want)
+		return out
+	}
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: [%d] = %g, Go %g", what, i, got[i], want[i])
+			}
+		}
+	}
+	for _, hd := range []int{16, 32, 64, 80, 128} {
+		for _, rows := range []int{1, 3, 4, 7, 33, 64, 100} {
+			for _, gemm := range []bool{false, true} {
+				if gemm && hd%16 != 0 {
+					continue
+				}
+				keys, q := f16(rows*hd, 1), rounded(hd)
+				got, want := make([]float32, rows), make([]float32, rows)
+				keyScoresF16(got, q, keys, hd, gemm)
+				keyScoresF16Go(want, q, keys, hd, gemm)
+				same("key scores", got, want)
+			}
+		}
+	}
+	for _, hd := range []int{4, 6, 64, 66} {
+		for _, nkv := range []int{32, 64, 96, 160} {
+			stride := nkv + 32
+			vT := f16(hd*stride, 3)
+			p := rounded(nkv)
+			for _, gemm := range []bool{false, true} {
+				got, want := make([]float32, hd), make([]float32, hd)
+				valuesF16(got, p, vT[:(hd-1)*stride+nkv], stride, gemm)
+				valuesF16Go(want, p, vT[:(hd-1)*stride+nkv], stride, gemm)
+				same("values", got, want)
+			}
+		}
+	}
+	for _, n := range []int{1, 7, 8, 9, 64, 100} {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64() * math.Pow(10, float64(i%12-6)))
+		}
+		src[0] = 65520 // rounds to +Inf
+		got, want := make([]uint16, n), make([]uint16, n)
+		ToF16(got, src)
+		F32ToF16Slice(want, src)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("ToF16(%g) = %#x, Go %#x", src[i], got[i], want[i])
+			}
+		}
+	}
+	for _, n := range []int{16, 32, 48, 256} {
+		x := make([]float32, n)
+		for i := range x {
+			switch i % 7 {
+			case 0:
+				x[i] = float32(math.Inf(-1))
+			case 1:
+				x[i] = -90 - rng.Float32()*50 // below ggml_v_expf's normal range
+			default:
+				x[i] = -rng.Float32() * 20
+			}
+		}
+		x[n/2] = 0
+		got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+		sg, sw := expSumGGML(got, 0), expSumGGMLGo(want, 0)
+		same("exp", got, want)
+		if sg != sw {
+			t.Fatalf("exp sum %v, Go %v", sg, sw)
 		}
 	}
 }

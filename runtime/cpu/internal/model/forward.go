@@ -112,6 +112,10 @@ func (c *Cache) Reserve(n int) {
 		return
 	}
 	size := min(max(c.capPos*2, 64, n), c.max)
+	if c.kv == KVF16 {
+		// Attention reads n_kv cells (a multiple of 32) of every value row.
+		size = (size + kernels.KVPad - 1) / kernels.KVPad * kernels.KVPad
+	}
 	for l := range c.layers {
 		if c.kv == KVF32 {
 			c.k[l], c.v[l] = growRows(c.k[l], c.heads, c.capPos, size, c.n*c.hd, c.hd), growRows(c.v[l], c.heads, c.capPos, size, c.n*c.hd, c.hd)
@@ -140,6 +144,9 @@ func (c *Cache) head(l, h, n int) (keys, vals []float32) {
 	return c.k[l][base : base+n*c.hd], c.v[l][base : base+n*c.hd]
 }
 
+// maxHeadDim bounds Config.HeadDim (readConfig refuses more).
+const maxHeadDim = 1024
+
 // head16 returns layer l's keys of key/value head h for the first n
 // positions (n×headDim) and its transposed values (headDim rows, capPos
 // apart) of an F16 cache.
@@ -158,10 +165,12 @@ func (c *Cache) store(l, pos int, k, v []float32) {
 			copy(c.v[l][at:at+hd], v[h*hd:(h+1)*hd])
 			continue
 		}
-		kernels.F32ToF16Slice(c.k16[l][at:at+hd], k[h*hd:(h+1)*hd])
+		kernels.ToF16(c.k16[l][at:at+hd], k[h*hd:(h+1)*hd])
+		var half [maxHeadDim]uint16
+		kernels.ToF16(half[:hd], v[h*hd:(h+1)*hd])
 		vT := c.v16[l][h*hd*c.capPos:]
-		for d, x := range v[h*hd : (h+1)*hd] {
-			vT[d*c.capPos+pos] = kernels.F32ToF16(x)
+		for d, x := range half[:hd] {
+			vT[d*c.capPos+pos] = x
 		}
 	}
 }
@@ -213,7 +222,7 @@ type Runner struct {
 	attnLayer   int
 	attnFn      func(lo, hi int)
 	attnSpan    int // query heads per attention task
-	attnKV      int // llama.cpp's n_kv for the batch: the F16 kernels' order depends on it
+	attnKV      int // the largest n_kv of the batch's caches (F16 attention scratch)
 	wantRows    []int
 	swigluFn    func(lo, hi int)
 	swigluFused bool      // the gate and up products are in gu
@@ -559,19 +568,26 @@ func (r *Runner) attentionRange(lo, hi int) {
 // attendF16 computes attention over an F16 cache for the query heads in
 // q (sharing key/value head kvh), the first n positions attended, into
 // out, as llama.cpp's CPU backend does (kernels/kvf16.go): the query and
-// the probabilities rounded to F16, n_kv padded positions, soft_max_ext's
-// scale 1/sqrtf(headDim). batch is the forward pass's token count.
+// the probabilities rounded to F16, soft_max_ext's scale 1/sqrtf(headDim),
+// and n_kv cells: this cache's filled positions after the batch, padded to
+// 32 (for one sequence, llama.cpp's n_kv; the cache's capacity is a
+// multiple of 32, so the cells exist). batch is the forward pass's token
+// count.
 func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, batch int) {
 	hd := c.hd
 	scale := 1 / float32(math.Sqrt(float64(hd)))
-	keys, valsT := c.head16(l, kvh, n)
-	q16, p := scratch[:hd], scratch[hd:hd+r.attnKV]
+	nkv := kernels.PaddedKV(c.next - 1)
+	// Score whole groups of four keys (the kernels' tile): the rows past
+	// n exist (capPos is a multiple of 32) and their scores are masked.
+	n4 := (n + 3) &^ 3
+	keys, valsT := c.head16(l, kvh, n4)
+	q16, p := scratch[:hd], scratch[hd:hd+nkv]
 	for g := range len(q) / hd {
 		kernels.RoundF16(q16, q[g*hd:(g+1)*hd])
-		kernels.KeyScoresF16(p[:n], q16, keys, hd, batch)
-		kernels.SoftmaxGGML(p, n, r.attnKV, scale)
+		kernels.KeyScoresF16(p[:n4], q16, keys, hd, batch)
+		kernels.SoftmaxGGML(p, n, nkv, scale)
 		kernels.RoundF16(p[:n], p[:n])
-		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, n, r.attnKV, batch)
+		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, nkv, batch)
 	}
 }
 
