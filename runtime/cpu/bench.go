@@ -22,6 +22,11 @@ type Bench struct {
 	threads int
 	name    string
 	kvType  model.KVType
+	// caches are reused from test to test: a new cache per test leaves
+	// the old one as garbage that the Go heap keeps until its next
+	// collection (with GOGC's default, once the heap has doubled), and
+	// peak RSS counts it; llama-bench keeps one cache too.
+	caches []*model.Cache
 }
 
 // OpenBench loads the model at path for benchmarking with the given number
@@ -88,8 +93,7 @@ func (b *Bench) Prompt(n int) (time.Duration, error) {
 	if n > b.model.Cfg.ContextLength {
 		return 0, fmt.Errorf("prompt of %d tokens exceeds the model's context of %d", n, b.model.Cfg.ContextLength)
 	}
-	c := b.model.NewKVCache(n, b.kvType)
-	c.Reserve(n)
+	c := b.emptyCaches(1, n)[0]
 	var batch model.Batch
 	for i := range n {
 		batch.Add(c, b.token(i), i, i == n-1)
@@ -111,11 +115,7 @@ func (b *Bench) Generate(n, seqs int) (time.Duration, error) {
 	if n > b.model.Cfg.ContextLength {
 		return 0, fmt.Errorf("%d tokens exceed the model's context of %d", n, b.model.Cfg.ContextLength)
 	}
-	caches := make([]*model.Cache, seqs)
-	for i := range caches {
-		caches[i] = b.model.NewKVCache(n, b.kvType)
-		caches[i].Reserve(n)
-	}
+	caches := b.emptyCaches(seqs, n)
 	var batch model.Batch
 	start := time.Now()
 	for pos := range n {
@@ -128,6 +128,20 @@ func (b *Bench) Generate(n, seqs int) (time.Duration, error) {
 		}
 	}
 	return time.Since(start), nil
+}
+
+// emptyCaches returns seqs empty caches with room for n positions each,
+// reusing the bench's earlier caches.
+func (b *Bench) emptyCaches(seqs, n int) []*model.Cache {
+	for len(b.caches) < seqs {
+		b.caches = append(b.caches, b.model.NewKVCache(b.model.Cfg.ContextLength, b.kvType))
+	}
+	caches := b.caches[:seqs]
+	for _, c := range caches {
+		c.Reset()
+		c.Reserve(n)
+	}
+	return caches
 }
 
 // token picks a deterministic, varied token id for position i.
