@@ -71,3 +71,19 @@ func TestWriteBenchTable(t *testing.T) {
 		t.Errorf("table\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// TestModelBenchKVTypeFlag checks --kv-type: an unknown type is a usage
+// error that names the choices, and f32 reaches the rows.
+func TestModelBenchKVTypeFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := synth.Create(path, synth.Options{Preset: "tiny", Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := runCtl(t, "model", "bench", "--kv-type", "q8", path); code != 2 || !strings.Contains(out, "--kv-type \"q8\": want f16 or f32") {
+		t.Errorf("--kv-type q8: exit %d:\n%s", code, out)
+	}
+	out, code := runCtl(t, "model", "bench", "--kv-type", "f32", "-p", "8", "-n", "2", "--batch", "1", "-r", "1", path)
+	if code != 0 || !strings.Contains(out, " f32 ") || !strings.Contains(out, "pp8") {
+		t.Errorf("--kv-type f32: exit %d:\n%s", code, out)
+	}
+}

@@ -152,8 +152,8 @@ func benchConcurrent(b *testing.B, e *Engine, c, isl, osl int) {
 
 // BenchmarkKVCacheType compares the F16 and F32 key/value caches on the
 // same model, one thread, interleaved within each iteration (pp128, then
-// tg128, for each type in turn) so that a shared machine's load hits both
-// alike; it reports tokens per CPU-second of each and their ratio, e.g.
+// tg128, for each type in turn, the first type alternating) so that a
+// shared machine's load hits both alike; it reports tokens per CPU-second of each and their ratio, e.g.
 //
 //	go test -run '^$' -bench 'KVCacheType/24m' -benchtime 3x ./runtime/cpu/
 func BenchmarkKVCacheType(b *testing.B) {
@@ -181,10 +181,13 @@ func BenchmarkKVCacheType(b *testing.B) {
 				}
 				return processCPUTime() - start
 			}
-			for b.Loop() {
-				for i, bench := range benches {
-					pp[i] += cpuTime(func() (time.Duration, error) { return bench.Prompt(128) })
-					tg[i] += cpuTime(func() (time.Duration, error) { return bench.Generate(128, 1) })
+			for iter := 0; b.Loop(); iter++ {
+				// Alternate which type goes first, so that neither always
+				// runs on the caches the other warmed.
+				for k := range benches {
+					i := (k + iter) % len(benches)
+					pp[i] += cpuTime(func() (time.Duration, error) { return benches[i].Prompt(128) })
+					tg[i] += cpuTime(func() (time.Duration, error) { return benches[i].Generate(128, 1) })
 				}
 			}
 			rate := func(d time.Duration) float64 { return float64(128*b.N) / d.Seconds() }
