@@ -196,13 +196,14 @@ type modelInfo struct {
 }
 
 // kvCacheInfo is the key/value cache the cpu runtime would hold for this
-// file: F32 keys and values per position, one cache per slot growing up to
-// the context window.
+// file: keys and values of type Type ("f16", the default, or "f32") per
+// position, one cache per slot growing up to the context window.
 type kvCacheInfo struct {
-	BytesPerToken int64 `json:"bytes_per_token"`
-	Context       int   `json:"context"`
-	Slots         int   `json:"slots"`
-	MaxBytes      int64 `json:"max_bytes"`
+	Type          string `json:"type"`
+	BytesPerToken int64  `json:"bytes_per_token"`
+	Context       int    `json:"context"`
+	Slots         int    `json:"slots"`
+	MaxBytes      int64  `json:"max_bytes"`
 }
 
 type tokenizerInfo struct {
@@ -221,6 +222,7 @@ func modelInfoCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "context", Usage: "context window the KV cache line assumes, as a unit's limits.max_context (0: the model's)"},
 			&cli.IntFlag{Name: "slots", Value: cpu.DefaultMaxSeqs, Usage: "concurrent sequences the KV cache line assumes, as a unit's limits.max_concurrency"},
+			&cli.StringFlag{Name: "kv-type", Value: cpu.DefaultKVCacheType, Usage: "KV cache element type the KV cache line assumes, as a unit's [cpu] kv_cache_type: f16 or f32"},
 		},
 		Action: func(c *cli.Context) error {
 			args, err := positional(c, 1, 1)
@@ -234,7 +236,10 @@ func modelInfoCommand() *cli.Command {
 			if c.Int("context") < 0 || c.Int("slots") < 1 {
 				return usageError(c, "--context must not be negative and --slots must be at least 1")
 			}
-			info, err := readModelInfo(args[0], c.Int("context"), c.Int("slots"))
+			if kv := c.String("kv-type"); kv != "f16" && kv != "f32" {
+				return usageError(c, "--kv-type %q: want f16 or f32", kv)
+			}
+			info, err := readModelInfo(args[0], c.Int("context"), c.Int("slots"), c.String("kv-type"))
 			if err != nil {
 				return cli.Exit(err.Error(), exitError)
 			}
@@ -249,7 +254,7 @@ func modelInfoCommand() *cli.Command {
 
 // readModelInfo reads what model info shows; context (0: the model's) and
 // slots size the KV cache line as a unit's limits would.
-func readModelInfo(path string, context, slots int) (*modelInfo, error) {
+func readModelInfo(path string, context, slots int, kvType string) (*modelInfo, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
@@ -273,12 +278,12 @@ func readModelInfo(path string, context, slots int) (*modelInfo, error) {
 		info.keys = append(info.keys, kv.Key)
 		info.Metadata[kv.Key] = describeValue(kv.Value)
 	}
-	if perToken, trained, err := cpu.KVCacheShape(f); err == nil {
+	if perToken, trained, err := cpu.KVCacheShape(f, kvType); err == nil {
 		ctx := trained
 		if context > 0 && context < trained {
 			ctx = context
 		}
-		info.KVCache = &kvCacheInfo{BytesPerToken: perToken, Context: ctx, Slots: slots, MaxBytes: cpu.KVCacheBytes(perToken, ctx, slots)}
+		info.KVCache = &kvCacheInfo{Type: kvType, BytesPerToken: perToken, Context: ctx, Slots: slots, MaxBytes: cpu.KVCacheBytes(perToken, ctx, slots)}
 	}
 	tk, err := tokenizer.New(f)
 	if err != nil {
@@ -338,8 +343,8 @@ func printModelInfo(w io.Writer, info *modelInfo) {
 	sort.Strings(types)
 	fmt.Fprintf(tw, "parameters\t%.2fM in %d tensors (%s)\n", float64(info.Parameters)/1e6, info.Tensors, strings.Join(types, ", "))
 	if kv := info.KVCache; kv != nil {
-		fmt.Fprintf(tw, "kv cache\t%s per token (F32 keys and values on the cpu runtime); at most %s for %d slots of %d tokens\n",
-			humanBytes(kv.BytesPerToken), humanBytes(kv.MaxBytes), kv.Slots, kv.Context)
+		fmt.Fprintf(tw, "kv cache\t%s per token (%s keys and values on the cpu runtime); at most %s for %d slots of %d tokens\n",
+			humanBytes(kv.BytesPerToken), strings.ToUpper(kv.Type), humanBytes(kv.MaxBytes), kv.Slots, kv.Context)
 	}
 	if tk := info.Tokenizer; tk != nil {
 		fmt.Fprintf(tw, "tokenizer\t%s, %d tokens, BOS %d, EOS %v\n", tk.Model, tk.Vocab, tk.BOS, tk.EOS)

@@ -31,6 +31,7 @@ func modelBenchCommand() *cli.Command {
 			&cli.IntFlag{Name: "n", Value: 128, Usage: "generated tokens of the tg tests (0 skips them)"},
 			&cli.StringFlag{Name: "batch", Value: "1,8", Usage: "comma-separated sequence counts of the tg tests (tgN@B for B > 1)"},
 			&cli.IntFlag{Name: "reps", Aliases: []string{"r"}, Value: 3, Usage: "measured repetitions per test"},
+			&cli.StringFlag{Name: "kv-type", Value: cpu.DefaultKVCacheType, Usage: "KV cache element type: f16 (llama.cpp's default, -ctk/-ctv f16) or f32"},
 		},
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -49,7 +50,10 @@ func modelBenchCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			cfg := benchConfig{threads: c.Int("threads"), prompt: c.Int("p"), gen: c.Int("n"), reps: c.Int("reps")}
+			cfg := benchConfig{threads: c.Int("threads"), prompt: c.Int("p"), gen: c.Int("n"), reps: c.Int("reps"), kvType: c.String("kv-type")}
+			if cfg.kvType != "f16" && cfg.kvType != "f32" {
+				return benchUsage("--kv-type %q: want f16 or f32", cfg.kvType)
+			}
 			if cfg.batches, err = parseBatches(c.String("batch")); err != nil {
 				return benchUsage("--batch: %v", err)
 			}
@@ -78,6 +82,7 @@ func benchUsage(format string, a ...any) error {
 type benchConfig struct {
 	threads, prompt, gen, reps int
 	batches                    []int
+	kvType                     string
 }
 
 // benchRow is one llama-bench style result line.
@@ -86,6 +91,7 @@ type benchRow struct {
 	SizeBytes    int64   `json:"size_bytes"`
 	Type         string  `json:"type"`
 	Threads      int     `json:"threads"`
+	KVType       string  `json:"kv_type"`
 	Test         string  `json:"test"`
 	TokensPerSec float64 `json:"tokens_per_second"`
 	Stddev       float64 `json:"stddev"`
@@ -108,7 +114,7 @@ func runModelBench(path string, cfg benchConfig) ([]benchRow, error) {
 	for _, b := range cfg.batches {
 		maxTokens = max(maxTokens, b)
 	}
-	b, err := cpu.OpenBench(path, cfg.threads, maxTokens)
+	b, err := cpu.OpenBench(path, cfg.threads, maxTokens, cfg.kvType)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +133,7 @@ func runModelBench(path string, cfg benchConfig) ([]benchRow, error) {
 			rates[i] = float64(tokens) / d.Seconds()
 		}
 		mean, sd := meanStddev(rates)
-		rows = append(rows, benchRow{Model: b.Name(), SizeBytes: b.SizeBytes(), Type: b.Type(), Threads: b.Threads(), Test: test, TokensPerSec: mean, Stddev: sd})
+		rows = append(rows, benchRow{Model: b.Name(), SizeBytes: b.SizeBytes(), Type: b.Type(), Threads: b.Threads(), KVType: b.KVCacheType(), Test: test, TokensPerSec: mean, Stddev: sd})
 		return nil
 	}
 	if cfg.prompt > 0 {
@@ -166,9 +172,9 @@ func meanStddev(xs []float64) (mean, sd float64) {
 // writeBenchTable prints right-aligned columns. It pads by runes, not
 // bytes (text/tabwriter counts the two bytes of "±" as two columns).
 func writeBenchTable(w io.Writer, rows []benchRow) error {
-	table := [][]string{{"model", "size", "type", "threads", "test", "t/s"}}
+	table := [][]string{{"model", "size", "type", "threads", "kv", "test", "t/s"}}
 	for _, r := range rows {
-		table = append(table, []string{r.Model, humanBytes(r.SizeBytes), r.Type, strconv.Itoa(r.Threads), r.Test,
+		table = append(table, []string{r.Model, humanBytes(r.SizeBytes), r.Type, strconv.Itoa(r.Threads), r.KVType, r.Test,
 			fmt.Sprintf("%.2f ± %.2f", r.TokensPerSec, r.Stddev)})
 	}
 	widths := make([]int, len(table[0]))

@@ -46,6 +46,7 @@ func TestBadFiles(t *testing.T) {
 		"broken.toml":                  {"broken.toml:2:9: unexpected character"},
 		"chips-count.toml":             {"chips-count.toml:3:1: chips: device t3k has 8 chips, but 2 are listed"},
 		"chips-duplicate.toml":         {"chips-duplicate.toml:3:13: chips[1]: chip 3 is listed twice"},
+		"cpu-kv-type.toml":             {"cpu-kv-type.toml:7:1: cpu.kv_cache_type: \"q8_0\" is not a cache type: want \"f16\" (the default) or \"f32\""},
 		"cpu-missing-model.toml":       {"cpu-missing-model.toml:1:1: model: model file …models/missing.gguf: no such file"},
 		"cpu-runtime-on-hardware.toml": {"cpu-runtime-on-hardware.toml:3:1: runtime: runtime cpu needs device = \"cpu\", not \"n150\""},
 		"device-unsupported.toml":      {"device-unsupported.toml:2:1: device: model Llama-3.2-1B-Instruct does not support device p150; supported: n150, n300, t3k"},
@@ -135,6 +136,11 @@ func TestGoodFiles(t *testing.T) {
 	want := []string{"cpu-tiny", "sim-legacy-api", "sim-llama", "sim-qwen-galaxy", "vllm-n300", "vllm-p150x4"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("units %v, want %v", names, want)
+	}
+	for _, u := range set.Units() {
+		if u.Name == "cpu-tiny" && (u.CPU.KVCacheType != "f32" || u.CPU.Threads != 2) {
+			t.Errorf("cpu-tiny [cpu] read as %+v, want threads 2 and kv_cache_type f32", u.CPU)
+		}
 	}
 	for _, f := range set.Files {
 		if len(f.Hash) != 64 || len(f.Data) == 0 {

@@ -21,16 +21,27 @@ type Bench struct {
 	runner  *model.Runner
 	threads int
 	name    string
+	kvType  model.KVType
+	// caches are reused from test to test: a new cache per test leaves
+	// the old one as garbage that the Go heap keeps until its next
+	// collection (with GOGC's default, once the heap has doubled), and
+	// peak RSS counts it; llama-bench keeps one cache too.
+	caches []*model.Cache
 }
 
 // OpenBench loads the model at path for benchmarking with the given number
-// of threads (0: every core). Prompt tests may use up to maxPrompt tokens.
-func OpenBench(path string, threads, maxPrompt int) (*Bench, error) {
+// of threads (0: every core) and key/value cache type ("f16", "" for the
+// default, or "f32"). Prompt tests may use up to maxPrompt tokens.
+func OpenBench(path string, threads, maxPrompt int, kvType string) (*Bench, error) {
 	if threads <= 0 {
 		threads = DefaultThreads()
 	}
 	if maxPrompt <= 0 {
 		return nil, fmt.Errorf("bench prompt length %d must be positive", maxPrompt)
+	}
+	kv, err := model.ParseKVType(kvType)
+	if err != nil {
+		return nil, err
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -47,7 +58,7 @@ func OpenBench(path string, threads, maxPrompt int) (*Bench, error) {
 	}
 	pool := kernels.NewPool(threads)
 	return &Bench{
-		file: f, model: m, pool: pool, threads: threads, name: name,
+		file: f, model: m, pool: pool, threads: threads, name: name, kvType: kv,
 		runner: model.NewRunner(m, pool, maxPrompt),
 	}, nil
 }
@@ -64,6 +75,9 @@ func (b *Bench) Name() string { return b.name }
 // Threads is the thread count in use.
 func (b *Bench) Threads() int { return b.threads }
 
+// KVCacheType is the key/value cache's element type ("f16" or "f32").
+func (b *Bench) KVCacheType() string { return b.kvType.String() }
+
 // SizeBytes is the storage size of the weights.
 func (b *Bench) SizeBytes() int64 { return b.model.WeightBytes() }
 
@@ -79,8 +93,7 @@ func (b *Bench) Prompt(n int) (time.Duration, error) {
 	if n > b.model.Cfg.ContextLength {
 		return 0, fmt.Errorf("prompt of %d tokens exceeds the model's context of %d", n, b.model.Cfg.ContextLength)
 	}
-	c := b.model.NewCache(n)
-	c.Reserve(n)
+	c := b.emptyCaches(1, n)[0]
 	var batch model.Batch
 	for i := range n {
 		batch.Add(c, b.token(i), i, i == n-1)
@@ -102,11 +115,7 @@ func (b *Bench) Generate(n, seqs int) (time.Duration, error) {
 	if n > b.model.Cfg.ContextLength {
 		return 0, fmt.Errorf("%d tokens exceed the model's context of %d", n, b.model.Cfg.ContextLength)
 	}
-	caches := make([]*model.Cache, seqs)
-	for i := range caches {
-		caches[i] = b.model.NewCache(n)
-		caches[i].Reserve(n)
-	}
+	caches := b.emptyCaches(seqs, n)
 	var batch model.Batch
 	start := time.Now()
 	for pos := range n {
@@ -119,6 +128,20 @@ func (b *Bench) Generate(n, seqs int) (time.Duration, error) {
 		}
 	}
 	return time.Since(start), nil
+}
+
+// emptyCaches returns seqs empty caches with room for n positions each,
+// reusing the bench's earlier caches.
+func (b *Bench) emptyCaches(seqs, n int) []*model.Cache {
+	for len(b.caches) < seqs {
+		b.caches = append(b.caches, b.model.NewKVCache(b.model.Cfg.ContextLength, b.kvType))
+	}
+	caches := b.caches[:seqs]
+	for _, c := range caches {
+		c.Reset()
+		c.Reserve(n)
+	}
+	return caches
 }
 
 // token picks a deterministic, varied token id for position i.

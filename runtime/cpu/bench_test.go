@@ -26,7 +26,7 @@ func BenchmarkForward(b *testing.B) {
 				if err := synth.Create(path, synth.Options{Preset: preset, Type: typ, Seed: 1}); err != nil {
 					b.Fatal(err)
 				}
-				bench, err := OpenBench(path, 2, 128)
+				bench, err := OpenBench(path, 2, 128, "")
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -147,5 +147,56 @@ func benchConcurrent(b *testing.B, e *Engine, c, isl, osl int) {
 	b.ReportMetric(float64(tokens)/elapsed.Seconds(), "tok/s")
 	if cpu := processCPUTime() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(tokens)/cpu.Seconds(), "tok/cpu-s")
+	}
+}
+
+// BenchmarkKVCacheType compares the F16 and F32 key/value caches on the
+// same model, one thread, interleaved within each iteration (pp128, then
+// tg128, for each type in turn, the first type alternating) so that a
+// shared machine's load hits both alike; it reports tokens per CPU-second of each and their ratio, e.g.
+//
+//	go test -run '^$' -bench 'KVCacheType/24m' -benchtime 3x ./runtime/cpu/
+func BenchmarkKVCacheType(b *testing.B) {
+	for _, preset := range []string{"24m", "134m"} {
+		b.Run(preset+"-q8_0", func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "model.gguf")
+			if err := synth.Create(path, synth.Options{Preset: preset, Type: gguf.TypeQ8_0, Seed: 1}); err != nil {
+				b.Fatal(err)
+			}
+			types := []string{"f16", "f32"}
+			benches := make([]*Bench, len(types))
+			for i, kv := range types {
+				bench, err := OpenBench(path, 1, 128, kv)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer bench.Close()
+				benches[i] = bench
+			}
+			var pp, tg [2]time.Duration
+			cpuTime := func(f func() (time.Duration, error)) time.Duration {
+				start := processCPUTime()
+				if _, err := f(); err != nil {
+					b.Fatal(err)
+				}
+				return processCPUTime() - start
+			}
+			for iter := 0; b.Loop(); iter++ {
+				// Alternate which type goes first, so that neither always
+				// runs on the caches the other warmed.
+				for k := range benches {
+					i := (k + iter) % len(benches)
+					pp[i] += cpuTime(func() (time.Duration, error) { return benches[i].Prompt(128) })
+					tg[i] += cpuTime(func() (time.Duration, error) { return benches[i].Generate(128, 1) })
+				}
+			}
+			rate := func(d time.Duration) float64 { return float64(128*b.N) / d.Seconds() }
+			for i, kv := range types {
+				b.ReportMetric(rate(pp[i]), "pp128-"+kv+"-tok/cpu-s")
+				b.ReportMetric(rate(tg[i]), "tg128-"+kv+"-tok/cpu-s")
+			}
+			b.ReportMetric(rate(pp[0])/rate(pp[1]), "pp-f16/f32")
+			b.ReportMetric(rate(tg[0])/rate(tg[1]), "tg-f16/f32")
+		})
 	}
 }

@@ -118,7 +118,7 @@ func (e *Engine) Embed(ctx context.Context, req *runtime.EmbedRequest) (*runtime
 		return nil
 	}
 	for i, ids := range toks {
-		cache := e.model.NewCache(len(ids))
+		cache := e.model.NewKVCache(len(ids), e.kvType)
 		for pos, t := range ids {
 			if b.Len() == embedBatchTokens {
 				if err := flush(); err != nil {

@@ -60,6 +60,9 @@ type Options struct {
 	// NoPrefixCache turns prefix caching off: every prompt is computed
 	// from its first token (prefix.go).
 	NoPrefixCache bool
+	// KVCacheType is the key/value cache's element type: "f16" (the
+	// default, "" too; llama.cpp's default) or "f32".
+	KVCacheType string
 	// Tokenizer overrides the tokenizer read from the GGUF file.
 	Tokenizer runtime.Tokenizer
 	// Now is the clock that stamps tokens; nil uses time.Now.
@@ -77,6 +80,7 @@ type Engine struct {
 	eos     []int
 	maxSeqs int
 	chunk   int
+	kvType  model.KVType
 	now     func() time.Time
 
 	mu     sync.Mutex
@@ -123,17 +127,18 @@ type rowRef struct {
 }
 
 // Open is the runtime constructor for a cpu unit: Unit.Model is the GGUF
-// path, Unit.CPU.Threads the thread count, Unit.Limits the context window
-// and the number of concurrent sequences.
+// path, Unit.CPU the thread count and KV cache type, Unit.Limits the
+// context window and the number of concurrent sequences.
 func Open(ctx context.Context, u *units.Unit) (runtime.Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	e, err := New(u.Model, Options{
-		Name:       u.Name,
-		Threads:    u.CPU.Threads,
-		MaxContext: u.Limits.MaxContext,
-		MaxSeqs:    u.Limits.MaxConcurrency,
+		Name:        u.Name,
+		Threads:     u.CPU.Threads,
+		MaxContext:  u.Limits.MaxContext,
+		MaxSeqs:     u.Limits.MaxConcurrency,
+		KVCacheType: u.CPU.KVCacheType,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("unit %s: %w", u.Name, err)
@@ -148,6 +153,11 @@ func New(path string, opt Options) (*Engine, error) {
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
+		return nil, err
+	}
+	kvType, err := model.ParseKVType(opt.KVCacheType)
+	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	m, err := model.Load(f)
@@ -203,6 +213,7 @@ func New(path string, opt Options) (*Engine, error) {
 		eos:     tok.EOS(),
 		maxSeqs: maxSeqs,
 		chunk:   chunk,
+		kvType:  kvType,
 		now:     now,
 		seed:    maphash.MakeSeed(),
 
@@ -211,9 +222,9 @@ func New(path string, opt Options) (*Engine, error) {
 			Model:      name,
 			Runtime:    "cpu",
 			MaxContext: maxCtx,
-			Version: fmt.Sprintf("%s (%s %s, %d threads, KV cache %s per token, at most %s for %d slots of %d tokens)",
-				Version, m.Cfg.Arch, m.WeightType(), threads, kvSize(m.KVBytesPerToken()),
-				kvSize(KVCacheBytes(m.KVBytesPerToken(), maxCtx, maxSeqs)), maxSeqs, maxCtx),
+			Version: fmt.Sprintf("%s (%s %s, %d threads, KV cache %s, %s per token, at most %s for %d slots of %d tokens)",
+				Version, m.Cfg.Arch, m.WeightType(), threads, kvType, kvSize(m.KVBytesPerToken(kvType)),
+				kvSize(KVCacheBytes(m.KVBytesPerToken(kvType), maxCtx, maxSeqs)), maxSeqs, maxCtx),
 		},
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
@@ -223,22 +234,31 @@ func New(path string, opt Options) (*Engine, error) {
 }
 
 // KVCacheBytes is the most key/value cache memory the engine holds: one
-// cache per slot, each growing up to the context window (positions of F32
-// keys and values; the prefix cache lives in the same caches).
+// cache per slot, each growing up to the context window (positions of
+// keys and values in the cache's type; the prefix cache lives in the same
+// caches).
 func KVCacheBytes(perToken int64, maxContext, maxSeqs int) int64 {
 	return perToken * int64(maxContext) * int64(maxSeqs)
 }
 
 // KVCacheShape reads the model shape of an open GGUF file: the key/value
-// cache bytes one position takes on this engine and the trained context
-// length (ttisctl model info shows the cache a unit would hold).
-func KVCacheShape(f *gguf.File) (perToken int64, contextLength int, err error) {
+// cache bytes one position takes on this engine with cache type kvType
+// ("f16", "" for the default, or "f32") and the trained context length
+// (ttisctl model info shows the cache a unit would hold).
+func KVCacheShape(f *gguf.File, kvType string) (perToken int64, contextLength int, err error) {
+	kv, err := model.ParseKVType(kvType)
+	if err != nil {
+		return 0, 0, err
+	}
 	cfg, err := model.ReadConfig(f)
 	if err != nil {
 		return 0, 0, err
 	}
-	return cfg.KVBytesPerToken(), cfg.ContextLength, nil
+	return cfg.KVBytesPerToken(kv), cfg.ContextLength, nil
 }
+
+// DefaultKVCacheType is the key/value cache type when none is set.
+const DefaultKVCacheType = units.DefaultKVCacheType
 
 // kvSize formats a byte count in KiB, MiB or GiB.
 func kvSize(n int64) string {
@@ -447,7 +467,7 @@ func (e *Engine) admit(s *sequence) {
 // else the free one used least recently (its prefix is forgotten).
 func (e *Engine) takeSlot() *slot {
 	if len(e.free) == 0 || len(e.slots) < e.maxSeqs {
-		sl := &slot{cache: e.model.NewCache(e.info.MaxContext)}
+		sl := &slot{cache: e.model.NewKVCache(e.info.MaxContext, e.kvType)}
 		e.slots = append(e.slots, sl)
 		return sl
 	}

@@ -428,3 +428,50 @@ func TestEngineConcurrentPromptLogprobs(t *testing.T) {
 		}
 	}
 }
+
+// TestKVCacheTypeOption checks that the engine names its cache type and
+// size in its version string, sizes it by the type, refuses an unknown
+// type, and generates the same greedy tokens with either type on the tiny
+// model (F16 rounding is far below its logit gaps).
+func TestKVCacheTypeOption(t *testing.T) {
+	path := tinyModel(t)
+	var toks [2][]runtime.Token
+	for i, kv := range []string{"", "f32"} {
+		e, err := New(path, Options{Threads: 1, MaxSeqs: 2, MaxContext: 256, KVCacheType: kv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"": "KV cache f16, 0.2 KiB per token, at most 128.0 KiB", "f32": "KV cache f32, 0.5 KiB per token, at most 256.0 KiB"}[kv]
+		if v := e.Info().Version; !strings.Contains(v, want) {
+			t.Errorf("kv %q: version %q lacks %q", kv, v, want)
+		}
+		st, err := e.Generate(context.Background(), &runtime.Request{Prompt: []int{1, 300, 301, 302}, MaxTokens: 16, IgnoreEOS: true, Logprobs: -1, PromptLogprobs: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		for {
+			var done bool
+			toks[i], done, _, err = st.Recv(ctx, toks[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done {
+				break
+			}
+		}
+		cancel()
+		e.Close()
+	}
+	if len(toks[0]) != 16 || len(toks[1]) != 16 {
+		t.Fatalf("generated %d and %d tokens, want 16", len(toks[0]), len(toks[1]))
+	}
+	for k := range toks[0] {
+		if toks[0][k].ID != toks[1][k].ID {
+			t.Errorf("token %d: f16 cache %d, f32 cache %d", k, toks[0][k].ID, toks[1][k].ID)
+		}
+	}
+	if _, err := New(path, Options{Threads: 1, KVCacheType: "q8_0"}); err == nil || !strings.Contains(err.Error(), `want "f16" or "f32"`) {
+		t.Errorf("kv cache type q8_0: err %v", err)
+	}
+}

@@ -17,8 +17,8 @@ import (
 
 // Conditions are what shapes a unit's numbers, served by GET /version so
 // that every benchmark and eval result records them (bench/target): the
-// runtime, device and chips; the sim's time scale; the cpu engine's threads
-// and model file, with the file's SHA-256 computed on first request (a
+// runtime, device and chips; the sim's time scale; the cpu engine's
+// threads, key/value cache type and model file, with the file's SHA-256 computed on first request (a
 // result names the exact weights it measured). A report compares only runs
 // whose conditions match.
 type Conditions struct {
@@ -55,6 +55,7 @@ func ConditionsOf(u *units.Unit) *Conditions {
 			threads = goruntime.NumCPU()
 		}
 		c.static["threads"] = strconv.Itoa(threads)
+		c.static["kv_cache_type"] = u.CPU.KVType()
 		c.static["model_file"] = filepath.Base(u.Model)
 		c.modelFile = u.Model
 	case "vllm":

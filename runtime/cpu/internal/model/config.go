@@ -217,7 +217,7 @@ func llama3Scale(inv []float32, factor, low, high, orig float64) {
 func ReadConfig(f *gguf.File) (Config, error) { return readConfig(f) }
 
 // KVBytesPerToken is the key/value cache memory one position takes: keys
-// and values of every layer's key/value heads, in F32.
-func (c *Config) KVBytesPerToken() int64 {
-	return int64(c.Layers) * 2 * int64(c.KVDim()) * 4
+// and values of every layer's key/value heads, in elements of type kv.
+func (c *Config) KVBytesPerToken(kv KVType) int64 {
+	return int64(c.Layers) * 2 * int64(c.KVDim()) * kv.ElemBytes()
 }

@@ -8,30 +8,50 @@ import (
 )
 
 // Cache is one sequence's key/value cache: for every layer, the keys and
-// values of every position so far, in F32. Each key/value head has its own
-// contiguous block of positions (head-major), so attention streams one
-// head's keys sequentially. The cache grows in steps up to its maximum
-// length, so a short sequence does not hold a full window.
+// values of every position so far, in F16 (llama.cpp's default) or F32.
+// Each key/value head has its own contiguous block of positions
+// (head-major), so attention streams one head's keys sequentially. F16
+// values are stored transposed within a head (one row per head dimension
+// over all positions), as llama.cpp stores them: its V·p product runs
+// along those rows, and its order is what the F16 kernels reproduce. The
+// cache grows in steps up to its maximum length, so a short sequence does
+// not hold a full window.
 type Cache struct {
-	k, v   [][]float32 // per layer: heads blocks of capPos×headDim
-	n      int         // positions filled
-	next   int         // positions filled once the running Forward completes
-	max    int
-	capPos int // positions each head's block holds
-	heads  int
-	hd     int
+	kv       KVType
+	k, v     [][]float32 // F32, per layer: heads blocks of capPos×headDim
+	k16, v16 [][]uint16  // F16, per layer: keys as k; values heads blocks of headDim×capPos
+	layers   int
+	n        int // positions filled
+	next     int // positions filled once the running Forward completes
+	max      int
+	capPos   int // positions each head's block holds
+	heads    int
+	hd       int
 }
 
-// NewCache returns an empty cache for up to maxLen positions.
-func (m *Model) NewCache(maxLen int) *Cache {
-	return &Cache{
-		k:     make([][]float32, m.Cfg.Layers),
-		v:     make([][]float32, m.Cfg.Layers),
-		max:   maxLen,
-		heads: m.Cfg.KVHeads,
-		hd:    m.Cfg.HeadDim,
+// NewCache returns an empty F32 cache for up to maxLen positions.
+func (m *Model) NewCache(maxLen int) *Cache { return m.NewKVCache(maxLen, KVF32) }
+
+// NewKVCache returns an empty cache of element type kv for up to maxLen
+// positions.
+func (m *Model) NewKVCache(maxLen int, kv KVType) *Cache {
+	c := &Cache{
+		kv:     kv,
+		layers: m.Cfg.Layers,
+		max:    maxLen,
+		heads:  m.Cfg.KVHeads,
+		hd:     m.Cfg.HeadDim,
 	}
+	if kv == KVF16 {
+		c.k16, c.v16 = make([][]uint16, c.layers), make([][]uint16, c.layers)
+	} else {
+		c.k, c.v = make([][]float32, c.layers), make([][]float32, c.layers)
+	}
+	return c
 }
+
+// Type is the cache's element type.
+func (c *Cache) Type() KVType { return c.kv }
 
 // Len is the number of positions held.
 func (c *Cache) Len() int { return c.n }
@@ -52,25 +72,36 @@ func (c *Cache) Truncate(n int) {
 }
 
 // CopyPrefix makes c hold the first n positions of src (a cache of the same
-// model): the keys and values of a shared prompt prefix, computed once.
+// model and type): the keys and values of a shared prompt prefix, computed
+// once.
 func (c *Cache) CopyPrefix(src *Cache, n int) {
-	if n > src.n || n > c.max || len(src.k) != len(c.k) || src.heads != c.heads || src.hd != c.hd {
-		panic(fmt.Sprintf("model: copy %d positions of a cache of %d into one of at most %d", n, src.n, c.max))
+	if n > src.n || n > c.max || src.layers != c.layers || src.heads != c.heads || src.hd != c.hd || src.kv != c.kv {
+		panic(fmt.Sprintf("model: copy %d positions of a %s cache of %d into a %s one of at most %d", n, src.kv, src.n, c.kv, c.max))
 	}
 	c.n, c.next = 0, 0
 	c.Reserve(n)
-	for l := range c.k {
+	for l := range c.layers {
 		for h := range c.heads {
 			from, to := h*src.capPos*c.hd, h*c.capPos*c.hd
-			copy(c.k[l][to:to+n*c.hd], src.k[l][from:from+n*c.hd])
-			copy(c.v[l][to:to+n*c.hd], src.v[l][from:from+n*c.hd])
+			if c.kv == KVF32 {
+				copy(c.k[l][to:to+n*c.hd], src.k[l][from:from+n*c.hd])
+				copy(c.v[l][to:to+n*c.hd], src.v[l][from:from+n*c.hd])
+				continue
+			}
+			copy(c.k16[l][to:to+n*c.hd], src.k16[l][from:from+n*c.hd])
+			for d := range c.hd {
+				from, to := (h*c.hd+d)*src.capPos, (h*c.hd+d)*c.capPos
+				copy(c.v16[l][to:to+n], src.v16[l][from:from+n])
+			}
 		}
 	}
 	c.n, c.next = n, n
 }
 
 // Bytes is the memory the cache holds now (keys and values of every layer).
-func (c *Cache) Bytes() int64 { return int64(len(c.k)) * 2 * int64(c.heads*c.capPos*c.hd) * 4 }
+func (c *Cache) Bytes() int64 {
+	return int64(c.layers) * 2 * int64(c.heads*c.capPos*c.hd) * c.kv.ElemBytes()
+}
 
 // Reserve makes room for n positions (at most Max), growing by doubling.
 // Forward reserves what it needs; calling Reserve first moves the
@@ -81,24 +112,67 @@ func (c *Cache) Reserve(n int) {
 		return
 	}
 	size := min(max(c.capPos*2, 64, n), c.max)
-	grow := func(old []float32) []float32 {
-		buf := make([]float32, c.heads*size*c.hd)
-		for h := range c.heads {
-			copy(buf[h*size*c.hd:], old[h*c.capPos*c.hd:(h*c.capPos+c.n)*c.hd])
-		}
-		return buf
+	if c.kv == KVF16 {
+		// Attention reads n_kv cells (a multiple of 32) of every value row.
+		size = (size + kernels.KVPad - 1) / kernels.KVPad * kernels.KVPad
 	}
-	for l := range c.k {
-		c.k[l], c.v[l] = grow(c.k[l]), grow(c.v[l])
+	for l := range c.layers {
+		if c.kv == KVF32 {
+			c.k[l], c.v[l] = growRows(c.k[l], c.heads, c.capPos, size, c.n*c.hd, c.hd), growRows(c.v[l], c.heads, c.capPos, size, c.n*c.hd, c.hd)
+			continue
+		}
+		c.k16[l] = growRows(c.k16[l], c.heads, c.capPos, size, c.n*c.hd, c.hd)
+		c.v16[l] = growRows(c.v16[l], c.heads*c.hd, c.capPos, size, c.n, 1)
 	}
 	c.capPos = size
 }
 
+// growRows copies the first used elements of each of blocks blocks of
+// oldCap×width elements into a new buffer of blocks of size×width.
+func growRows[T float32 | uint16](old []T, blocks, oldCap, size, used, width int) []T {
+	buf := make([]T, blocks*size*width)
+	for b := range blocks {
+		copy(buf[b*size*width:], old[b*oldCap*width:b*oldCap*width+used])
+	}
+	return buf
+}
+
 // head returns layer l's keys and values of key/value head h for the
-// first n positions, n×headDim each.
+// first n positions, n×headDim each (F32 caches).
 func (c *Cache) head(l, h, n int) (keys, vals []float32) {
 	base := h * c.capPos * c.hd
 	return c.k[l][base : base+n*c.hd], c.v[l][base : base+n*c.hd]
+}
+
+// maxHeadDim bounds Config.HeadDim (readConfig refuses more).
+const maxHeadDim = 1024
+
+// head16 returns layer l's keys of key/value head h for the first n
+// positions (n×headDim) and its transposed values (headDim rows, capPos
+// apart) of an F16 cache.
+func (c *Cache) head16(l, h, n int) (keys, valsT []uint16) {
+	base := h * c.capPos * c.hd
+	return c.k16[l][base : base+n*c.hd], c.v16[l][base : base+c.hd*c.capPos]
+}
+
+// store writes the key and value of position pos for layer l.
+func (c *Cache) store(l, pos int, k, v []float32) {
+	hd := c.hd
+	for h := range c.heads {
+		at := (h*c.capPos + pos) * hd
+		if c.kv == KVF32 {
+			copy(c.k[l][at:at+hd], k[h*hd:(h+1)*hd])
+			copy(c.v[l][at:at+hd], v[h*hd:(h+1)*hd])
+			continue
+		}
+		kernels.ToF16(c.k16[l][at:at+hd], k[h*hd:(h+1)*hd])
+		var half [maxHeadDim]uint16
+		kernels.ToF16(half[:hd], v[h*hd:(h+1)*hd])
+		vT := c.v16[l][h*hd*c.capPos:]
+		for d, x := range half[:hd] {
+			vT[d*c.capPos+pos] = x
+		}
+	}
 }
 
 // Batch lists the tokens of one forward pass: any mix of prompt chunks and
@@ -148,6 +222,7 @@ type Runner struct {
 	attnLayer   int
 	attnFn      func(lo, hi int)
 	attnSpan    int // query heads per attention task
+	attnKV      int // the largest n_kv of the batch's caches (F16 attention scratch)
 	wantRows    []int
 	swigluFn    func(lo, hi int)
 	swigluFused bool      // the gate and up products are in gu
@@ -236,7 +311,10 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 	if group := cfg.Heads / cfg.KVHeads; n*cfg.KVHeads >= 2*r.pool.Threads() {
 		r.attnSpan = group
 	}
-	r.growScratch(r.attnSpan * (maxPos + 1))
+	// F16 attention needs, per query head, n_kv scores and the rounded
+	// query; F32 attention needs only maxPos+1 scores.
+	r.attnKV = kernels.PaddedKV(maxPos)
+	r.growScratch(r.attnSpan*r.attnKV + cfg.HeadDim)
 
 	dim, qDim, kvDim, ffn := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.FFN
 	x, xb := r.x[:n*dim], r.xb[:n*dim]
@@ -372,13 +450,7 @@ func (r *Runner) prepareRange(lo, hi int) {
 		}
 		r.rope(qi, cfg.Heads, i)
 		r.rope(ki, cfg.KVHeads, i)
-		c, pos := b.Caches[i], b.Pos[i]
-		hd := cfg.HeadDim
-		for h := range cfg.KVHeads {
-			at := (h*c.capPos + pos) * hd
-			copy(c.k[l][at:at+hd], ki[h*hd:(h+1)*hd])
-			copy(c.v[l][at:at+hd], vi[h*hd:(h+1)*hd])
-		}
+		b.Caches[i].store(l, b.Pos[i], ki, vi)
 	}
 }
 
@@ -468,9 +540,13 @@ func (r *Runner) attentionRange(lo, hi int) {
 		i, h0 := task/perToken, (task%perToken)*span
 		c, pos := b.Caches[i], b.Pos[i]
 		n := pos + 1
-		keys, vals := c.head(l, h0/group, n)
 		q := r.queries(i)[h0*hd : (h0+span)*hd]
 		out := r.att[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
+		if c.kv == KVF16 {
+			r.attendF16(c, l, h0/group, n, q, out, scores, b.Len())
+			continue
+		}
+		keys, vals := c.head(l, h0/group, n)
 		clear(out)
 		// One call per head over all cached rows: the per-row Dot and Axpy
 		// calls cost as much as the arithmetic for short heads. The row
@@ -487,6 +563,32 @@ func (r *Runner) attentionRange(lo, hi int) {
 		}
 	}
 	r.scratch <- scores
+}
+
+// attendF16 computes attention over an F16 cache for the query heads in
+// q (sharing key/value head kvh), the first n positions attended, into
+// out, as llama.cpp's CPU backend does (kernels/kvf16.go): the query and
+// the probabilities rounded to F16, soft_max_ext's scale 1/sqrtf(headDim),
+// and n_kv cells: this cache's filled positions after the batch, padded to
+// 32 (for one sequence, llama.cpp's n_kv; the cache's capacity is a
+// multiple of 32, so the cells exist). batch is the forward pass's token
+// count.
+func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, batch int) {
+	hd := c.hd
+	scale := 1 / float32(math.Sqrt(float64(hd)))
+	nkv := kernels.PaddedKV(c.next - 1)
+	// Score whole groups of four keys (the kernels' tile): the rows past
+	// n exist (capPos is a multiple of 32) and their scores are masked.
+	n4 := (n + 3) &^ 3
+	keys, valsT := c.head16(l, kvh, n4)
+	q16, p := scratch[:hd], scratch[hd:hd+nkv]
+	for g := range len(q) / hd {
+		kernels.RoundF16(q16, q[g*hd:(g+1)*hd])
+		kernels.KeyScoresF16(p[:n4], q16, keys, hd, batch)
+		kernels.SoftmaxGGML(p, n, nkv, scale)
+		kernels.RoundF16(p[:n], p[:n])
+		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, nkv, batch)
+	}
 }
 
 // swigluRange computes hb = silu(gate) * up for tokens [lo,hi), reading

@@ -266,5 +266,5 @@ func (l *loader) optionalVector(name string, n int) []float32 {
 }
 
 // KVBytesPerToken is the key/value cache memory one position takes: keys
-// and values of every layer's key/value heads, in F32.
-func (m *Model) KVBytesPerToken() int64 { return m.Cfg.KVBytesPerToken() }
+// and values of every layer's key/value heads, in elements of type kv.
+func (m *Model) KVBytesPerToken(kv KVType) int64 { return m.Cfg.KVBytesPerToken(kv) }

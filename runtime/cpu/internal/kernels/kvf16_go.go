@@ -1,0 +1,17 @@
+//go:build !amd64 || purego
+
+package kernels
+
+func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool) {
+	keyScoresF16Go(dst, q, keys, hd, gemm)
+}
+
+func valuesF16(out, p []float32, vT []uint16, stride int, gemm bool) {
+	valuesF16Go(out, p, vT, stride, gemm)
+}
+
+func expSumGGML(x []float32, m float32) float64 { return expSumGGMLGo(x, m) }
+
+// ToF16 converts src to half precision in dst[:len(src)], rounding to
+// nearest even: the F16 cache's stores.
+func ToF16(dst []uint16, src []float32) { F32ToF16Slice(dst, src) }

@@ -1,0 +1,196 @@
+package kernels
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFMA32Once checks the float32 fused multiply-add against exact
+// rational arithmetic rounded once, on random operands and on sums built
+// to land halfway between two float32 values (where rounding through
+// float64 would round twice).
+func TestFMA32Once(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	exact := func(a, b, c float32) float32 {
+		p := new(big.Float).SetPrec(200).Mul(big.NewFloat(float64(a)), big.NewFloat(float64(b)))
+		s := new(big.Float).SetPrec(200).Add(p, big.NewFloat(float64(c)))
+		f, _ := s.Float32()
+		return f
+	}
+	check := func(a, b, c float32) {
+		if got, want := fma32Once(a, b, c), exact(a, b, c); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("fma32Once(%g, %g, %g) = %g, want %g", a, b, c, got, want)
+		}
+	}
+	for range 100000 {
+		check(rng.Float32()*4-2, rng.Float32()*4-2, rng.Float32()*4-2)
+	}
+	// a·b = 1 + 2^-24 + 2^-48 (exact in float64 only when rounded), c = 0:
+	// the float64 sum is the midpoint 1+2^-24 and the error term decides.
+	a := float32(1 + 0x1p-23)
+	check(a, float32(1+0x1p-23), 0)
+	for range 100000 {
+		// Midpoint cases: c chosen so that a·b+c sits near a float32 tie.
+		a, b := rng.Float32()+1, rng.Float32()+1
+		c := -float32(float64(a) * float64(b))
+		check(a, b, c+float32(rng.NormFloat64())*1e-7)
+	}
+}
+
+// TestExpGGML checks ggml_v_expf's emulation against math.Exp (within its
+// 1.5 ulp) and its edge cases: zero for large negative inputs and -Inf.
+func TestExpGGML(t *testing.T) {
+	for x := float32(-87); x <= 0; x += 0.0137 {
+		got, want := float64(expGGML(x)), math.Exp(float64(x))
+		if math.Abs(got-want) > 2*want*0x1p-23 {
+			t.Fatalf("expGGML(%g) = %g, want %g", x, got, want)
+		}
+	}
+	for _, x := range []float32{-134, -1000, float32(math.Inf(-1))} {
+		if got := expGGML(x); got != 0 {
+			t.Errorf("expGGML(%g) = %g, want 0", x, got)
+		}
+	}
+	if got := expGGML(0); got != 1 {
+		t.Errorf("expGGML(0) = %g, want 1", got)
+	}
+}
+
+// TestSoftmaxGGML checks the masked, padded softmax: probabilities summing
+// to one over the unmasked cells, zero over the masked ones, and the
+// scores scaled.
+func TestSoftmaxGGML(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 5, 31, 32, 33, 70} {
+		nkv := PaddedKV(n - 1)
+		x := make([]float32, nkv+3)
+		for i := range n {
+			x[i] = rng.Float32()*10 - 5
+		}
+		want := make([]float64, n)
+		mx := math.Inf(-1)
+		for i := range n {
+			mx = max(mx, float64(x[i]*0.125))
+		}
+		var sum float64
+		for i := range n {
+			want[i] = math.Exp(float64(x[i]*0.125) - mx)
+			sum += want[i]
+		}
+		SoftmaxGGML(x, n, nkv, 0.125)
+		for i := range n {
+			if d := math.Abs(float64(x[i]) - want[i]/sum); d > 1e-6 {
+				t.Fatalf("n %d: p[%d] = %g, want %g", n, i, x[i], want[i]/sum)
+			}
+		}
+		for i := n; i < nkv; i++ {
+			if x[i] != 0 {
+				t.Fatalf("n %d: masked p[%d] = %g", n, i, x[i])
+			}
+		}
+	}
+}
+
+// TestKVF16KernelsMatchGo requires the dispatched kernels (assembly on
+// amd64) to give the pure-Go twins' bits: key scores and value products in
+// both of ggml's orders, with row counts that leave remainders, and the
+// softmax exponentials and their sum, masked cells included.
+func TestKVF16KernelsMatchGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	f16 := func(n int, scale float64) []uint16 {
+		out := make([]uint16, n)
+		for i := range out {
+			out[i] = F32ToF16(float32(rng.NormFloat64() * scale))
+		}
+		return out
+	}
+	rounded := func(n int) []float32 {
+		out := make([]float32, n)
+		for i := range out {
+			out[i] = F16ToF32(F32ToF16(float32(rng.NormFloat64())))
+		}
+		return out
+	}
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s: [%d] = %g, Go %g", what, i, got[i], want[i])
+			}
+		}
+	}
+	for _, hd := range []int{16, 32, 64, 80, 128} {
+		for _, rows := range []int{1, 3, 4, 7, 33, 64, 100} {
+			for _, gemm := range []bool{false, true} {
+				if gemm && hd%16 != 0 {
+					continue
+				}
+				keys, q := f16(rows*hd, 1), rounded(hd)
+				got, want := make([]float32, rows), make([]float32, rows)
+				keyScoresF16(got, q, keys, hd, gemm)
+				keyScoresF16Go(want, q, keys, hd, gemm)
+				same("key scores", got, want)
+			}
+		}
+	}
+	for _, hd := range []int{4, 6, 64, 66} {
+		for _, nkv := range []int{32, 64, 96, 160} {
+			stride := nkv + 32
+			vT := f16(hd*stride, 3)
+			p := rounded(nkv)
+			for _, gemm := range []bool{false, true} {
+				got, want := make([]float32, hd), make([]float32, hd)
+				valuesF16(got, p, vT[:(hd-1)*stride+nkv], stride, gemm)
+				valuesF16Go(want, p, vT[:(hd-1)*stride+nkv], stride, gemm)
+				same("values", got, want)
+			}
+		}
+	}
+	for _, n := range []int{1, 7, 8, 9, 64, 100} {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64() * math.Pow(10, float64(i%12-6)))
+		}
+		src[0] = 65520 // rounds to +Inf
+		got, want := make([]uint16, n), make([]uint16, n)
+		ToF16(got, src)
+		F32ToF16Slice(want, src)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("ToF16(%g) = %#x, Go %#x", src[i], got[i], want[i])
+			}
+		}
+	}
+	for _, n := range []int{16, 32, 48, 256} {
+		x := make([]float32, n)
+		for i := range x {
+			switch i % 7 {
+			case 0:
+				x[i] = float32(math.Inf(-1))
+			case 1:
+				x[i] = -90 - rng.Float32()*50 // below ggml_v_expf's normal range
+			default:
+				x[i] = -rng.Float32() * 20
+			}
+		}
+		x[n/2] = 0
+		got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+		sg, sw := expSumGGML(got, 0), expSumGGMLGo(want, 0)
+		same("exp", got, want)
+		if sg != sw {
+			t.Fatalf("exp sum %v, Go %v", sg, sw)
+		}
+	}
+}
+
+// TestPaddedKV pins llama.cpp's n_kv: used cells rounded up to 32, at
+// least 32.
+func TestPaddedKV(t *testing.T) {
+	for last, want := range map[int]int{0: 32, 30: 32, 31: 32, 32: 64, 63: 64, 64: 96} {
+		if got := PaddedKV(last); got != want {
+			t.Errorf("PaddedKV(%d) = %d, want %d", last, got, want)
+		}
+	}
+}
