@@ -14,8 +14,8 @@ import (
 
 // BenchmarkForward measures llama-bench's tests on the synthetic presets
 // with 2 threads: pp128 (one 128-token prompt batch), tg128 (128 decode
-// steps of one sequence) and tg128@8 (128 batched steps of 8 sequences),
-// reporting tokens/s. Models are written to a temp dir per preset, e.g.
+// steps of one sequence) and tg128@N (128 batched steps of N = 2, 4, 8, 16
+// sequences), reporting tokens/s. Models are written to a temp dir per preset, e.g.
 //
 //	go test -run '^$' -bench 'Forward/24m-q8_0' -benchtime 3x ./runtime/cpu/
 func BenchmarkForward(b *testing.B) {
@@ -46,7 +46,9 @@ func BenchmarkForward(b *testing.B) {
 				}
 				run("pp128", 128, func() (time.Duration, error) { return bench.Prompt(128) })
 				run("tg128", 128, func() (time.Duration, error) { return bench.Generate(128, 1) })
-				run("tg128@8", 8*128, func() (time.Duration, error) { return bench.Generate(128, 8) })
+				for _, seqs := range []int{2, 4, 8, 16} {
+					run(fmt.Sprintf("tg128@%d", seqs), seqs*128, func() (time.Duration, error) { return bench.Generate(128, seqs) })
+				}
 			})
 		}
 	}

@@ -71,6 +71,15 @@ func BenchmarkMatMulSingleThread(b *testing.B) {
 	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_0}, []int{1, 8, 128})
 }
 
+// BenchmarkMatMulQ8DecodeSingleThread covers the decode batches (one row
+// per active sequence) on Q8_0, where every batch size, not only multiples
+// of the tile's four activation rows, should read the weights once:
+//
+//	go test -run '^$' -bench 'Q8DecodeSingleThread/.*/(32000|2048)x768' -benchtime 20x -count 3 ./runtime/cpu/internal/kernels/
+func BenchmarkMatMulQ8DecodeSingleThread(b *testing.B) {
+	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeQ8_0}, []int{1, 2, 3, 4, 5, 6, 7, 8, 16})
+}
+
 // BenchmarkMatMulBF16SingleThread is the BF16 counterpart (kept apart so
 // the main benchmarks' run time does not grow):
 //

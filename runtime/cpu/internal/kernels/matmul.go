@@ -80,13 +80,24 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 	n := batch * w.Cols
 	switch w.Type {
 	case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ5_1:
-		j.xq = grow(j.xq, n)
+		vnni := w.Type == gguf.TypeQ8_0 && useVNNI(batch)
+		// The VNNI tiles take four activation rows at a time: a batch that
+		// is not a multiple of four is padded with rows of zero codes and
+		// scales (their products are zero and never stored), so every
+		// batch reads each weight block once.
+		np := n
+		if vnni {
+			np = vnniPad(batch) * w.Cols
+		}
+		j.xq = grow(j.xq, np)
 		j.xd = grow(j.xd, n/32)
-		j.xd8 = grow(j.xd8, n/4)
+		j.xd8 = grow(j.xd8, np/4)
 		quantizeQ8(x[:n], j.xq, j.xd, j.xd8)
-		if w.Type == gguf.TypeQ8_0 && useVNNI(batch) {
-			j.xc = grow(j.xc, n/4)
-			q8CorrGo(j.xq[:n], j.xc)
+		if vnni {
+			clear(j.xq[n:np])
+			clear(j.xd8[n/4 : np/4])
+			j.xc = grow(j.xc, np/4)
+			q8CorrGo(j.xq[:np], j.xc)
 		}
 		if w.Type == gguf.TypeQ5_1 {
 			j.xs1 = grow(j.xs1, n/32)
@@ -120,6 +131,9 @@ func q8CorrGo(q []int8, corr []int32) {
 		corr[i] = -128 * (int32(g[0]) + int32(g[1]) + int32(g[2]) + int32(g[3]))
 	}
 }
+
+// vnniPad is the batch rounded up to the VNNI tiles' four activation rows.
+func vnniPad(batch int) int { return (batch + 3) &^ 3 }
 
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {

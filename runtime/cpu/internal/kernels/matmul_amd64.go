@@ -418,25 +418,33 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 }
 
 // useVNNI reports whether a Q8_0 product of this batch runs the VNNI tiles
-// (which need the activations' offset corrections, see q8CorrGo).
-func useVNNI(batch int) bool { return haveVNNI && batch >= 4 }
+// (which need the activations' offset corrections, see q8CorrGo). A single
+// activation row stays on q8Rows: padding it to a tile of four would
+// quadruple its arithmetic.
+func useVNNI(batch int) bool { return haveVNNI && batch >= 2 }
 
 // matmulQ8_0VNNI runs 4x4 VNNI tiles: each 4-row weight tile meets the
-// batch four rows at a time, straight from the file's Q8_0 blocks.
+// batch four rows at a time, straight from the file's Q8_0 blocks. The last
+// group of a batch that is not a multiple of four takes the zero rows
+// MatMul padded the activations with, and only its real rows are stored,
+// so each weight block is read once whatever the batch.
 func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
 	data, xq, xc, xd, xd8, out := j.w.Data, j.xq, j.xc, j.xd, j.xd8, j.out
+	full := batch &^ 3
+	var tail [16]float32 // the padded group's products, 4 per activation row
 	r := r0
 	for ; r+4 <= r1; r += 4 {
 		wr := data[r*rb : (r+4)*rb]
 		b := 0
-		for ; b+4 <= batch; b += 4 {
+		for ; b < full; b += 4 {
 			q8Tile4x4VNNI(wr, rb, xq[b*cols:(b+4)*cols], cols, xc[b*cols/4:(b+4)*cols/4], xd8[b*nb*8:(b+4)*nb*8], nb, out[b*rows+r:(b+3)*rows+r+4], rows)
 		}
-		for ; b < batch; b++ {
-			for rr := r; rr < r+4; rr++ {
-				out[b*rows+rr] = q8DotAVX(data[rr*rb:(rr+1)*rb], xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
+		if b < batch {
+			q8Tile4x4VNNI(wr, rb, xq[b*cols:(b+4)*cols], cols, xc[b*cols/4:(b+4)*cols/4], xd8[b*nb*8:(b+4)*nb*8], nb, tail[:], 4)
+			for bb := b; bb < batch; bb++ {
+				copy(out[bb*rows+r:bb*rows+r+4], tail[(bb-b)*4:(bb-b)*4+4])
 			}
 		}
 	}

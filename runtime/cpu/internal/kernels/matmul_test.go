@@ -175,3 +175,35 @@ func TestMatMulHalfRoundsActivations(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulQ8_0BatchInvariant checks that a Q8_0 product's row for one
+// activation does not depend on how many others share the call (from two
+// on, the VNNI tiles pad a batch to a multiple of four and keep only the
+// real rows): every batch of 2..9 rows equals, bit for bit, the same rows
+// of one 12-row product, and writes nothing past its own outputs.
+func TestMatMulQ8_0BatchInvariant(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(11, 12))
+	const rows, cols, all = 17, 288, 12
+	w := mustWeight(t, gguf.TypeQ8_0, rows, cols, randVec(rng, rows*cols))
+	x := randVec(rng, all*cols)
+	want := make([]float32, all*rows)
+	p.MatMul(want, w, x, all)
+	for batch := 2; batch <= 9; batch++ {
+		out := make([]float32, batch*rows+1)
+		out[batch*rows] = 42 // must not be written
+		p.MatMul(out, w, x, batch)
+		if out[batch*rows] != 42 {
+			t.Fatalf("batch %d: MatMul wrote past batch*Rows", batch)
+		}
+		for i, got := range out[:batch*rows] {
+			if got != want[i] {
+				t.Fatalf("batch %d: out[%d][%d] = %g, the 12-row product has %g", batch, i/rows, i%rows, got, want[i])
+			}
+		}
+		if a := testing.AllocsPerRun(5, func() { p.MatMul(out, w, x, batch) }); a != 0 {
+			t.Fatalf("batch %d: %v allocations per MatMul", batch, a)
+		}
+	}
+}
