@@ -13,6 +13,9 @@ var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX
 var haveVNNI = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
 //go:noescape
+func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
+
+//go:noescape
 func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int)
 
 //go:noescape
@@ -429,6 +432,10 @@ func useVNNI(batch int) bool { return haveVNNI && batch >= 2 }
 // MatMul padded the activations with, and only its real rows are stored,
 // so each weight block is read once whatever the batch.
 func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
+	if q8Wide(j.batch) {
+		matmulQ8_0Wide(j, r0, r1)
+		return
+	}
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
 	data, xq, xc, xd, xd8, out := j.w.Data, j.xq, j.xc, j.xd, j.xd8, j.out
@@ -449,6 +456,48 @@ func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
 		}
 	}
 	if r < r1 {
+		for b := 0; b < batch; b++ {
+			q8Rows(data[r*rb:r1*rb], rb, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb], out[b*rows+r:b*rows+r1])
+		}
+	}
+}
+
+// q8WideMinBatch is the batch from which the 4x8 VNNI tiles (activation
+// rows in lanes, no horizontal sums) beat the padded 4x4 ones.
+const q8WideMinBatch = 5
+
+// q8Wide reports whether a Q8_0 product of this batch runs the 4x8 tiles
+// on activations packed by q8PackGo.
+func q8Wide(batch int) bool { return haveVNNI && batch >= q8WideMinBatch }
+
+// matmulQ8_0Wide runs 4x8 VNNI tiles: each 4-row weight tile meets the
+// packed activations eight rows at a time; a last group padded with zero
+// rows stores only its real rows. Leftover weight rows (fewer than four)
+// take q8Rows per activation row.
+func matmulQ8_0Wide(j *matmulJob, r0, r1 int) {
+	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
+	nb := cols / 32
+	data, xp, xpc, xpd, out := j.w.Data, j.xp, j.xpc, j.xpd, j.out
+	gb := 8 * nb // corrections and scales per group
+	var tail [32]float32
+	r := r0
+	for ; r+4 <= r1; r += 4 {
+		wr := data[r*rb : (r+4)*rb]
+		for b := 0; b < batch; b += 8 {
+			g := b / 8
+			xg, cg, dg := xp[g*8*cols:(g+1)*8*cols], xpc[g*gb:(g+1)*gb], xpd[g*gb:(g+1)*gb]
+			if b+8 <= batch {
+				q8Tile4x8VNNI(wr, rb, xg, cg, dg, nb, out[b*rows+r:(b+7)*rows+r+4], rows)
+				continue
+			}
+			q8Tile4x8VNNI(wr, rb, xg, cg, dg, nb, tail[:], 4)
+			for bb := b; bb < batch; bb++ {
+				copy(out[bb*rows+r:bb*rows+r+4], tail[(bb-b)*4:(bb-b)*4+4])
+			}
+		}
+	}
+	if r < r1 {
+		xq, xd := j.xq, j.xd
 		for b := 0; b < batch; b++ {
 			q8Rows(data[r*rb:r1*rb], rb, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb], out[b*rows+r:b*rows+r1])
 		}
