@@ -88,17 +88,9 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 	case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ5_1:
 		vnni := w.Type == gguf.TypeQ8_0 && useVNNI(batch)
 		wide := vnni && q8Wide(batch)
-		// The 4x4 VNNI tiles take four activation rows at a time: a batch
-		// that is not a multiple of four is padded with rows of zero codes
-		// and scales (their products are zero and never stored), so every
-		// batch reads each weight block once.
-		np := n
-		if vnni && !wide {
-			np = vnniPad(batch) * w.Cols
-		}
-		j.xq = grow(j.xq, np)
+		j.xq = grow(j.xq, n)
 		j.xd = grow(j.xd, n/32)
-		j.xd8 = grow(j.xd8, np/4)
+		j.xd8 = grow(j.xd8, n/4)
 		quantizeQ8(x[:n], j.xq, j.xd, j.xd8)
 		if wide {
 			groups := (batch + 7) / 8
@@ -107,10 +99,8 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 			j.xpd = grow(j.xpd, groups*8*w.Cols/32)
 			q8PackGo(j.xq[:n], j.xd[:n/32], batch, w.Cols, j.xp, j.xpc, j.xpd)
 		} else if vnni {
-			clear(j.xq[n:np])
-			clear(j.xd8[n/4 : np/4])
-			j.xc = grow(j.xc, np/4)
-			q8CorrGo(j.xq[:np], j.xc)
+			j.xc = grow(j.xc, n/4)
+			q8CorrGo(j.xq[:n], j.xc)
 		}
 		if w.Type == gguf.TypeQ5_1 {
 			j.xs1 = grow(j.xs1, n/32)
@@ -182,9 +172,6 @@ func q8PackGo(xq []int8, xd []float32, batch, cols int, xp []int8, xpc []int32, 
 		}
 	}
 }
-
-// vnniPad is the batch rounded up to the VNNI tiles' four activation rows.
-func vnniPad(batch int) int { return (batch + 3) &^ 3 }
 
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {

@@ -16,7 +16,7 @@ var haveVNNI = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.H
 func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
 
 //go:noescape
-func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int)
+func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int, n int)
 
 //go:noescape
 func dotF32AVX(a, b []float32) float32
@@ -422,15 +422,14 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 
 // useVNNI reports whether a Q8_0 product of this batch runs the VNNI tiles
 // (which need the activations' offset corrections, see q8CorrGo). A single
-// activation row stays on q8Rows: padding it to a tile of four would
-// quadruple its arithmetic.
+// activation row stays on q8Rows: one sequential stream of weights, and no
+// other row to share a tile's per-block set-up with.
 func useVNNI(batch int) bool { return haveVNNI && batch >= 2 }
 
 // matmulQ8_0VNNI runs 4x4 VNNI tiles: each 4-row weight tile meets the
-// batch four rows at a time, straight from the file's Q8_0 blocks. The last
-// group of a batch that is not a multiple of four takes the zero rows
-// MatMul padded the activations with, and only its real rows are stored,
-// so each weight block is read once whatever the batch.
+// batch four rows at a time, straight from the file's Q8_0 blocks, the last
+// group with the one to three rows left, so each weight block is read once
+// whatever the batch.
 func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
 	if q8Wide(j.batch) {
 		matmulQ8_0Wide(j, r0, r1)
@@ -439,20 +438,12 @@ func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
 	data, xq, xc, xd, xd8, out := j.w.Data, j.xq, j.xc, j.xd, j.xd8, j.out
-	full := batch &^ 3
-	var tail [16]float32 // the padded group's products, 4 per activation row
 	r := r0
 	for ; r+4 <= r1; r += 4 {
 		wr := data[r*rb : (r+4)*rb]
-		b := 0
-		for ; b < full; b += 4 {
-			q8Tile4x4VNNI(wr, rb, xq[b*cols:(b+4)*cols], cols, xc[b*cols/4:(b+4)*cols/4], xd8[b*nb*8:(b+4)*nb*8], nb, out[b*rows+r:(b+3)*rows+r+4], rows)
-		}
-		if b < batch {
-			q8Tile4x4VNNI(wr, rb, xq[b*cols:(b+4)*cols], cols, xc[b*cols/4:(b+4)*cols/4], xd8[b*nb*8:(b+4)*nb*8], nb, tail[:], 4)
-			for bb := b; bb < batch; bb++ {
-				copy(out[bb*rows+r:bb*rows+r+4], tail[(bb-b)*4:(bb-b)*4+4])
-			}
+		for b := 0; b < batch; b += 4 {
+			n := min(4, batch-b)
+			q8Tile4x4VNNI(wr, rb, xq[b*cols:(b+n)*cols], cols, xc[b*cols/4:(b+n)*cols/4], xd8[b*nb*8:(b+n)*nb*8], nb, out[b*rows+r:(b+n-1)*rows+r+4], rows, n)
 		}
 	}
 	if r < r1 {

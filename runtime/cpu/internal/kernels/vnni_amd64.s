@@ -46,17 +46,18 @@ GLOBL bytes80<>(SB), RODATA|NOPTR, $32
 	VMULPS XD, X8, X8; \
 	VFMADD231PS X4, X8, ACC
 
-// func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int)
-// Four Q8_0 rows (stride ws bytes) times four Q8 activation rows (codes at
-// stride xs, their offset corrections xc at the same byte stride, scales
-// xd8) over nb blocks: out[b*os+r], r, b < 4. The weight codes are offset
+// func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int, n int)
+// Four Q8_0 rows (stride ws bytes) times n (1 to 4) Q8 activation rows
+// (codes at stride xs, their offset corrections xc at the same byte stride,
+// scales xd8) over nb blocks: out[b*os+r], r < 4, b < n; rows from n on are
+// neither read nor stored, so a batch needs no padding. The weight codes are offset
 // to unsigned (w XOR 0x80 = w+128) as they are loaded, so the correction
 // -128*(sum of four activation codes) per lane belongs to the activations
 // and is computed once per product (q8CorrGo), not once per weight tile.
 // The eight lanes of each (row, activation) pair are then summed in
 // integers (exact) down to one, so each block costs one conversion,
 // multiply and fused add per activation row instead of one per pair.
-TEXT ·q8Tile4x4VNNI(SB), NOSPLIT, $0-152
+TEXT ·q8Tile4x4VNNI(SB), NOSPLIT, $0-160
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
 	MOVQ xq_base+32(FP), DI
@@ -92,16 +93,24 @@ vtblock:
 	VPXOR 2(SI)(R8*1), Y14, Y1
 	VPXOR 2(R9), Y14, Y2
 	VPXOR 2(R9)(R8*1), Y14, Y3
-	// weight scales d0..d3, twice
+	// weight scales d0..d3
 	VPINSRW $0, (SI), X5, X5
 	VPINSRW $1, (SI)(R8*1), X5, X5
 	VPINSRW $2, (R9), X5, X5
 	VPINSRW $3, (R9)(R8*1), X5, X5
 	VCVTPH2PS X5, X4
 	QROW((DI), (R10), (DX), X16)
+	CMPQ n+152(FP), $2
+	JB   vtnext
 	QROW((DI)(R11*1), (R10)(R11*1), (DX)(R14*1), X17)
+	CMPQ n+152(FP), $3
+	JB   vtnext
 	QROW((R12), (BX), (AX), X18)
+	CMPQ n+152(FP), $4
+	JB   vtnext
 	QROW((R12)(R11*1), (BX)(R11*1), (AX)(R14*1), X19)
+
+vtnext:
 	ADDQ $34, SI
 	ADDQ $34, R9
 	ADDQ $32, DI
@@ -117,11 +126,20 @@ vtsum:
 	MOVQ out_base+120(FP), DI
 	MOVQ os+144(FP), R11
 	SHLQ $2, R11
+	MOVQ n+152(FP), CX
 	VMOVUPS X16, (DI)
+	CMPQ CX, $2
+	JB   vtdone
 	VMOVUPS X17, (DI)(R11*1)
+	CMPQ CX, $3
+	JB   vtdone
 	LEAQ (DI)(R11*2), DI
 	VMOVUPS X18, (DI)
+	CMPQ CX, $4
+	JB   vtdone
 	VMOVUPS X19, (DI)(R11*1)
+
+vtdone:
 	VZEROUPPER
 	RET
 
