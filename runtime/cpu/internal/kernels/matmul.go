@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 )
@@ -146,31 +147,41 @@ func q8PackGo(xq []int8, xd []float32, batch, cols int, xp []int8, xpc []int32, 
 	nb := cols / 32
 	groups := (batch + 7) / 8
 	xp, xpc, xpd = xp[:groups*8*cols], xpc[:groups*8*nb], xpd[:groups*8*nb]
+	src32, dst32 := int8Words(xq[:batch*cols]), int8Words(xp)
 	for g := range groups {
 		for k := range nb {
 			blk := (g*nb + k) * 8
-			dst := xp[blk*32 : blk*32+256]
+			dst := (*[64]uint32)(dst32[blk*8 : blk*8+64])
 			for b := range 8 {
 				row := 8*g + b
 				if row >= batch {
 					for d := range 8 {
-						clear(dst[32*d+4*b : 32*d+4*b+4])
+						dst[8*d+b] = 0
 					}
 					xpc[blk+b], xpd[blk+b] = 0, 0
 					continue
 				}
-				src := xq[row*cols+32*k : row*cols+32*k+32]
-				var sum int32
-				for d := range 8 {
-					copy(dst[32*d+4*b:32*d+4*b+4], src[4*d:4*d+4])
+				words := (*[8]uint32)(src32[(row*cols+32*k)/4:])
+				for d, v := range words {
+					dst[8*d+b] = v
 				}
-				for _, c := range src {
+				var sum int32
+				for _, c := range (*[32]int8)(xq[row*cols+32*k:]) {
 					sum += int32(c)
 				}
 				xpc[blk+b], xpd[blk+b] = -128*sum, xd[row*nb+k]
 			}
 		}
 	}
+}
+
+// int8Words views codes (a multiple of four, as every block is) as the
+// 32-bit groups the VNNI tiles move, without copying.
+func int8Words(q []int8) []uint32 {
+	if len(q) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&q[0])), len(q)/4)
 }
 
 func grow[T any](s []T, n int) []T {
