@@ -100,10 +100,11 @@ func BenchmarkEngine(b *testing.B) {
 // BenchmarkEngineConcurrency drives the engine the way a served benchmark
 // does: c clients, each sending its next request as soon as the previous
 // one ends (134-token prompts, 128 greedy output tokens, EOS ignored), on
-// the 24m and 134m Q8_0 presets with 2 threads and 16 slots, reporting
-// output tokens/s. The ratio of c=8 to c=1 is what batched decode buys:
+// the 24m and 134m Q8_0 presets with 2 threads (and 1, t=1) and 16 slots,
+// reporting output tokens/s. The ratio of c=8 to c=1 is what batched decode
+// buys:
 //
-//	go test -run '^$' -bench 'EngineConcurrency/24m' -benchtime 2x ./runtime/cpu/
+//	go test -run '^$' -bench 'EngineConcurrency/24m-q8_0/c' -benchtime 2x ./runtime/cpu/
 func BenchmarkEngineConcurrency(b *testing.B) {
 	for _, preset := range []string{"24m", "134m"} {
 		b.Run(preset+"-q8_0", func(b *testing.B) {
@@ -111,15 +112,21 @@ func BenchmarkEngineConcurrency(b *testing.B) {
 			if err := synth.Create(path, synth.Options{Preset: preset, Type: gguf.TypeQ8_0, Seed: 1}); err != nil {
 				b.Fatal(err)
 			}
-			e, err := New(path, Options{Threads: 2, MaxSeqs: 16})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
-			for _, c := range []int{1, 2, 4, 8, 16} {
-				b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-					benchConcurrent(b, e, c, 134, 128)
-				})
+			for _, threads := range []int{2, 1} {
+				e, err := New(path, Options{Threads: threads, MaxSeqs: 16})
+				if err != nil {
+					b.Fatal(err)
+				}
+				prefix := ""
+				if threads != 2 {
+					prefix = fmt.Sprintf("t=%d/", threads)
+				}
+				for _, c := range []int{1, 2, 4, 8, 16} {
+					b.Run(fmt.Sprintf("%sc=%d", prefix, c), func(b *testing.B) {
+						benchConcurrent(b, e, c, 134, 128)
+					})
+				}
+				e.Close()
 			}
 		})
 	}
