@@ -20,6 +20,9 @@ func benchMatMul(b *testing.B, threads int, types []gguf.TensorType, batches []i
 	for _, typ := range types {
 		for _, sh := range benchShapes {
 			rows, cols := sh[0], sh[1]
+			if typ == gguf.TypeQ4_K && cols%256 != 0 {
+				continue // K-quant rows are whole 256-element super-blocks
+			}
 			var w *Weight
 			for _, batch := range batches {
 				b.Run(fmt.Sprintf("%s/%dx%d/batch%d", typ, rows, cols, batch), func(b *testing.B) {
@@ -78,6 +81,12 @@ func BenchmarkMatMulSingleThread(b *testing.B) {
 //	go test -run '^$' -bench 'Q8DecodeSingleThread/.*/(32000|2048)x768' -benchtime 20x -count 3 ./runtime/cpu/internal/kernels/
 func BenchmarkMatMulQ8DecodeSingleThread(b *testing.B) {
 	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeQ8_0}, []int{1, 2, 3, 4, 5, 6, 7, 8, 16})
+}
+
+// BenchmarkMatMulQ4KDecodeSingleThread is the Q4_K counterpart (dim 768
+// shapes): batches of 2-3 pair activation rows, 4 and up use 1x4 tiles.
+func BenchmarkMatMulQ4KDecodeSingleThread(b *testing.B) {
+	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeQ4_K}, []int{1, 2, 3, 4, 8})
 }
 
 // BenchmarkMatMulBF16SingleThread is the BF16 counterpart (kept apart so

@@ -547,6 +547,9 @@ func q6kRows(w []byte, rb int, xq []int8, xd []float32, xs []int16, out []float3
 func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
 
 //go:noescape
+func q4kTile1x2(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
+
+//go:noescape
 func q4kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
 
 // q4kTile, q5kTile and q6kTile multiply one K-quant row with four
@@ -561,6 +564,20 @@ func q4kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 	_, _, _, _ = w[nb*blockQ4_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*16*nb-1]
 	_ = out[3*os]
 	q4kTile1x4(w, xq, xd, xs, nb, out, os)
+}
+
+// q4kPair multiplies one Q4_K row with two activation rows (out[0] and
+// out[os]), unpacking each super-block once for both; each result equals
+// q4kDotAVX's (dotQ4KGo's without assembly) bit for bit.
+func q4kPair(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	if !haveAsm {
+		q4kPairGo(w, xq, xd, xs, nb, out, os)
+		return
+	}
+	// bounds: the assembly does not check
+	_, _, _, _ = w[nb*blockQ4_K-1], xq[2*256*nb-1], xd[2*nb-1], xs[2*16*nb-1]
+	_ = out[os]
+	q4kTile1x2(w, xq, xd, xs, nb, out, os)
 }
 
 func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {

@@ -64,3 +64,8 @@ func q6kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out [
 func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
 	q5kTile1x4Go(w, xq, xd, xs, nb, out, os)
 }
+
+// q4kPair: without assembly, two row dot products.
+func q4kPair(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	q4kPairGo(w, xq, xd, xs, nb, out, os)
+}
