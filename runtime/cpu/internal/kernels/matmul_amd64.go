@@ -421,13 +421,10 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 }
 
 // useVNNI reports whether a Q8_0 product of this batch runs the VNNI tiles
-// (which need the activations' offset corrections, see q8CorrGo): every
-// batch where the CPU has them. A single activation row runs the 4x4 tile
-// with one row, which is as fast as q8Rows or faster (measured 75 against
-// 61 cpuGFLOP/s on 2048x768, equal on dim 288), and adds in the same order
-// as the batched tiles, so a sequence's logits are the same alone or
-// batched with others.
-func useVNNI(batch int) bool { return haveVNNI && batch >= 1 }
+// (which need the activations' offset corrections, see q8CorrGo). A single
+// activation row stays on q8Rows: one sequential stream of weights, and no
+// other row to share a tile's per-block set-up with.
+func useVNNI(batch int) bool { return haveVNNI && batch >= 2 }
 
 // matmulQ8_0VNNI runs 4x4 VNNI tiles: each 4-row weight tile meets the
 // batch four rows at a time, straight from the file's Q8_0 blocks, the last
