@@ -177,10 +177,11 @@ func TestMatMulHalfRoundsActivations(t *testing.T) {
 }
 
 // TestMatMulQ8_0BatchInvariant checks that a Q8_0 product's row for one
-// activation does not depend on how many others share the call (from two
-// on, the VNNI tiles pad a batch to a multiple of four and keep only the
-// real rows): every batch of 2..9 rows equals, bit for bit, the same rows
-// of one 12-row product, and writes nothing past its own outputs.
+// activation does not depend on how many others share the call, from two
+// on (the VNNI tiles of 1-4 and of 8 activation rows add each block in the
+// same order; without them every batch runs the same row kernel): every
+// batch of 2..9 rows equals, bit for bit, the same rows of one 12-row
+// product, and writes nothing past its own outputs.
 func TestMatMulQ8_0BatchInvariant(t *testing.T) {
 	p := NewPool(2)
 	defer p.Close()
