@@ -20,7 +20,7 @@ func benchMatMul(b *testing.B, threads int, types []gguf.TensorType, batches []i
 	for _, typ := range types {
 		for _, sh := range benchShapes {
 			rows, cols := sh[0], sh[1]
-			if typ == gguf.TypeQ4_K && cols%256 != 0 {
+			if (typ == gguf.TypeQ4_K || typ == gguf.TypeQ6_K) && cols%256 != 0 {
 				continue // K-quant rows are whole 256-element super-blocks
 			}
 			var w *Weight
@@ -83,10 +83,11 @@ func BenchmarkMatMulQ8DecodeSingleThread(b *testing.B) {
 	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeQ8_0}, []int{1, 2, 3, 4, 5, 6, 7, 8, 16})
 }
 
-// BenchmarkMatMulQ4KDecodeSingleThread is the Q4_K counterpart (dim 768
-// shapes): batches of 2-3 pair activation rows, 4 and up use 1x4 tiles.
-func BenchmarkMatMulQ4KDecodeSingleThread(b *testing.B) {
-	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeQ4_K}, []int{1, 2, 3, 4, 8})
+// BenchmarkMatMulKDecodeSingleThread is the Q4_K and Q6_K counterpart
+// (dim 768 shapes): batches of 4 and up use 1x4 tiles, Q4_K batches of 2-3
+// a two-row tile.
+func BenchmarkMatMulKDecodeSingleThread(b *testing.B) {
+	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ6_K}, []int{1, 2, 3, 4, 8})
 }
 
 // BenchmarkMatMulBF16SingleThread is the BF16 counterpart (kept apart so

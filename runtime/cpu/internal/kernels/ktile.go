@@ -17,6 +17,9 @@ type (
 
 // matmulQ4K, matmulQ5K (q5.go) and matmulQ6K compute rows [r0,r1) for the
 // whole batch. A single activation row (decode) runs the rows in one call.
+// Only Q4_K has a two-row tile: a Q6_K one (q6kTile1x4 cut to two rows)
+// measured no faster than two row dot products, its unpacking being cheap
+// next to the products.
 func matmulQ4K(j *matmulJob, r0, r1 int) {
 	if j.batch == 1 {
 		nb := j.w.Cols / 256
@@ -44,11 +47,11 @@ func kRowDotsGo(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out [
 	}
 }
 
-// q4kPairGo is q4kPair's fallback: two row dot products.
-func q4kPairGo(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+// kPairGo is the pair tiles' fallback: two row dot products.
+func kPairGo(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int, dot kDot) {
 	cols := 256 * nb
-	out[0] = dotQ4KGo(w, xq[:cols], xd[:nb], xs[:16*nb])
-	out[os] = dotQ4KGo(w, xq[cols:2*cols], xd[nb:2*nb], xs[16*nb:32*nb])
+	out[0] = dot(w, xq[:cols], xd[:nb], xs[:16*nb])
+	out[os] = dot(w, xq[cols:2*cols], xd[nb:2*nb], xs[16*nb:32*nb])
 }
 
 // matmulKTiles multiplies each weight row with the batch four activation

@@ -45,31 +45,44 @@ func TestKTileGoMatchesRowDot(t *testing.T) {
 	}
 }
 
-// TestQ4KPairMatchesRowDot requires q4kPair (the assembly two-row tile on
-// amd64) to equal the row dot product bit for bit for both activation rows,
-// and to write nothing else.
-func TestQ4KPairMatchesRowDot(t *testing.T) {
+// TestKPairMatchesRowDot requires the K-quant pair tiles (q4kPair: the
+// assembly two-row tile on amd64) to equal the row dot product bit for bit for both
+// activation rows, and to write nothing else.
+func TestKPairMatchesRowDot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(55, 56))
-	for _, nb := range []int{1, 2, 3, 8} {
-		w, xq, xd, xs := kTileInputs(t, rng, gguf.TypeQ4_K, nb)
-		cols := 256 * nb
-		const os = 5
-		out := make([]float32, 2*os)
-		for i := range out {
-			out[i] = 42
+	for _, tc := range []struct {
+		typ  gguf.TensorType
+		pair kTile
+		dot  kDot
+	}{
+		{gguf.TypeQ4_K, q4kPair, dotQ4K},
+	} {
+		for _, nb := range []int{1, 2, 3, 8} {
+			checkKPair(t, rng, tc.typ, nb, tc.pair, tc.dot)
 		}
-		q4kPair(w.Data, xq[:2*cols], xd[:2*nb], xs[:2*16*nb], nb, out, os)
-		for i, got := range out {
-			switch i {
-			case 0, os:
-				a := i / os
-				if want := dotQ4K(w.Data, xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*16*nb:(a+1)*16*nb]); got != want {
-					t.Fatalf("nb=%d act %d: pair %g, row dot %g", nb, a, got, want)
-				}
-			default:
-				if got != 42 {
-					t.Fatalf("nb=%d: out[%d] written (%g)", nb, i, got)
-				}
+	}
+}
+
+func checkKPair(t *testing.T, rng *rand.Rand, typ gguf.TensorType, nb int, pair kTile, dot kDot) {
+	t.Helper()
+	w, xq, xd, xs := kTileInputs(t, rng, typ, nb)
+	cols := 256 * nb
+	const os = 5
+	out := make([]float32, 2*os)
+	for i := range out {
+		out[i] = 42
+	}
+	pair(w.Data, xq[:2*cols], xd[:2*nb], xs[:2*16*nb], nb, out, os)
+	for i, got := range out {
+		switch i {
+		case 0, os:
+			a := i / os
+			if want := dot(w.Data, xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*16*nb:(a+1)*16*nb]); got != want {
+				t.Fatalf("%s nb=%d act %d: pair %g, row dot %g", typ, nb, a, got, want)
+			}
+		default:
+			if got != 42 {
+				t.Fatalf("%s nb=%d: out[%d] written (%g)", typ, nb, i, got)
 			}
 		}
 	}

@@ -573,7 +573,7 @@ func q4kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 // q4kDotAVX's (dotQ4KGo's without assembly) bit for bit.
 func q4kPair(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
 	if !haveAsm {
-		q4kPairGo(w, xq, xd, xs, nb, out, os)
+		kPairGo(w, xq, xd, xs, nb, out, os, dotQ4KGo)
 		return
 	}
 	// bounds: the assembly does not check

@@ -67,5 +67,5 @@ func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 
 // q4kPair: without assembly, two row dot products.
 func q4kPair(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
-	q4kPairGo(w, xq, xd, xs, nb, out, os)
+	kPairGo(w, xq, xd, xs, nb, out, os, dotQ4KGo)
 }
