@@ -14,8 +14,8 @@ import (
 
 // BenchmarkForward measures llama-bench's tests on the synthetic presets
 // with 2 threads: pp128 (one 128-token prompt batch), tg128 (128 decode
-// steps of one sequence) and tg128@8 (128 batched steps of 8 sequences),
-// reporting tokens/s. Models are written to a temp dir per preset, e.g.
+// steps of one sequence) and tg128@N (128 batched steps of N = 2, 4, 8, 16
+// sequences), reporting tokens/s. Models are written to a temp dir per preset, e.g.
 //
 //	go test -run '^$' -bench 'Forward/24m-q8_0' -benchtime 3x ./runtime/cpu/
 func BenchmarkForward(b *testing.B) {
@@ -34,6 +34,7 @@ func BenchmarkForward(b *testing.B) {
 				run := func(name string, tokens int, f func() (time.Duration, error)) {
 					b.Run(name, func(b *testing.B) {
 						var total time.Duration
+						cpu0 := processCPUTime()
 						for b.Loop() {
 							d, err := f()
 							if err != nil {
@@ -42,11 +43,18 @@ func BenchmarkForward(b *testing.B) {
 							total += d
 						}
 						b.ReportMetric(float64(tokens*b.N)/total.Seconds(), "tok/s")
+						if cpu := processCPUTime() - cpu0; cpu > 0 {
+							// Steadier on a shared machine (the pool's spinning
+							// workers count as busy).
+							b.ReportMetric(float64(tokens*b.N)/cpu.Seconds(), "tok/cpu-s")
+						}
 					})
 				}
 				run("pp128", 128, func() (time.Duration, error) { return bench.Prompt(128) })
 				run("tg128", 128, func() (time.Duration, error) { return bench.Generate(128, 1) })
-				run("tg128@8", 8*128, func() (time.Duration, error) { return bench.Generate(128, 8) })
+				for _, seqs := range []int{2, 4, 8, 16} {
+					run(fmt.Sprintf("tg128@%d", seqs), seqs*128, func() (time.Duration, error) { return bench.Generate(128, seqs) })
+				}
 			})
 		}
 	}
@@ -92,10 +100,11 @@ func BenchmarkEngine(b *testing.B) {
 // BenchmarkEngineConcurrency drives the engine the way a served benchmark
 // does: c clients, each sending its next request as soon as the previous
 // one ends (134-token prompts, 128 greedy output tokens, EOS ignored), on
-// the 24m and 134m Q8_0 presets with 2 threads and 16 slots, reporting
-// output tokens/s. The ratio of c=8 to c=1 is what batched decode buys:
+// the 24m and 134m Q8_0 presets with 2 threads (and 1, t=1) and 16 slots,
+// reporting output tokens/s. The ratio of c=8 to c=1 is what batched decode
+// buys:
 //
-//	go test -run '^$' -bench 'EngineConcurrency/24m' -benchtime 2x ./runtime/cpu/
+//	go test -run '^$' -bench 'EngineConcurrency/24m-q8_0/c' -benchtime 2x ./runtime/cpu/
 func BenchmarkEngineConcurrency(b *testing.B) {
 	for _, preset := range []string{"24m", "134m"} {
 		b.Run(preset+"-q8_0", func(b *testing.B) {
@@ -103,15 +112,21 @@ func BenchmarkEngineConcurrency(b *testing.B) {
 			if err := synth.Create(path, synth.Options{Preset: preset, Type: gguf.TypeQ8_0, Seed: 1}); err != nil {
 				b.Fatal(err)
 			}
-			e, err := New(path, Options{Threads: 2, MaxSeqs: 16})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer e.Close()
-			for _, c := range []int{1, 2, 4, 8, 16} {
-				b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-					benchConcurrent(b, e, c, 134, 128)
-				})
+			for _, threads := range []int{2, 1} {
+				e, err := New(path, Options{Threads: threads, MaxSeqs: 16})
+				if err != nil {
+					b.Fatal(err)
+				}
+				prefix := ""
+				if threads != 2 {
+					prefix = fmt.Sprintf("t=%d/", threads)
+				}
+				for _, c := range []int{1, 2, 4, 8, 16} {
+					b.Run(fmt.Sprintf("%sc=%d", prefix, c), func(b *testing.B) {
+						benchConcurrent(b, e, c, 134, 128)
+					})
+				}
+				e.Close()
 			}
 		})
 	}

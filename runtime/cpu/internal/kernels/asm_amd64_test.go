@@ -391,7 +391,7 @@ func TestAsmQ8_0VNNI(t *testing.T) {
 		xc := make([]int32, batch*cols/4)
 		q8CorrGo(xq, xc)
 		out := make([]float32, 3*9+4)
-		q8Tile4x4VNNI(w.Data, rb, xq, cols, xc, xd8, nb, out, 9)
+		q8Tile4x4VNNI(w.Data, rb, xq, cols, xc, xd8, nb, out, 9, 4)
 
 		deq := make([]float32, cols)
 		for r := 0; r < rows; r++ {
@@ -400,6 +400,24 @@ func TestAsmQ8_0VNNI(t *testing.T) {
 			for b := 0; b < batch; b++ {
 				want := dotQ8_0Go(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb])
 				closeSum(t, "q8Tile4x4VNNI", out[b*9+r], want, absDot(deq, x[b*cols:(b+1)*cols])*2)
+			}
+		}
+		// Fewer activation rows: the same products for those rows, and
+		// nothing stored for the others.
+		for n := 1; n < 4; n++ {
+			part := make([]float32, len(out))
+			for i := range part {
+				part[i] = 42
+			}
+			q8Tile4x4VNNI(w.Data, rb, xq[:n*cols], cols, xc[:n*cols/4], xd8[:n*nb*8], nb, part, 9, n)
+			for i, got := range part {
+				if b := i / 9; b < n && i%9 < 4 {
+					if got != out[i] {
+						t.Fatalf("nb=%d n=%d: out[%d] = %g, the 4-row tile has %g", nb, n, i, got, out[i])
+					}
+				} else if got != 42 {
+					t.Fatalf("nb=%d n=%d: out[%d] written (%g)", nb, n, i, got)
+				}
 			}
 		}
 	}
@@ -459,7 +477,7 @@ func TestAsmIntegerExact(t *testing.T) {
 			if tc.typ == gguf.TypeQ8_0 && haveVNNI {
 				xc := make([]int32, 4*cols/4)
 				q8CorrGo(xq[:4*cols], xc)
-				q8Tile4x4VNNI(w, rb, xq, cols, xc, xd8, nb, vnniOut, 4)
+				q8Tile4x4VNNI(w, rb, xq, cols, xc, xd8, nb, vnniOut, 4, 4)
 			}
 			for b := 0; b < 4; b++ {
 				xb, db := xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb]

@@ -20,6 +20,9 @@ func benchMatMul(b *testing.B, threads int, types []gguf.TensorType, batches []i
 	for _, typ := range types {
 		for _, sh := range benchShapes {
 			rows, cols := sh[0], sh[1]
+			if (typ == gguf.TypeQ4_K || typ == gguf.TypeQ6_K) && cols%256 != 0 {
+				continue // K-quant rows are whole 256-element super-blocks
+			}
 			var w *Weight
 			for _, batch := range batches {
 				b.Run(fmt.Sprintf("%s/%dx%d/batch%d", typ, rows, cols, batch), func(b *testing.B) {
@@ -69,6 +72,22 @@ func BenchmarkMatMul(b *testing.B) {
 // BenchmarkMatMulSingleThread shows per-core efficiency.
 func BenchmarkMatMulSingleThread(b *testing.B) {
 	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0, gguf.TypeF16, gguf.TypeQ4_0}, []int{1, 8, 128})
+}
+
+// BenchmarkMatMulQ8DecodeSingleThread covers the decode batches (one row
+// per active sequence) on Q8_0, where every batch size, not only multiples
+// of the tile's four activation rows, should read the weights once:
+//
+//	go test -run '^$' -bench 'Q8DecodeSingleThread/.*/(32000|2048)x768' -benchtime 20x -count 3 ./runtime/cpu/internal/kernels/
+func BenchmarkMatMulQ8DecodeSingleThread(b *testing.B) {
+	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeQ8_0}, []int{1, 2, 3, 4, 5, 6, 7, 8, 16})
+}
+
+// BenchmarkMatMulKDecodeSingleThread is the Q4_K and Q6_K counterpart
+// (dim 768 shapes): batches of 4 and up use 1x4 tiles, Q4_K batches of 2-3
+// a two-row tile.
+func BenchmarkMatMulKDecodeSingleThread(b *testing.B) {
+	benchMatMul(b, 1, []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ6_K}, []int{1, 2, 3, 4, 8})
 }
 
 // BenchmarkMatMulBF16SingleThread is the BF16 counterpart (kept apart so

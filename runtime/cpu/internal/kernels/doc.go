@@ -16,8 +16,12 @@
 // after another through row-loop dot kernels (memory bound); batches use
 // register tiles so that each weight vector loaded serves several activation
 // rows: 4x3 (rows x batch) for float weights, 1x8 row tiles for float batches
-// of 8-15, 2x4 for Q8_0/Q4_0/Q5_0, 4x4 AVX512-VNNI tiles for Q8_0 where
-// the CPU has them, and 1x4 tiles for Q4_K/Q5_K/Q6_K that unpack each
+// of 8-15, 2x4 for Q8_0/Q4_0/Q5_0, and for Q8_0 where the CPU has
+// AVX512-VNNI, 4x1..4x4 tiles for batches of 2-4 and 4x8 tiles (activation
+// rows in the vector lanes, packed by q8PackGo, no horizontal sums) from 5
+// on, both adding each block in the same order so that, from two rows on, a
+// row's result does not depend on the batch around it; and 1x4 (and 1x2
+// for Q4_K) tiles for Q4_K/Q5_K/Q6_K that unpack each
 // super-block once for four activation rows (ktile.go; their outputs equal
 // the row dot products' bit for bit). Q5_1 uses row dot products for every
 // batch size.

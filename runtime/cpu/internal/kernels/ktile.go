@@ -17,13 +17,16 @@ type (
 
 // matmulQ4K, matmulQ5K (q5.go) and matmulQ6K compute rows [r0,r1) for the
 // whole batch. A single activation row (decode) runs the rows in one call.
+// Only Q4_K has a two-row tile: a Q6_K one (q6kTile1x4 cut to two rows)
+// measured no faster than two row dot products, its unpacking being cheap
+// next to the products.
 func matmulQ4K(j *matmulJob, r0, r1 int) {
 	if j.batch == 1 {
 		nb := j.w.Cols / 256
 		q4kRowDots(j.w.Data, j.rowBytes, r0, j.xq[:256*nb], j.xd[:nb], j.xs[:16*nb], j.out[r0:r1])
 		return
 	}
-	matmulKTiles(j, r0, r1, q4kTile, dotQ4K)
+	matmulKTiles(j, r0, r1, q4kTile, q4kPair, dotQ4K)
 }
 
 func matmulQ6K(j *matmulJob, r0, r1 int) {
@@ -32,7 +35,7 @@ func matmulQ6K(j *matmulJob, r0, r1 int) {
 		q6kRowDots(j.w.Data, j.rowBytes, r0, j.xq[:256*nb], j.xd[:nb], j.xs[:16*nb], j.out[r0:r1])
 		return
 	}
-	matmulKTiles(j, r0, r1, q6kTile, dotQ6K)
+	matmulKTiles(j, r0, r1, q6kTile, nil, dotQ6K)
 }
 
 // kRowDotsGo is the row dot product dot for rows r0.. of w, one per
@@ -44,11 +47,20 @@ func kRowDotsGo(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out [
 	}
 }
 
+// kPairGo is the pair tiles' fallback: two row dot products.
+func kPairGo(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int, dot kDot) {
+	cols := 256 * nb
+	out[0] = dot(w, xq[:cols], xd[:nb], xs[:16*nb])
+	out[os] = dot(w, xq[cols:2*cols], xd[nb:2*nb], xs[16*nb:32*nb])
+}
+
 // matmulKTiles multiplies each weight row with the batch four activation
-// rows at a time (tile), the rest of the batch with the row dot product.
-// A tile's results equal the row dot product's bit for bit, so the split
-// does not change any output.
-func matmulKTiles(j *matmulJob, r0, r1 int, tile kTile, dot kDot) {
+// rows at a time (tile), then two at a time (pair, where the type has one:
+// batched decode of 2-3 sequences, or what a batch leaves after its groups
+// of four), the rest of the batch with the row dot product. Tiles and
+// pairs equal the row dot product bit for bit, so the split does not change
+// any output.
+func matmulKTiles(j *matmulJob, r0, r1 int, tile, pair kTile, dot kDot) {
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 256
 	data, xq, xd, xs, out := j.w.Data, j.xq, j.xd, j.xs, j.out
@@ -58,6 +70,11 @@ func matmulKTiles(j *matmulJob, r0, r1 int, tile kTile, dot kDot) {
 		for ; b+kTileActs <= batch; b += kTileActs {
 			tile(row, xq[b*cols:(b+kTileActs)*cols], xd[b*nb:(b+kTileActs)*nb],
 				xs[b*nb*16:(b+kTileActs)*nb*16], nb, out[b*rows+r:(b+kTileActs-1)*rows+r+1], rows)
+		}
+		if pair != nil {
+			for ; b+2 <= batch; b += 2 {
+				pair(row, xq[b*cols:(b+2)*cols], xd[b*nb:(b+2)*nb], xs[b*nb*16:(b+2)*nb*16], nb, out[b*rows+r:(b+1)*rows+r+1], rows)
+			}
 		}
 		for ; b < batch; b++ {
 			out[b*rows+r] = dot(row, xq[b*cols:(b+1)*cols], xd[b*nb:(b+1)*nb], xs[b*nb*16:(b+1)*nb*16])

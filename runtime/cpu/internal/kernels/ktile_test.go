@@ -45,6 +45,49 @@ func TestKTileGoMatchesRowDot(t *testing.T) {
 	}
 }
 
+// TestKPairMatchesRowDot requires the K-quant pair tiles (q4kPair: the
+// assembly two-row tile on amd64) to equal the row dot product bit for bit for both
+// activation rows, and to write nothing else.
+func TestKPairMatchesRowDot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(55, 56))
+	for _, tc := range []struct {
+		typ  gguf.TensorType
+		pair kTile
+		dot  kDot
+	}{
+		{gguf.TypeQ4_K, q4kPair, dotQ4K},
+	} {
+		for _, nb := range []int{1, 2, 3, 8} {
+			checkKPair(t, rng, tc.typ, nb, tc.pair, tc.dot)
+		}
+	}
+}
+
+func checkKPair(t *testing.T, rng *rand.Rand, typ gguf.TensorType, nb int, pair kTile, dot kDot) {
+	t.Helper()
+	w, xq, xd, xs := kTileInputs(t, rng, typ, nb)
+	cols := 256 * nb
+	const os = 5
+	out := make([]float32, 2*os)
+	for i := range out {
+		out[i] = 42
+	}
+	pair(w.Data, xq[:2*cols], xd[:2*nb], xs[:2*16*nb], nb, out, os)
+	for i, got := range out {
+		switch i {
+		case 0, os:
+			a := i / os
+			if want := dot(w.Data, xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*16*nb:(a+1)*16*nb]); got != want {
+				t.Fatalf("%s nb=%d act %d: pair %g, row dot %g", typ, nb, a, got, want)
+			}
+		default:
+			if got != 42 {
+				t.Fatalf("%s nb=%d: out[%d] written (%g)", typ, nb, i, got)
+			}
+		}
+	}
+}
+
 // checkKTile runs tile on four activation rows and requires each output to
 // equal dot's bit for bit.
 func checkKTile(t *testing.T, typ gguf.TensorType, nb int, w []byte, xq []int8, xd []float32, xs []int16, tile kTile, dot kDot) {
@@ -71,7 +114,7 @@ func TestKQuantMatMulTilesMatchSingleRows(t *testing.T) {
 	const rows, cols = 13, 512
 	for _, typ := range []gguf.TensorType{gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
 		w := mustWeight(t, typ, rows, cols, randVec(rng, rows*cols))
-		for _, batch := range []int{4, 7, 9} {
+		for _, batch := range []int{2, 3, 4, 6, 7, 9} {
 			x := randVec(rng, batch*cols)
 			out := make([]float32, batch*rows)
 			p.MatMul(out, w, x, batch)

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 )
@@ -25,6 +26,12 @@ type matmulJob struct {
 	// xc is -128 times the sum of every four codes of xq (Q8_0 weights on
 	// the VNNI tiles, which offset the weights rather than the activations).
 	xc []int32
+	// xp, xpc and xpd are the activations packed for the eight-row VNNI
+	// tiles (q8PackGo): codes interleaved by 32-bit groups, the per-block
+	// corrections and the per-block scales, eight rows per group.
+	xp  []int8
+	xpc []int32
+	xpd []float32
 	// xr is the activations rounded to half precision (F16 or BF16
 	// weights), widened back to float32 for the kernels; xh is the same
 	// values as bfloat16 bits (BF16 weights), which the assembly reads.
@@ -80,11 +87,19 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 	n := batch * w.Cols
 	switch w.Type {
 	case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ5_1:
+		vnni := w.Type == gguf.TypeQ8_0 && useVNNI(batch)
+		wide := vnni && q8Wide(batch)
 		j.xq = grow(j.xq, n)
 		j.xd = grow(j.xd, n/32)
 		j.xd8 = grow(j.xd8, n/4)
 		quantizeQ8(x[:n], j.xq, j.xd, j.xd8)
-		if w.Type == gguf.TypeQ8_0 && useVNNI(batch) {
+		if wide {
+			groups := (batch + 7) / 8
+			j.xp = grow(j.xp, groups*8*w.Cols)
+			j.xpc = grow(j.xpc, groups*8*w.Cols/32)
+			j.xpd = grow(j.xpd, groups*8*w.Cols/32)
+			q8PackGo(j.xq[:n], j.xd[:n/32], batch, w.Cols, j.xp, j.xpc, j.xpd)
+		} else if vnni {
 			j.xc = grow(j.xc, n/4)
 			q8CorrGo(j.xq[:n], j.xc)
 		}
@@ -119,6 +134,54 @@ func q8CorrGo(q []int8, corr []int32) {
 		g := q[4*i : 4*i+4]
 		corr[i] = -128 * (int32(g[0]) + int32(g[1]) + int32(g[2]) + int32(g[3]))
 	}
+}
+
+// q8PackGo lays out batch rows of Q8 activations (codes xq, per-block
+// scales xd, rows of cols codes) for the eight-row VNNI tiles, in groups of
+// eight rows, the last padded with zero rows: for group g and block k,
+// xp[(g*nb+k)*256 + 32*d + 4*b + i] is code 4*d+i of row 8g+b's block k
+// (each 32-bit lane one row, as VPDPBUSD adds them), xpc[(g*nb+k)*8 + b]
+// is -128 times the sum of that block's codes (the excess of offsetting
+// the weights to unsigned) and xpd[(g*nb+k)*8 + b] its scale.
+func q8PackGo(xq []int8, xd []float32, batch, cols int, xp []int8, xpc []int32, xpd []float32) {
+	nb := cols / 32
+	groups := (batch + 7) / 8
+	xp, xpc, xpd = xp[:groups*8*cols], xpc[:groups*8*nb], xpd[:groups*8*nb]
+	src32, dst32 := int8Words(xq[:batch*cols]), int8Words(xp)
+	for g := range groups {
+		for k := range nb {
+			blk := (g*nb + k) * 8
+			dst := (*[64]uint32)(dst32[blk*8 : blk*8+64])
+			for b := range 8 {
+				row := 8*g + b
+				if row >= batch {
+					for d := range 8 {
+						dst[8*d+b] = 0
+					}
+					xpc[blk+b], xpd[blk+b] = 0, 0
+					continue
+				}
+				words := (*[8]uint32)(src32[(row*cols+32*k)/4:])
+				for d, v := range words {
+					dst[8*d+b] = v
+				}
+				var sum int32
+				for _, c := range (*[32]int8)(xq[row*cols+32*k:]) {
+					sum += int32(c)
+				}
+				xpc[blk+b], xpd[blk+b] = -128*sum, xd[row*nb+k]
+			}
+		}
+	}
+}
+
+// int8Words views codes (a multiple of four, as every block is) as the
+// 32-bit groups the VNNI tiles move, without copying.
+func int8Words(q []int8) []uint32 {
+	if len(q) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&q[0])), len(q)/4)
 }
 
 func grow[T any](s []T, n int) []T {

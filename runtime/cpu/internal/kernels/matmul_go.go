@@ -14,6 +14,9 @@ func matmulQ4_0(j *matmulJob, r0, r1 int)                { matmulQ4_0Go(j, r0, r
 // useVNNI: there are no VNNI tiles without assembly.
 func useVNNI(int) bool { return false }
 
+// q8Wide: nor the eight-row VNNI tiles.
+func q8Wide(int) bool { return false }
+
 // Dot returns the dot product of a and b[:len(a)].
 func Dot(a, b []float32) float32 { return dotF32Go(a, b) }
 
@@ -60,4 +63,9 @@ func q6kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out [
 
 func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
 	q5kTile1x4Go(w, xq, xd, xs, nb, out, os)
+}
+
+// q4kPair: without assembly, two row dot products.
+func q4kPair(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int) {
+	kPairGo(w, xq, xd, xs, nb, out, os, dotQ4KGo)
 }

@@ -175,3 +175,84 @@ func TestMatMulHalfRoundsActivations(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulQ8_0BatchInvariant checks that a Q8_0 product's row for one
+// activation does not depend on how many others share the call, from two
+// on (the VNNI tiles of 1-4 and of 8 activation rows add each block in the
+// same order; without them every batch runs the same row kernel): every
+// batch of 2..9 rows equals, bit for bit, the same rows of one 12-row
+// product, and writes nothing past its own outputs.
+func TestMatMulQ8_0BatchInvariant(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	rng := rand.New(rand.NewPCG(11, 12))
+	const rows, cols, all = 17, 288, 12
+	w := mustWeight(t, gguf.TypeQ8_0, rows, cols, randVec(rng, rows*cols))
+	x := randVec(rng, all*cols)
+	want := make([]float32, all*rows)
+	p.MatMul(want, w, x, all)
+	for batch := 2; batch <= 9; batch++ {
+		out := make([]float32, batch*rows+1)
+		out[batch*rows] = 42 // must not be written
+		p.MatMul(out, w, x, batch)
+		if out[batch*rows] != 42 {
+			t.Fatalf("batch %d: MatMul wrote past batch*Rows", batch)
+		}
+		for i, got := range out[:batch*rows] {
+			if got != want[i] {
+				t.Fatalf("batch %d: out[%d][%d] = %g, the 12-row product has %g", batch, i/rows, i%rows, got, want[i])
+			}
+		}
+		if a := testing.AllocsPerRun(5, func() { p.MatMul(out, w, x, batch) }); a != 0 {
+			t.Fatalf("batch %d: %v allocations per MatMul", batch, a)
+		}
+	}
+}
+
+// TestQ8Pack checks q8PackGo's layout element by element against its
+// documented formula, zero rows padding the last group included.
+func TestQ8Pack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, batch := range []int{1, 5, 8, 11} {
+		const cols = 96
+		nb := cols / 32
+		xq := make([]int8, batch*cols)
+		for i := range xq {
+			xq[i] = int8(rng.IntN(256) - 128)
+		}
+		xd := randVec(rng, batch*nb)
+		groups := (batch + 7) / 8
+		xp := make([]int8, groups*8*cols)
+		xpc := make([]int32, groups*8*nb)
+		xpd := make([]float32, groups*8*nb)
+		for i := range xp {
+			xp[i] = 99 // padding must be overwritten with zeros
+		}
+		q8PackGo(xq, xd, batch, cols, xp, xpc, xpd)
+		for g := range groups {
+			for k := range nb {
+				for b := range 8 {
+					row := 8*g + b
+					var sum int32
+					for c := range 32 {
+						want := int8(0)
+						if row < batch {
+							want = xq[row*cols+32*k+c]
+							sum += int32(want)
+						}
+						if got := xp[(g*nb+k)*256+32*(c/4)+4*b+c%4]; got != want {
+							t.Fatalf("batch %d group %d block %d row %d code %d: %d, want %d", batch, g, k, b, c, got, want)
+						}
+					}
+					wantD := float32(0)
+					if row < batch {
+						wantD = xd[row*nb+k]
+					}
+					if i := (g*nb+k)*8 + b; xpc[i] != -128*sum || xpd[i] != wantD {
+						t.Fatalf("batch %d group %d block %d row %d: correction %d scale %g, want %d %g", batch, g, k, b, xpc[i], xpd[i], -128*sum, wantD)
+					}
+				}
+			}
+		}
+	}
+}

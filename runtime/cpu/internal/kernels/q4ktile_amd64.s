@@ -288,3 +288,105 @@ q4krsum:
 q4krowsdone:
 	VZEROUPPER
 	RET
+
+// Q4KCHUNK2 is Q4KCHUNK for the two-row tile: it handles nibble bytes 32k..32k+31 of the super-block (sub-blocks
+// 2k and 2k+1) for two activations.
+#define Q4KCHUNK2(WOFF, SOFF0, SOFF1, XOFF0, XOFF1) \
+	VMOVDQU WOFF(SI), Y9; \
+	VPSRLW $4, Y9, Y10; \
+	VPAND Y15, Y9, Y9; \
+	VPAND Y15, Y10, Y10; \
+	VPBROADCASTW SOFF0(SP), Y11; \
+	VPBROADCASTW SOFF1(SP), Y12; \
+	Q4KMUL(XOFF0(DI), XOFF1(DI), Y0); \
+	Q4KMUL(XOFF0(DI)(R8*1), XOFF1(DI)(R8*1), Y1)
+
+// func q4kTile1x2(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
+// q4kTile1x4 for two activation rows (a batch of 2 or 3, or the rows a
+// batch leaves after its groups of four), bit-identical to q4kDotAVX too:
+// w is one row of nb super-blocks; xq, xd and xs hold two activation rows
+// one after the other (256*nb codes, nb scales and 16*nb sums each); the
+// product with activation a goes to out[a*os].
+TEXT ·q4kTile1x2(SB), NOSPLIT, $224-136
+	MOVQ w_base+0(FP), SI
+	MOVQ xq_base+24(FP), DI
+	MOVQ xd_base+48(FP), DX
+	MOVQ xs_base+72(FP), BX
+	MOVQ nb+96(FP), CX
+	MOVQ CX, R8
+	SHLQ $8, R8                // activation stride in codes
+	LEAQ (DI)(R8*1), R9        // activation 1 (R9 is unused here)
+	MOVQ CX, R10
+	SHLQ $2, R10               // activation stride in scale bytes
+	MOVQ CX, R11
+	SHLQ $5, R11               // activation stride in sum bytes
+	VMOVDQU q4ktmask<>(SB), Y15
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+
+q4kt2block:
+	TESTQ CX, CX
+	JZ    q4kt2done
+	// scales and mins, unpacked as in q4kDotAVX
+	MOVL 12(SI), R12           // u2
+	MOVL 4(SI), AX             // u0
+	MOVL AX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	MOVL R12, R14
+	ANDL $0x0f0f0f0f, R14
+	ORL  R13, R14              // scales 4..7
+	ANDL $0x3f3f3f3f, AX       // scales 0..3
+	SHLQ $32, R14
+	ORQ  R14, AX
+	VMOVQ AX, X2
+	MOVL 8(SI), AX             // u1
+	MOVL AX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	SHRL $4, R12
+	ANDL $0x0f0f0f0f, R12
+	ORL  R13, R12              // mins 4..7
+	ANDL $0x3f3f3f3f, AX       // mins 0..3
+	SHLQ $32, R12
+	ORQ  R12, AX
+	VPINSRQ $1, AX, X2, X2
+	VPMOVZXBW X2, Y2
+	VMOVDQU Y2, 0(SP)
+
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	Q4KCHUNK2(16, 0, 2, 0, 32)
+	Q4KCHUNK2(48, 4, 6, 64, 96)
+	Q4KCHUNK2(80, 8, 10, 128, 160)
+	Q4KCHUNK2(112, 12, 14, 192, 224)
+
+	VCVTPH2PS (SI), X10        // lanes: d, dmin
+	VMOVDQU 16(SP), X9         // the mins
+	Q4KACT(Y0, (DX), (BX), 32, 160)
+	Q4KACT(Y1, (DX)(R10*1), (BX)(R11*1), 64, 176)
+
+	ADDQ $144, SI
+	ADDQ $256, DI
+	ADDQ $256, R9
+	ADDQ $4, DX
+	ADDQ $32, BX
+	DECQ CX
+	JMP  q4kt2block
+
+q4kt2done:
+	MOVQ out_base+104(FP), DI
+	MOVQ os+128(FP), R8
+	SHLQ $2, R8
+	Q4KSUM(32, 160, (DI))
+	Q4KSUM(64, 176, (DI)(R8*1))
+	VZEROUPPER
+	RET
+

@@ -15,9 +15,12 @@ GLOBL bytes80<>(SB), RODATA|NOPTR, $32
 
 // QROW(XSRC, XC, XD, ACC): one activation row against the four weight rows
 // of the tile: four VPDPBUSD from the row's corrections, their lanes summed
-// in integers to one register of [r0 r1 r2 r3 | r0 r1 r2 r3] (low and high
-// lanes of each row), converted once, times the activation scale, fused
-// with the weight scales [d0 d1 d2 d3 | d0 d1 d2 d3] into ACC.
+// in integers to one register of [r0 r1 r2 r3] (exact), converted once,
+// times the activation scale, fused with the weight scales [d0 d1 d2 d3]
+// into ACC: per block acc += dw * (float(sum) * dx), the order of the 4x8
+// tiles, so a row's result does not depend on which tile computed it. The
+// lane sums use dword and qword unpacks and adds (single-cycle shuffles)
+// rather than VPHADDD, which is microcoded on AMD Zen.
 #define QROW(XSRC, XC, XD, ACC) \
 	VMOVDQU XSRC, Y12; \
 	VMOVDQU XC, Y8; \
@@ -28,24 +31,33 @@ GLOBL bytes80<>(SB), RODATA|NOPTR, $32
 	VPDPBUSD Y12, Y1, Y9; \
 	VPDPBUSD Y12, Y2, Y10; \
 	VPDPBUSD Y12, Y3, Y11; \
-	VPHADDD Y9, Y8, Y8; \
-	VPHADDD Y11, Y10, Y10; \
-	VPHADDD Y10, Y8, Y8; \
-	VCVTDQ2PS Y8, Y8; \
-	VMULPS XD, Y8, Y8; \
-	VFMADD231PS Y4, Y8, ACC
+	VPUNPCKLDQ Y9, Y8, Y13; \
+	VPUNPCKHDQ Y9, Y8, Y8; \
+	VPADDD Y13, Y8, Y8; \
+	VPUNPCKLDQ Y11, Y10, Y13; \
+	VPUNPCKHDQ Y11, Y10, Y10; \
+	VPADDD Y13, Y10, Y10; \
+	VPUNPCKLQDQ Y10, Y8, Y13; \
+	VPUNPCKHQDQ Y10, Y8, Y8; \
+	VPADDD Y13, Y8, Y8; \
+	VEXTRACTI128 $1, Y8, X13; \
+	VPADDD X13, X8, X8; \
+	VCVTDQ2PS X8, X8; \
+	VMULPS XD, X8, X8; \
+	VFMADD231PS X4, X8, ACC
 
-// func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int)
-// Four Q8_0 rows (stride ws bytes) times four Q8 activation rows (codes at
-// stride xs, their offset corrections xc at the same byte stride, scales
-// xd8) over nb blocks: out[b*os+r], r, b < 4. The weight codes are offset
+// func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int, n int)
+// Four Q8_0 rows (stride ws bytes) times n (1 to 4) Q8 activation rows
+// (codes at stride xs, their offset corrections xc at the same byte stride,
+// scales xd8) over nb blocks: out[b*os+r], r < 4, b < n; rows from n on are
+// neither read nor stored, so a batch needs no padding. The weight codes are offset
 // to unsigned (w XOR 0x80 = w+128) as they are loaded, so the correction
 // -128*(sum of four activation codes) per lane belongs to the activations
 // and is computed once per product (q8CorrGo), not once per weight tile.
 // The eight lanes of each (row, activation) pair are then summed in
-// integers (exact) down to two, so each block costs one conversion,
+// integers (exact) down to one, so each block costs one conversion,
 // multiply and fused add per activation row instead of one per pair.
-TEXT ·q8Tile4x4VNNI(SB), NOSPLIT, $0-152
+TEXT ·q8Tile4x4VNNI(SB), NOSPLIT, $0-160
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
 	MOVQ xq_base+32(FP), DI
@@ -65,24 +77,40 @@ TEXT ·q8Tile4x4VNNI(SB), NOSPLIT, $0-152
 	VPXORD Y18, Y18, Y18
 	VPXORD Y19, Y19, Y19
 
+	// The next tile's four rows follow these four in memory: prefetch them
+	// block by block (136 bytes per block), since each row here is too
+	// short a stream for the hardware prefetchers to pick up.
+	LEAQ (SI)(R8*4), R13
+
 vtblock:
 	TESTQ CX, CX
 	JZ    vtsum
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ $136, R13
 	VPXOR 2(SI), Y14, Y0
 	VPXOR 2(SI)(R8*1), Y14, Y1
 	VPXOR 2(R9), Y14, Y2
 	VPXOR 2(R9)(R8*1), Y14, Y3
-	// weight scales d0..d3, twice
+	// weight scales d0..d3
 	VPINSRW $0, (SI), X5, X5
 	VPINSRW $1, (SI)(R8*1), X5, X5
 	VPINSRW $2, (R9), X5, X5
 	VPINSRW $3, (R9)(R8*1), X5, X5
-	VPUNPCKLQDQ X5, X5, X5
-	VCVTPH2PS X5, Y4
-	QROW((DI), (R10), (DX), Y16)
-	QROW((DI)(R11*1), (R10)(R11*1), (DX)(R14*1), Y17)
-	QROW((R12), (BX), (AX), Y18)
-	QROW((R12)(R11*1), (BX)(R11*1), (AX)(R14*1), Y19)
+	VCVTPH2PS X5, X4
+	QROW((DI), (R10), (DX), X16)
+	CMPQ n+152(FP), $2
+	JB   vtnext
+	QROW((DI)(R11*1), (R10)(R11*1), (DX)(R14*1), X17)
+	CMPQ n+152(FP), $3
+	JB   vtnext
+	QROW((R12), (BX), (AX), X18)
+	CMPQ n+152(FP), $4
+	JB   vtnext
+	QROW((R12)(R11*1), (BX)(R11*1), (AX)(R14*1), X19)
+
+vtnext:
 	ADDQ $34, SI
 	ADDQ $34, R9
 	ADDQ $32, DI
@@ -98,18 +126,227 @@ vtsum:
 	MOVQ out_base+120(FP), DI
 	MOVQ os+144(FP), R11
 	SHLQ $2, R11
-	VEXTRACTF32X4 $1, Y16, X0
-	VADDPS X16, X0, X0
-	VMOVUPS X0, (DI)
-	VEXTRACTF32X4 $1, Y17, X0
-	VADDPS X17, X0, X0
-	VMOVUPS X0, (DI)(R11*1)
+	MOVQ n+152(FP), CX
+	VMOVUPS X16, (DI)
+	CMPQ CX, $2
+	JB   vtdone
+	VMOVUPS X17, (DI)(R11*1)
+	CMPQ CX, $3
+	JB   vtdone
 	LEAQ (DI)(R11*2), DI
-	VEXTRACTF32X4 $1, Y18, X0
-	VADDPS X18, X0, X0
-	VMOVUPS X0, (DI)
-	VEXTRACTF32X4 $1, Y19, X0
-	VADDPS X19, X0, X0
-	VMOVUPS X0, (DI)(R11*1)
+	VMOVUPS X18, (DI)
+	CMPQ CX, $4
+	JB   vtdone
+	VMOVUPS X19, (DI)(R11*1)
+
+vtdone:
+	VZEROUPPER
+	RET
+
+// func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
+// Four Q8_0 rows (stride ws bytes) times eight activation rows packed by
+// q8PackGo over nb blocks: out[b*os+r], r < 4, b < 8. Each 32-bit lane is
+// one activation row: per block, each weight dword (four codes, offset to
+// unsigned with XOR 0x80) is broadcast to the eight lanes and VPDPBUSD adds
+// its product with that dword of every activation row, so eight VPDPBUSD
+// give the block's integer dot products of one weight row with all eight
+// activation rows, with no horizontal sums. The lanes start from the
+// activations' corrections (-128 * sum of the block's codes), so they hold
+// the exact integer sums; each block then adds float(sum) * dx * dw.
+TEXT ·q8Tile4x8VNNI(SB), NOSPLIT, $0-144
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R8
+	MOVQ xp_base+32(FP), DI
+	MOVQ xc_base+56(FP), R10
+	MOVQ xd_base+80(FP), DX
+	MOVQ nb+104(FP), CX
+	LEAQ (SI)(R8*2), R9        // weight rows 2, 3
+	LEAQ (SI)(R8*4), R13       // the next tile's rows, prefetched as we go
+	VPBROADCASTD bytes80<>(SB), Y8
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+
+v8block:
+	TESTQ CX, CX
+	JZ    v8sum
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ $136, R13
+	VMOVDQU 0(DI), Y0
+	VMOVDQU 32(DI), Y1
+	VMOVDQU 64(DI), Y2
+	VMOVDQU 96(DI), Y3
+	VMOVDQU 128(DI), Y4
+	VMOVDQU 160(DI), Y5
+	VMOVDQU 192(DI), Y6
+	VMOVDQU 224(DI), Y7
+	VMOVDQU (R10), Y9
+	// weight row 0
+	VMOVDQA32 Y9, Y11
+	VPXORD Y12, Y12, Y12
+	VPBROADCASTD 2(SI), Y24
+	VPXORD Y8, Y24, Y24
+	VPDPBUSD Y0, Y24, Y11
+	VPBROADCASTD 6(SI), Y25
+	VPXORD Y8, Y25, Y25
+	VPDPBUSD Y1, Y25, Y12
+	VPBROADCASTD 10(SI), Y26
+	VPXORD Y8, Y26, Y26
+	VPDPBUSD Y2, Y26, Y11
+	VPBROADCASTD 14(SI), Y27
+	VPXORD Y8, Y27, Y27
+	VPDPBUSD Y3, Y27, Y12
+	VPBROADCASTD 18(SI), Y24
+	VPXORD Y8, Y24, Y24
+	VPDPBUSD Y4, Y24, Y11
+	VPBROADCASTD 22(SI), Y25
+	VPXORD Y8, Y25, Y25
+	VPDPBUSD Y5, Y25, Y12
+	VPBROADCASTD 26(SI), Y26
+	VPXORD Y8, Y26, Y26
+	VPDPBUSD Y6, Y26, Y11
+	VPBROADCASTD 30(SI), Y27
+	VPXORD Y8, Y27, Y27
+	VPDPBUSD Y7, Y27, Y12
+	VPADDD Y12, Y11, Y11
+	VCVTDQ2PS Y11, Y11
+	VMULPS (DX), Y11, Y11
+	VPBROADCASTW (SI), X15
+	VCVTPH2PS X15, Y15
+	VFMADD231PS Y15, Y11, Y16
+	// weight row 1
+	VMOVDQA32 Y9, Y13
+	VPXORD Y14, Y14, Y14
+	VPBROADCASTD 2(SI)(R8*1), Y24
+	VPXORD Y8, Y24, Y24
+	VPDPBUSD Y0, Y24, Y13
+	VPBROADCASTD 6(SI)(R8*1), Y25
+	VPXORD Y8, Y25, Y25
+	VPDPBUSD Y1, Y25, Y14
+	VPBROADCASTD 10(SI)(R8*1), Y26
+	VPXORD Y8, Y26, Y26
+	VPDPBUSD Y2, Y26, Y13
+	VPBROADCASTD 14(SI)(R8*1), Y27
+	VPXORD Y8, Y27, Y27
+	VPDPBUSD Y3, Y27, Y14
+	VPBROADCASTD 18(SI)(R8*1), Y24
+	VPXORD Y8, Y24, Y24
+	VPDPBUSD Y4, Y24, Y13
+	VPBROADCASTD 22(SI)(R8*1), Y25
+	VPXORD Y8, Y25, Y25
+	VPDPBUSD Y5, Y25, Y14
+	VPBROADCASTD 26(SI)(R8*1), Y26
+	VPXORD Y8, Y26, Y26
+	VPDPBUSD Y6, Y26, Y13
+	VPBROADCASTD 30(SI)(R8*1), Y27
+	VPXORD Y8, Y27, Y27
+	VPDPBUSD Y7, Y27, Y14
+	VPADDD Y14, Y13, Y13
+	VCVTDQ2PS Y13, Y13
+	VMULPS (DX), Y13, Y13
+	VPBROADCASTW (SI)(R8*1), X15
+	VCVTPH2PS X15, Y15
+	VFMADD231PS Y15, Y13, Y17
+	// weight row 2
+	VMOVDQA32 Y9, Y20
+	VPXORD Y21, Y21, Y21
+	VPBROADCASTD 2(R9), Y24
+	VPXORD Y8, Y24, Y24
+	VPDPBUSD Y0, Y24, Y20
+	VPBROADCASTD 6(R9), Y25
+	VPXORD Y8, Y25, Y25
+	VPDPBUSD Y1, Y25, Y21
+	VPBROADCASTD 10(R9), Y26
+	VPXORD Y8, Y26, Y26
+	VPDPBUSD Y2, Y26, Y20
+	VPBROADCASTD 14(R9), Y27
+	VPXORD Y8, Y27, Y27
+	VPDPBUSD Y3, Y27, Y21
+	VPBROADCASTD 18(R9), Y24
+	VPXORD Y8, Y24, Y24
+	VPDPBUSD Y4, Y24, Y20
+	VPBROADCASTD 22(R9), Y25
+	VPXORD Y8, Y25, Y25
+	VPDPBUSD Y5, Y25, Y21
+	VPBROADCASTD 26(R9), Y26
+	VPXORD Y8, Y26, Y26
+	VPDPBUSD Y6, Y26, Y20
+	VPBROADCASTD 30(R9), Y27
+	VPXORD Y8, Y27, Y27
+	VPDPBUSD Y7, Y27, Y21
+	VPADDD Y21, Y20, Y20
+	VCVTDQ2PS Y20, Y20
+	VMULPS (DX), Y20, Y20
+	VPBROADCASTW (R9), X15
+	VCVTPH2PS X15, Y15
+	VFMADD231PS Y15, Y20, Y18
+	// weight row 3
+	VMOVDQA32 Y9, Y22
+	VPXORD Y23, Y23, Y23
+	VPBROADCASTD 2(R9)(R8*1), Y24
+	VPXORD Y8, Y24, Y24
+	VPDPBUSD Y0, Y24, Y22
+	VPBROADCASTD 6(R9)(R8*1), Y25
+	VPXORD Y8, Y25, Y25
+	VPDPBUSD Y1, Y25, Y23
+	VPBROADCASTD 10(R9)(R8*1), Y26
+	VPXORD Y8, Y26, Y26
+	VPDPBUSD Y2, Y26, Y22
+	VPBROADCASTD 14(R9)(R8*1), Y27
+	VPXORD Y8, Y27, Y27
+	VPDPBUSD Y3, Y27, Y23
+	VPBROADCASTD 18(R9)(R8*1), Y24
+	VPXORD Y8, Y24, Y24
+	VPDPBUSD Y4, Y24, Y22
+	VPBROADCASTD 22(R9)(R8*1), Y25
+	VPXORD Y8, Y25, Y25
+	VPDPBUSD Y5, Y25, Y23
+	VPBROADCASTD 26(R9)(R8*1), Y26
+	VPXORD Y8, Y26, Y26
+	VPDPBUSD Y6, Y26, Y22
+	VPBROADCASTD 30(R9)(R8*1), Y27
+	VPXORD Y8, Y27, Y27
+	VPDPBUSD Y7, Y27, Y23
+	VPADDD Y23, Y22, Y22
+	VCVTDQ2PS Y22, Y22
+	VMULPS (DX), Y22, Y22
+	VPBROADCASTW (R9)(R8*1), X15
+	VCVTPH2PS X15, Y15
+	VFMADD231PS Y15, Y22, Y19
+	ADDQ $34, SI
+	ADDQ $34, R9
+	ADDQ $256, DI
+	ADDQ $32, R10
+	ADDQ $32, DX
+	DECQ CX
+	JMP  v8block
+
+v8sum:
+	// Transpose the four row accumulators (lanes = activation rows) into
+	// eight runs of four rows: out[b*os .. b*os+3].
+	MOVQ out_base+112(FP), DI
+	MOVQ os+136(FP), R11
+	SHLQ $2, R11
+	VUNPCKLPS Y17, Y16, Y24    // [r0b0 r1b0 r0b1 r1b1 | b4, b5]
+	VUNPCKHPS Y17, Y16, Y25    // [b2, b3 | b6, b7]
+	VUNPCKLPS Y19, Y18, Y26
+	VUNPCKHPS Y19, Y18, Y27
+	VUNPCKLPD Y26, Y24, Y28    // [r0..r3 of b0 | of b4]
+	VUNPCKHPD Y26, Y24, Y29    // b1 | b5
+	VUNPCKLPD Y27, Y25, Y30    // b2 | b6
+	VUNPCKHPD Y27, Y25, Y31    // b3 | b7
+	LEAQ (R11)(R11*2), R12     // 3 rows of out
+	LEAQ (DI)(R11*4), BX       // activation row 4
+	VMOVUPS X28, (DI)
+	VMOVUPS X29, (DI)(R11*1)
+	VMOVUPS X30, (DI)(R11*2)
+	VMOVUPS X31, (DI)(R12*1)
+	VEXTRACTF32X4 $1, Y28, (BX)
+	VEXTRACTF32X4 $1, Y29, (BX)(R11*1)
+	VEXTRACTF32X4 $1, Y30, (BX)(R11*2)
+	VEXTRACTF32X4 $1, Y31, (BX)(R12*1)
 	VZEROUPPER
 	RET
