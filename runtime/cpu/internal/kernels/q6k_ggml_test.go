@@ -98,3 +98,60 @@ func TestQ6KMatchesGgml(t *testing.T) {
 		}
 	}
 }
+
+// TestQ6KKernelsAgreeAtExtremes requires the Q6_K kernels to agree bit for
+// bit where their integer tricks are tightest: codes 0 and 63, scales -128
+// and 127, and activation codes -128 and 127 (the tile offsets them to
+// unsigned, the row kernels subtract 32 times their pair sums), the
+// patterns mixed per element.
+func TestQ6KKernelsAgreeAtExtremes(t *testing.T) {
+	const nb = 2
+	cols := 256 * nb
+	for pattern := 0; pattern < 8; pattern++ {
+		w := make([]byte, nb*blockQ6_K)
+		for b := 0; b < nb; b++ {
+			blk := w[b*blockQ6_K:]
+			for i := 0; i < 192; i++ {
+				if (i+pattern)%3 == 0 {
+					blk[i] = 0
+				} else {
+					blk[i] = 0xff // every code 63
+				}
+			}
+			for g := 0; g < 16; g++ {
+				blk[192+g] = byte(int8([]int{-128, 127}[(g+pattern)%2]))
+			}
+			blk[208], blk[209] = 0x00, 0x3c // d = 1
+		}
+		xq, xd, xs := make([]int8, kTileActs*cols), make([]float32, kTileActs*nb), make([]int16, kTileActs*16*nb)
+		for i := range xq {
+			xq[i] = []int8{-128, 127, -128, -1}[(i/(pattern+1))%4]
+		}
+		for i := range xd {
+			xd[i] = 0.5 + float32(i)
+		}
+		for a := 0; a < kTileActs; a++ {
+			for g := 0; g < 16*nb; g++ {
+				var s int16
+				for _, c := range xq[a*cols+16*g : a*cols+16*g+16] {
+					s += int16(c)
+				}
+				xs[a*16*nb+g] = s
+			}
+		}
+		tile, tileGo := make([]float32, kTileActs), make([]float32, kTileActs)
+		q6kTile(w, xq, xd, xs, nb, tile, 1)
+		q6kTile1x4Go(w, xq, xd, xs, nb, tileGo, 1)
+		for a := 0; a < kTileActs; a++ {
+			aq, ad, as := xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*16*nb:(a+1)*16*nb]
+			rows := make([]float32, 1)
+			q6kRowDots(w, blockQ6_K*nb, 0, aq, ad, as, rows)
+			want := dotQ6KGo(w, aq, ad)
+			for name, got := range map[string]float32{"dotQ6K": dotQ6K(w, aq, ad, as), "q6kRowDots": rows[0], "q6kTile": tile[a], "q6kTile1x4Go": tileGo[a]} {
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Errorf("pattern %d activation %d: %s = %g, dotQ6KGo %g", pattern, a, name, got, want)
+				}
+			}
+		}
+	}
+}

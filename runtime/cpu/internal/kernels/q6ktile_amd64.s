@@ -25,6 +25,12 @@ DATA q6ktm32<>+16(SB)/8, $0x2020202020202020
 DATA q6ktm32<>+24(SB)/8, $0x2020202020202020
 GLOBL q6ktm32<>(SB), RODATA|NOPTR, $32
 
+DATA q6ktm80<>+0(SB)/8, $0x8080808080808080
+DATA q6ktm80<>+8(SB)/8, $0x8080808080808080
+DATA q6ktm80<>+16(SB)/8, $0x8080808080808080
+DATA q6ktm80<>+24(SB)/8, $0x8080808080808080
+GLOBL q6ktm80<>(SB), RODATA|NOPTR, $32
+
 // Frame: 0..31 the 16 scales as words; 32+32k (k = 4*half + quarter) the
 // scale pair of codes register k, sc[2k] in the low 128 bits and sc[2k+1]
 // in the high ones; 288+32a the 8-lane float sum of activation a.
@@ -36,35 +42,58 @@ GLOBL q6ktm32<>(SB), RODATA|NOPTR, $32
 	VINSERTI128 $1, X3, Y2, Y2; \
 	VMOVDQU Y2, DST(SP)
 
+// The tile takes ggml's integer lanes another way than q6kDotAVX (which
+// does as ggml: unsigned codes q times the activations x, minus 32 times
+// the activations' pair sums): it multiplies the signed codes c = q-32 by
+// the activations offset to unsigned, x+128, and takes 128 times the codes'
+// pair sums off once per super-block and weight row, for all four
+// activations. Both give sc*sum(c*x) over the same four elements in each
+// int32 lane, and integer sums do not depend on the order, so the lanes,
+// and with them the float results, are ggml's exactly. Words stay within
+// int16: |255*32*2| < 32768.
+
 // Q6KMUL adds one activation's 128 codes of the half (XA..XD, four runs of 32
-// codes) times the codes Y9, Y11, Y12, Y13 (unsigned, 0..63) and their scale
-// pairs at SA..SD. As in ggml, the offset 32 comes off each word of products
-// (Y10 holds 32 in every byte) before the scales, so every int32 lane of
-// IACC holds what ggml's does.
+// codes) times the signed codes Y9, Y11, Y12, Y13 and their scale pairs at
+// SA..SD to IACC; Y10 holds 0x80 in every byte.
 #define Q6KMUL(XA, XB, XC, XD, SA, SB, SC, SD, IACC) \
-	VPMADDUBSW XA, Y9, Y4; \
-	VPMADDUBSW XA, Y10, Y6; \
-	VPSUBW Y6, Y4, Y4; \
-	VPMADDUBSW XB, Y11, Y5; \
-	VPMADDUBSW XB, Y10, Y7; \
-	VPSUBW Y7, Y5, Y5; \
+	VPXOR XA, Y10, Y4; \
+	VPXOR XB, Y10, Y5; \
+	VPMADDUBSW Y9, Y4, Y4; \
+	VPMADDUBSW Y11, Y5, Y5; \
 	VPMADDWD SA(SP), Y4, Y4; \
 	VPMADDWD SB(SP), Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC; \
-	VPMADDUBSW XC, Y12, Y4; \
-	VPMADDUBSW XC, Y10, Y6; \
-	VPSUBW Y6, Y4, Y4; \
-	VPMADDUBSW XD, Y13, Y5; \
-	VPMADDUBSW XD, Y10, Y7; \
-	VPSUBW Y7, Y5, Y5; \
+	VPXOR XC, Y10, Y4; \
+	VPXOR XD, Y10, Y5; \
+	VPMADDUBSW Y12, Y4, Y4; \
+	VPMADDUBSW Y13, Y5, Y5; \
 	VPMADDWD SC(SP), Y4, Y4; \
 	VPMADDWD SD(SP), Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC
 
+// Q6KCORR takes 128 * sc * (pair sums of the half's signed codes) off the
+// four activations' lanes Y0..Y3: the x+128 offset's share.
+#define Q6KCORR(SA, SB, SC, SD) \
+	VPMADDUBSW Y9, Y10, Y6; \
+	VPMADDWD SA(SP), Y6, Y6; \
+	VPMADDUBSW Y11, Y10, Y7; \
+	VPMADDWD SB(SP), Y7, Y7; \
+	VPADDD Y7, Y6, Y6; \
+	VPMADDUBSW Y12, Y10, Y7; \
+	VPMADDWD SC(SP), Y7, Y7; \
+	VPADDD Y7, Y6, Y6; \
+	VPMADDUBSW Y13, Y10, Y7; \
+	VPMADDWD SD(SP), Y7, Y7; \
+	VPADDD Y7, Y6, Y6; \
+	VPSUBD Y6, Y0, Y0; \
+	VPSUBD Y6, Y1, Y1; \
+	VPSUBD Y6, Y2, Y2; \
+	VPSUBD Y6, Y3, Y3
+
 // Q6KUNPACK unpacks half h's 128 codes (ql at QL, qh at QH) into Y9, Y11,
-// Y12, Y13 as q6kDotAVX does.
+// Y12, Y13 as q6kDotAVX does, then makes them signed (q-32).
 #define Q6KUNPACK(QL, QL32, QH) \
 	VMOVDQU QL(SI), Y4; \
 	VMOVDQU QL32(SI), Y5; \
@@ -89,12 +118,18 @@ GLOBL q6ktm32<>(SB), RODATA|NOPTR, $32
 	VPSRLW $6, Y6, Y10; \
 	VPAND Y14, Y10, Y10; \
 	VPSLLW $4, Y10, Y10; \
-	VPOR Y10, Y13, Y13
+	VPOR Y10, Y13, Y13; \
+	VMOVDQU q6ktm32<>(SB), Y10; \
+	VPSUBB Y10, Y9, Y9; \
+	VPSUBB Y10, Y11, Y11; \
+	VPSUBB Y10, Y12, Y12; \
+	VPSUBB Y10, Y13, Y13
 
 // Q6KHALF runs half h (activation codes from offset XO) for all four
 // activations; S0 is the frame offset of its first scale pair.
 #define Q6KHALF(XO0, XO1, XO2, XO3, S0, S1, S2, S3) \
-	VMOVDQU q6ktm32<>(SB), Y10; \
+	VMOVDQU q6ktm80<>(SB), Y10; \
+	Q6KCORR(S0, S1, S2, S3); \
 	Q6KMUL(XO0(DI), XO1(DI), XO2(DI), XO3(DI), S0, S1, S2, S3, Y0); \
 	Q6KMUL(XO0(DI)(R8*1), XO1(DI)(R8*1), XO2(DI)(R8*1), XO3(DI)(R8*1), S0, S1, S2, S3, Y1); \
 	Q6KMUL(XO0(DI)(R8*2), XO1(DI)(R8*2), XO2(DI)(R8*2), XO3(DI)(R8*2), S0, S1, S2, S3, Y2); \
