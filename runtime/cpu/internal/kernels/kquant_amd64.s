@@ -136,9 +136,13 @@ q4kdone:
 	RET
 
 // func q6kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
-// Block layout in quant.go: ql[128], qh[64], int8 scales[16], f16 d. Codes
-// are used unsigned (0..63) and the offset 32 is removed with the
-// activations' 16-element sums: sum (q-32)x = sum qx - 32 sum x.
+// Block layout in quant.go: ql[128], qh[64], int8 scales[16], f16 d. The
+// arithmetic is ggml_vec_dot_q6_K_q8_K's (__AVX2__): unsigned codes q
+// times x, minus 32 times x, in each word of product pairs; words times
+// the scales into eight int32 lanes (lane i: elements 4i..4i+3 of each
+// 32-element run); per super-block the lanes to float, fused-multiply-added
+// with d*xd into eight float lanes; hsum_float_8 at the end. xs (the
+// activations' 16-element sums) is not used.
 TEXT ·q6kDotAVX(SB), NOSPLIT, $64-100
 	MOVQ w_base+0(FP), SI
 	MOVQ xq_base+24(FP), DI
