@@ -10,9 +10,9 @@ import "math"
 // rotation angles from cosf/sinf, which are not correctly rounded: a
 // correctly rounded cos differs in the last bit for some angles (position
 // 30 of a 64-wide head, for one), which rounding the query to F16 can turn
-// into a whole F16 step. At 120 and beyond glibc reduces the argument with
-// a table of 4/pi's bits; there this returns the correctly rounded values,
-// which may differ from glibc's in the last bit.
+// into a whole F16 step. From 120 on the argument is reduced with 4/pi's
+// bits in fixed point, as glibc does. Inf and NaN give NaN (glibc also
+// sets errno for Inf).
 func Sincosf(x float32) (sin, cos float32) {
 	top := math.Float32bits(x) >> 20 & 0x7ff
 	switch {
@@ -31,10 +31,48 @@ func Sincosf(x float32) (sin, cos float32) {
 			p = &sincosfTable[1]
 		}
 		return sinfPoly(xd*s, xd*xd, p, n), sinfPoly(xd*s, xd*xd, p, n^1)
-	default:
-		s, c := math.Sincos(float64(x))
-		return float32(s), float32(c)
+	case top < sincosfTop12(float32(math.Inf(1))):
+		xi := math.Float32bits(x)
+		sign := int(xi >> 31)
+		xd, n := sincosfReduceLarge(xi)
+		p := &sincosfTable[0]
+		s := p.sign[(n+sign)&3]
+		if (n+sign)&2 != 0 {
+			p = &sincosfTable[1]
+		}
+		return sinfPoly(xd*s, xd*xd, p, n), sinfPoly(xd*s, xd*xd, p, n^1)
+	default: // Inf, NaN
+		nan := float32(math.NaN())
+		return nan, nan
 	}
+}
+
+// sincosfInvPio4 is glibc's __inv_pio4: 4/pi's bits, each entry a window
+// one byte further on.
+var sincosfInvPio4 = [24]uint32{
+	0xa2, 0xa2f9, 0xa2f983, 0xa2f9836e,
+	0xf9836e4e, 0x836e4e44, 0x6e4e4415, 0x4e441529,
+	0x441529fc, 0x1529fc27, 0x29fc2757, 0xfc2757d1,
+	0x2757d1f5, 0x57d1f534, 0xd1f534dd, 0xf534ddc0,
+	0x34ddc0db, 0xddc0db62, 0xc0db6295, 0xdb629599,
+	0x6295993c, 0x95993c43, 0x993c4390, 0x3c439041,
+}
+
+// sincosfReduceLarge is glibc's reduce_large for |x| >= 120: x times 4/pi
+// in fixed point from the bits of x, n the nearest multiple of pi/2 (mod
+// 4), the remainder times pi/2^63.
+func sincosfReduceLarge(xi uint32) (float64, int) {
+	arr := sincosfInvPio4[(xi>>26)&15:]
+	shift := (xi >> 23) & 7
+	xi = (xi&0xffffff | 0x800000) << shift
+	res0 := uint64(xi * arr[0])
+	res1 := uint64(xi) * uint64(arr[4])
+	res2 := uint64(xi) * uint64(arr[8])
+	res0 = res2>>32 | res0<<32
+	res0 += res1
+	n := (res0 + 1<<61) >> 62
+	res0 -= n << 62
+	return float64(int64(res0)) * 0x1.921FB54442D18p-62, int(n)
 }
 
 func sincosfTop12(x float32) uint32 { return math.Float32bits(x) >> 20 & 0x7ff }
