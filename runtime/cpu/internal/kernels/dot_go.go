@@ -141,32 +141,62 @@ func dotQ4KGo(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 	return sum
 }
 
+// dotQ6KGo adds in the order of ggml's AVX2 ggml_vec_dot_q6_K_q8_K (see
+// the comment above hsum8 in q5.go): eight int32 lanes, lane i taking
+// sc*sum((q-32)*x) over elements 4i..4i+3 of each 32-element run (sc the
+// scale of the run's first 16 elements for lanes 0..3, of its last 16 for
+// lanes 4..7), converted to float and fused-multiply-added with the
+// super-block's d*xd into eight float lanes, reduced by hsum8 at the end.
+// The offset 32 stays inside each lane: moving it to other lanes changes
+// which integers get rounded to float (the cross-check case k256-q6_k
+// "Lily ..." with the F16 cache was 3.5e-3 off for that).
 func dotQ6KGo(w []byte, xq []int8, xd []float32) float32 {
-	var sum float32
+	var acc [8]float32
+	var codes [256]int32
 	for b := range xd {
 		blk := w[b*blockQ6_K : (b+1)*blockQ6_K]
-		ql, qh, sc := blk[0:128], blk[128:192], blk[192:208]
-		d := F16ToF32(binary.LittleEndian.Uint16(blk[208:]))
-		q := xq[256*b : 256*b+256]
-		var isum [16]int32
-		for h := 0; h < 2; h++ {
-			y := q[128*h:]
-			for l := 0; l < 32; l++ {
-				a, c, hb := ql[64*h+l], ql[64*h+l+32], qh[32*h+l]
-				g := 8*h + l/16
-				isum[g] += (int32(a&0xf|(hb&3)<<4) - 32) * int32(y[l])
-				isum[g+2] += (int32(c&0xf|(hb>>2&3)<<4) - 32) * int32(y[l+32])
-				isum[g+4] += (int32(a>>4|(hb>>4&3)<<4) - 32) * int32(y[l+64])
-				isum[g+6] += (int32(c>>4|(hb>>6&3)<<4) - 32) * int32(y[l+96])
-			}
-		}
-		var si int32
-		for g, v := range isum {
-			si += int32(int8(sc[g])) * v
-		}
-		sum += d * xd[b] * float32(si)
+		q6kCodes(blk, &codes)
+		q6kLanes(&codes, blk[192:208], xq[256*b:256*b+256], xd[b]*F16ToF32(binary.LittleEndian.Uint16(blk[208:])), &acc)
 	}
-	return sum
+	return hsum8(&acc)
+}
+
+// q6kCodes unpacks a Q6_K super-block's 256 codes, offset 32 removed.
+func q6kCodes(blk []byte, codes *[256]int32) {
+	ql, qh := blk[0:128], blk[128:192]
+	for h := 0; h < 2; h++ {
+		for l := 0; l < 32; l++ {
+			a, c, hb := ql[64*h+l], ql[64*h+l+32], qh[32*h+l]
+			codes[128*h+l] = int32(a&0xf|(hb&3)<<4) - 32
+			codes[128*h+l+32] = int32(c&0xf|(hb>>2&3)<<4) - 32
+			codes[128*h+l+64] = int32(a>>4|(hb>>4&3)<<4) - 32
+			codes[128*h+l+96] = int32(c>>4|(hb>>6&3)<<4) - 32
+		}
+	}
+}
+
+// q6kLanes adds one super-block's product with the activation codes q to
+// the eight float lanes acc, d being the weight's d times the activation's:
+// integer lanes as ggml's AVX2 kernel forms them, then one fused
+// multiply-add per lane.
+func q6kLanes(codes *[256]int32, sc []byte, q []int8, d float32, acc *[8]float32) {
+	var lanes [8]int32
+	for r := 0; r < 8; r++ { // 32-element runs: groups 2r and 2r+1
+		run, y := codes[32*r:32*r+32], q[32*r:32*r+32]
+		sc0, sc1 := int32(int8(sc[2*r])), int32(int8(sc[2*r+1]))
+		for i := 0; i < 4; i++ {
+			var s0, s1 int32
+			for l := 4 * i; l < 4*i+4; l++ {
+				s0 += run[l] * int32(y[l])
+				s1 += run[l+16] * int32(y[l+16])
+			}
+			lanes[i] += sc0 * s0
+			lanes[i+4] += sc1 * s1
+		}
+	}
+	for i, v := range lanes {
+		acc[i] = fma32(d, float32(v), acc[i])
+	}
 }
 
 // Row-by-row products of rows [r0,r1) with the whole batch.

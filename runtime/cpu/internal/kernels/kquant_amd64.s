@@ -17,6 +17,12 @@ DATA kmask2<>+16(SB)/8, $0x0303030303030303
 DATA kmask2<>+24(SB)/8, $0x0303030303030303
 GLOBL kmask2<>(SB), RODATA|NOPTR, $32
 
+DATA kmask32<>+0(SB)/8, $0x2020202020202020
+DATA kmask32<>+8(SB)/8, $0x2020202020202020
+DATA kmask32<>+16(SB)/8, $0x2020202020202020
+DATA kmask32<>+24(SB)/8, $0x2020202020202020
+GLOBL kmask32<>(SB), RODATA|NOPTR, $32
+
 // func q4kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
 // Block layout in quant.go: f16 d, f16 dmin, 12 bytes of packed 6-bit
 // scales and mins, 128 bytes of nibbles. The scales and mins are unpacked
@@ -130,29 +136,29 @@ q4kdone:
 	RET
 
 // func q6kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
-// Block layout in quant.go: ql[128], qh[64], int8 scales[16], f16 d. Codes
-// are used unsigned (0..63) and the offset 32 is removed with the
-// activations' 16-element sums: sum (q-32)x = sum qx - 32 sum x.
+// Block layout in quant.go: ql[128], qh[64], int8 scales[16], f16 d. The
+// arithmetic is ggml_vec_dot_q6_K_q8_K's (__AVX2__): unsigned codes q
+// times x, minus 32 times x, in each word of product pairs; words times
+// the scales into eight int32 lanes (lane i: elements 4i..4i+3 of each
+// 32-element run); per super-block the lanes to float, fused-multiply-added
+// with d*xd into eight float lanes; hsum_float_8 at the end. xs (the
+// activations' 16-element sums) is not used.
 TEXT ·q6kDotAVX(SB), NOSPLIT, $64-100
 	MOVQ w_base+0(FP), SI
 	MOVQ xq_base+24(FP), DI
 	MOVQ xd_base+48(FP), DX
 	MOVQ xd_len+56(FP), CX
-	MOVQ xs_base+72(FP), BX
 	VXORPS Y0, Y0, Y0
 	VMOVDQU kmask4<>(SB), Y15
 	VMOVDQU kmask2<>(SB), Y14
+	VMOVDQU kmask32<>(SB), Y7
 
 q6kblock:
 	TESTQ CX, CX
 	JZ    q6kdone
 	VPMOVSXBW 192(SI), Y2      // 16 scales as words
 	VMOVDQU Y2, 0(SP)
-	// offset: 32 * sum_g sc_g * bsum_g, as int32 (8 lanes)
-	VPMADDWD (BX), Y2, Y3
-	VPSLLD $5, Y3, Y3
-	VPXOR Y8, Y8, Y8
-	VPSUBD Y3, Y8, Y8          // acc = -offset
+	VPXOR Y8, Y8, Y8           // eight int32 lanes, as ggml's sumi
 
 	MOVQ $0, R13               // half: 0 or 64 (ql offset)
 
@@ -189,11 +195,21 @@ q6khalf:
 	VPSLLW $4, Y10, Y10
 	VPOR Y10, Y13, Y13
 
-	// activations of this half start at DI + 2*R13 (0 or 128)
+	// activations of this half start at DI + 2*R13 (0 or 128); as ggml,
+	// the offset 32 leaves each pair of products in the same word:
+	// q*x + q'*x' - (32*x + 32*x')
+	VPMADDUBSW (DI)(R13*2), Y7, Y1
 	VPMADDUBSW (DI)(R13*2), Y9, Y9
+	VPSUBW Y1, Y9, Y9
+	VPMADDUBSW 32(DI)(R13*2), Y7, Y10
 	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
+	VPSUBW Y10, Y11, Y11
+	VPMADDUBSW 64(DI)(R13*2), Y7, Y1
 	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
+	VPSUBW Y1, Y12, Y12
+	VPMADDUBSW 96(DI)(R13*2), Y7, Y10
 	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
+	VPSUBW Y10, Y13, Y13
 
 	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
 	MOVQ R13, R14
@@ -234,15 +250,17 @@ q6khalf:
 	ADDQ $210, SI
 	ADDQ $256, DI
 	ADDQ $4, DX
-	ADDQ $32, BX
 	DECQ CX
 	JMP  q6kblock
 
 q6kdone:
+	// ggml's hsum_float_8: halves, then lanes 0+2 and 1+3, then those two
 	VEXTRACTF128 $1, Y0, X2
 	VADDPS X2, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	VMOVHLPS X0, X0, X2
+	VADDPS X2, X0, X0
+	VMOVSHDUP X0, X2
+	VADDSS X2, X0, X0
 	VMOVSS X0, ret+96(FP)
 	VZEROUPPER
 	RET

@@ -129,46 +129,23 @@ func q4kTile1x4Go(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []f
 
 // q6kTile1x4Go is the pure-Go Q6_K tile: each super-block's codes are
 // unpacked once for four activation rows, and every product adds in
-// dotQ6KGo's order, so out[a*os] equals dotQ6KGo of activation a exactly.
+// dotQ6KGo's order (ggml's), so out[a*os] equals dotQ6KGo of activation a
+// exactly.
 func q6kTile1x4Go(w []byte, xq []int8, xd []float32, _ []int16, nb int, out []float32, os int) {
 	cols := 256 * nb
-	var sum [kTileActs]float32
+	var acc [kTileActs][8]float32
 	var codes [256]int32
 	for b := 0; b < nb; b++ {
 		blk := w[b*blockQ6_K : (b+1)*blockQ6_K]
-		ql, qh, sc := blk[0:128], blk[128:192], blk[192:208]
+		q6kCodes(blk, &codes)
 		d := F16ToF32(binary.LittleEndian.Uint16(blk[208:]))
-		for h := 0; h < 2; h++ {
-			for l := 0; l < 32; l++ {
-				a, c, hb := ql[64*h+l], ql[64*h+l+32], qh[32*h+l]
-				codes[128*h+l] = int32(a&0xf|(hb&3)<<4) - 32
-				codes[128*h+l+32] = int32(c&0xf|(hb>>2&3)<<4) - 32
-				codes[128*h+l+64] = int32(a>>4|(hb>>4&3)<<4) - 32
-				codes[128*h+l+96] = int32(c>>4|(hb>>6&3)<<4) - 32
-			}
-		}
 		for a := 0; a < kTileActs; a++ {
 			q := xq[a*cols+256*b : a*cols+256*b+256]
-			var isum [16]int32
-			for h := 0; h < 2; h++ {
-				y, cq := q[128*h:], codes[128*h:]
-				for l := 0; l < 32; l++ {
-					g := 8*h + l/16
-					isum[g] += cq[l] * int32(y[l])
-					isum[g+2] += cq[l+32] * int32(y[l+32])
-					isum[g+4] += cq[l+64] * int32(y[l+64])
-					isum[g+6] += cq[l+96] * int32(y[l+96])
-				}
-			}
-			var si int32
-			for g, v := range isum {
-				si += int32(int8(sc[g])) * v
-			}
-			sum[a] += d * xd[a*nb+b] * float32(si)
+			q6kLanes(&codes, blk[192:208], q, xd[a*nb+b]*d, &acc[a])
 		}
 	}
-	for a, s := range sum {
-		out[a*os] = s
+	for a := range acc {
+		out[a*os] = hsum8(&acc[a])
 	}
 }
 

@@ -19,6 +19,18 @@ DATA q6ktmask2<>+16(SB)/8, $0x0303030303030303
 DATA q6ktmask2<>+24(SB)/8, $0x0303030303030303
 GLOBL q6ktmask2<>(SB), RODATA|NOPTR, $32
 
+DATA q6ktm32<>+0(SB)/8, $0x2020202020202020
+DATA q6ktm32<>+8(SB)/8, $0x2020202020202020
+DATA q6ktm32<>+16(SB)/8, $0x2020202020202020
+DATA q6ktm32<>+24(SB)/8, $0x2020202020202020
+GLOBL q6ktm32<>(SB), RODATA|NOPTR, $32
+
+DATA q6ktm80<>+0(SB)/8, $0x8080808080808080
+DATA q6ktm80<>+8(SB)/8, $0x8080808080808080
+DATA q6ktm80<>+16(SB)/8, $0x8080808080808080
+DATA q6ktm80<>+24(SB)/8, $0x8080808080808080
+GLOBL q6ktm80<>(SB), RODATA|NOPTR, $32
+
 // Frame: 0..31 the 16 scales as words; 32+32k (k = 4*half + quarter) the
 // scale pair of codes register k, sc[2k] in the low 128 bits and sc[2k+1]
 // in the high ones; 288+32a the 8-lane float sum of activation a.
@@ -30,33 +42,58 @@ GLOBL q6ktmask2<>(SB), RODATA|NOPTR, $32
 	VINSERTI128 $1, X3, Y2, Y2; \
 	VMOVDQU Y2, DST(SP)
 
-// Q6KINIT sets IACC to -32 times the scaled sums of the activation's 16
-// sub-blocks at XS (the offset of the unsigned codes).
-#define Q6KINIT(XS, IACC) \
-	VMOVDQU XS, IACC; \
-	VPMADDWD 0(SP), IACC, IACC; \
-	VPSLLD $5, IACC, IACC; \
-	VPXOR Y4, Y4, Y4; \
-	VPSUBD IACC, Y4, IACC
+// The tile takes ggml's integer lanes another way than q6kDotAVX (which
+// does as ggml: unsigned codes q times the activations x, minus 32 times
+// the activations' pair sums): it multiplies the signed codes c = q-32 by
+// the activations offset to unsigned, x+128, and takes 128 times the codes'
+// pair sums off once per super-block and weight row, for all four
+// activations. Both give sc*sum(c*x) over the same four elements in each
+// int32 lane, and integer sums do not depend on the order, so the lanes,
+// and with them the float results, are ggml's exactly. Words stay within
+// int16: |255*32*2| < 32768.
 
 // Q6KMUL adds one activation's 128 codes of the half (XA..XD, four runs of 32
-// codes) times the codes Y9, Y11, Y12, Y13 and their scale pairs at SA..SD.
+// codes) times the signed codes Y9, Y11, Y12, Y13 and their scale pairs at
+// SA..SD to IACC; Y10 holds 0x80 in every byte.
 #define Q6KMUL(XA, XB, XC, XD, SA, SB, SC, SD, IACC) \
-	VPMADDUBSW XA, Y9, Y4; \
-	VPMADDUBSW XB, Y11, Y5; \
+	VPXOR XA, Y10, Y4; \
+	VPXOR XB, Y10, Y5; \
+	VPMADDUBSW Y9, Y4, Y4; \
+	VPMADDUBSW Y11, Y5, Y5; \
 	VPMADDWD SA(SP), Y4, Y4; \
 	VPMADDWD SB(SP), Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC; \
-	VPMADDUBSW XC, Y12, Y4; \
-	VPMADDUBSW XD, Y13, Y5; \
+	VPXOR XC, Y10, Y4; \
+	VPXOR XD, Y10, Y5; \
+	VPMADDUBSW Y12, Y4, Y4; \
+	VPMADDUBSW Y13, Y5, Y5; \
 	VPMADDWD SC(SP), Y4, Y4; \
 	VPMADDWD SD(SP), Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC
 
+// Q6KCORR takes 128 * sc * (pair sums of the half's signed codes) off the
+// four activations' lanes Y0..Y3: the x+128 offset's share.
+#define Q6KCORR(SA, SB, SC, SD) \
+	VPMADDUBSW Y9, Y10, Y6; \
+	VPMADDWD SA(SP), Y6, Y6; \
+	VPMADDUBSW Y11, Y10, Y7; \
+	VPMADDWD SB(SP), Y7, Y7; \
+	VPADDD Y7, Y6, Y6; \
+	VPMADDUBSW Y12, Y10, Y7; \
+	VPMADDWD SC(SP), Y7, Y7; \
+	VPADDD Y7, Y6, Y6; \
+	VPMADDUBSW Y13, Y10, Y7; \
+	VPMADDWD SD(SP), Y7, Y7; \
+	VPADDD Y7, Y6, Y6; \
+	VPSUBD Y6, Y0, Y0; \
+	VPSUBD Y6, Y1, Y1; \
+	VPSUBD Y6, Y2, Y2; \
+	VPSUBD Y6, Y3, Y3
+
 // Q6KUNPACK unpacks half h's 128 codes (ql at QL, qh at QH) into Y9, Y11,
-// Y12, Y13 as q6kDotAVX does.
+// Y12, Y13 as q6kDotAVX does, then makes them signed (q-32).
 #define Q6KUNPACK(QL, QL32, QH) \
 	VMOVDQU QL(SI), Y4; \
 	VMOVDQU QL32(SI), Y5; \
@@ -81,11 +118,18 @@ GLOBL q6ktmask2<>(SB), RODATA|NOPTR, $32
 	VPSRLW $6, Y6, Y10; \
 	VPAND Y14, Y10, Y10; \
 	VPSLLW $4, Y10, Y10; \
-	VPOR Y10, Y13, Y13
+	VPOR Y10, Y13, Y13; \
+	VMOVDQU q6ktm32<>(SB), Y10; \
+	VPSUBB Y10, Y9, Y9; \
+	VPSUBB Y10, Y11, Y11; \
+	VPSUBB Y10, Y12, Y12; \
+	VPSUBB Y10, Y13, Y13
 
 // Q6KHALF runs half h (activation codes from offset XO) for all four
 // activations; S0 is the frame offset of its first scale pair.
 #define Q6KHALF(XO0, XO1, XO2, XO3, S0, S1, S2, S3) \
+	VMOVDQU q6ktm80<>(SB), Y10; \
+	Q6KCORR(S0, S1, S2, S3); \
 	Q6KMUL(XO0(DI), XO1(DI), XO2(DI), XO3(DI), S0, S1, S2, S3, Y0); \
 	Q6KMUL(XO0(DI)(R8*1), XO1(DI)(R8*1), XO2(DI)(R8*1), XO3(DI)(R8*1), S0, S1, S2, S3, Y1); \
 	Q6KMUL(XO0(DI)(R8*2), XO1(DI)(R8*2), XO2(DI)(R8*2), XO3(DI)(R8*2), S0, S1, S2, S3, Y2); \
@@ -105,8 +149,10 @@ GLOBL q6ktmask2<>(SB), RODATA|NOPTR, $32
 	VMOVUPS ACC(SP), Y0; \
 	VEXTRACTF128 $1, Y0, X2; \
 	VADDPS X2, X0, X0; \
-	VHADDPS X0, X0, X0; \
-	VHADDPS X0, X0, X0; \
+	VMOVHLPS X0, X0, X2; \
+	VADDPS X2, X0, X0; \
+	VMOVSHDUP X0, X2; \
+	VADDSS X2, X0, X0; \
 	VMOVSS X0, DST
 
 // func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
@@ -117,15 +163,12 @@ TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
 	MOVQ w_base+0(FP), SI
 	MOVQ xq_base+24(FP), DI
 	MOVQ xd_base+48(FP), DX
-	MOVQ xs_base+72(FP), BX
 	MOVQ nb+96(FP), CX
 	MOVQ CX, R8
 	SHLQ $8, R8                // activation stride in codes
 	LEAQ (DI)(R8*1), R9        // activation 1; activation 3 is (R9)(R8*2)
 	MOVQ CX, R10
 	SHLQ $2, R10               // activation stride in scale bytes
-	MOVQ CX, R11
-	SHLQ $5, R11               // activation stride in sum bytes
 	VMOVDQU q6ktmask4<>(SB), Y15
 	VMOVDQU q6ktmask2<>(SB), Y14
 	VXORPS Y0, Y0, Y0
@@ -148,11 +191,10 @@ q6ktblock:
 	Q6KSCALES(24, 26, 224)
 	Q6KSCALES(28, 30, 256)
 
-	Q6KINIT((BX), Y0)
-	Q6KINIT((BX)(R11*1), Y1)
-	Q6KINIT((BX)(R11*2), Y2)
-	LEAQ (BX)(R11*2), AX
-	Q6KINIT((AX)(R11*1), Y3)
+	VPXOR Y0, Y0, Y0           // the four activations' int32 lanes
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
 
 	Q6KUNPACK(0, 32, 128)
 	Q6KHALF(0, 32, 64, 96, 32, 64, 96, 128)
@@ -172,7 +214,6 @@ q6ktblock:
 	ADDQ $256, DI
 	ADDQ $256, R9
 	ADDQ $4, DX
-	ADDQ $32, BX
 	DECQ CX
 	JMP  q6ktblock
 
@@ -200,6 +241,7 @@ TEXT ·q6kRows(SB), NOSPLIT, $32-128
 	MOVQ out_len+112(FP), R12
 	VMOVDQU q6ktmask4<>(SB), Y15
 	VMOVDQU q6ktmask2<>(SB), Y14
+	VMOVDQU q6ktm32<>(SB), Y7
 
 q6krow:
 	TESTQ R12, R12
@@ -208,7 +250,6 @@ q6krow:
 	MOVQ xq_base+32(FP), DI
 	MOVQ xd_base+56(FP), DX
 	MOVQ xd_len+64(FP), CX
-	MOVQ xs_base+80(FP), BX
 	VXORPS Y0, Y0, Y0
 
 q6krblock:
@@ -216,11 +257,7 @@ q6krblock:
 	JZ    q6krsum
 	VPMOVSXBW 192(SI), Y2      // 16 scales as words
 	VMOVDQU Y2, 0(SP)
-	// offset: 32 * sum_g sc_g * bsum_g, as int32 (8 lanes)
-	VPMADDWD (BX), Y2, Y3
-	VPSLLD $5, Y3, Y3
-	VPXOR Y8, Y8, Y8
-	VPSUBD Y3, Y8, Y8          // acc = -offset
+	VPXOR Y8, Y8, Y8           // eight int32 lanes, as ggml's sumi
 
 	MOVQ $0, R13               // half: 0 or 64 (ql offset)
 
@@ -257,11 +294,21 @@ q6krhalf:
 	VPSLLW $4, Y10, Y10
 	VPOR Y10, Y13, Y13
 
-	// activations of this half start at DI + 2*R13 (0 or 128)
+	// activations of this half start at DI + 2*R13 (0 or 128); as ggml,
+	// the offset 32 leaves each pair of products in the same word:
+	// q*x + q'*x' - (32*x + 32*x')
+	VPMADDUBSW (DI)(R13*2), Y7, Y1
 	VPMADDUBSW (DI)(R13*2), Y9, Y9
+	VPSUBW Y1, Y9, Y9
+	VPMADDUBSW 32(DI)(R13*2), Y7, Y10
 	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
+	VPSUBW Y10, Y11, Y11
+	VPMADDUBSW 64(DI)(R13*2), Y7, Y1
 	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
+	VPSUBW Y1, Y12, Y12
+	VPMADDUBSW 96(DI)(R13*2), Y7, Y10
 	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
+	VPSUBW Y10, Y13, Y13
 
 	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
 	MOVQ R13, R14
@@ -302,15 +349,16 @@ q6krhalf:
 	ADDQ $210, SI
 	ADDQ $256, DI
 	ADDQ $4, DX
-	ADDQ $32, BX
 	DECQ CX
 	JMP  q6krblock
 
 q6krsum:
-	VEXTRACTF128 $1, Y0, X2
+	VEXTRACTF128 $1, Y0, X2    // hsum_float_8, as q6kDotAVX
 	VADDPS X2, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	VMOVHLPS X0, X0, X2
+	VADDPS X2, X0, X0
+	VMOVSHDUP X0, X2
+	VADDSS X2, X0, X0
 	VMOVSS X0, (R11)
 	ADDQ R10, R9
 	ADDQ $4, R11

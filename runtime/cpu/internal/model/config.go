@@ -6,6 +6,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 )
@@ -38,6 +39,10 @@ type Config struct {
 	InvFreq []float32
 	// PosScale multiplies positions (linear rope scaling), 1 otherwise.
 	PosScale float32
+	// RopeThetaScale is llama.cpp's theta_scale, powf(freq_base,
+	// -2.0f/RopeDim), when the rope is not scaled (0 otherwise): then the
+	// rotation angles are computed as ggml's rope does (see ropeTables).
+	RopeThetaScale float32
 
 	// QKNorm is set for qwen3: per-head RMSNorm of Q and K before rope.
 	QKNorm bool
@@ -132,8 +137,12 @@ func readConfig(f *gguf.File) (Config, error) {
 	for i := range c.InvFreq {
 		c.InvFreq[i] = float32(math.Pow(base, -float64(2*i)/float64(c.RopeDim)))
 	}
+	plain := slices.Clone(c.InvFreq)
 	if err := c.applyRopeScaling(f); err != nil {
 		return Config{}, err
+	}
+	if c.PosScale == 1 && slices.Equal(plain, c.InvFreq) {
+		c.RopeThetaScale = float32(math.Pow(float64(float32(base)), float64(float32(-2)/float32(c.RopeDim))))
 	}
 	return c, nil
 }

@@ -487,9 +487,24 @@ func (r *Runner) growScratch(n int) {
 const inlineAttention = 32 << 10
 
 // ropeTables fills the cos/sin of every batch token's rotation angles.
+// Without rope scaling they are ggml's bit for bit (ggml_rope_cache_init):
+// the angle starts at the position and is multiplied by theta_scale in
+// float32 from pair to pair, and its sine and cosine are glibc's sinf and
+// cosf (kernels.Sincosf); the F16 cache rounds the rotated query to F16,
+// which turns a last-bit difference into a whole F16 step.
 func (r *Runner) ropeTables(b *Batch) {
 	cfg := &r.m.Cfg
 	half := cfg.RopeDim / 2
+	if ts := cfg.RopeThetaScale; ts != 0 {
+		for i, pos := range b.Pos {
+			theta := float32(pos)
+			for j := range half {
+				r.sin[i*half+j], r.cos[i*half+j] = kernels.Sincosf(theta)
+				theta *= ts
+			}
+		}
+		return
+	}
 	for i, pos := range b.Pos {
 		p := float64(float32(pos) * cfg.PosScale)
 		for j, f := range cfg.InvFreq {
@@ -509,17 +524,27 @@ func (r *Runner) rope(vec []float32, heads, token int) {
 		if cfg.RopeNeox {
 			for j := range half {
 				x0, x1 := hv[j], hv[j+half]
-				hv[j] = x0*cos[j] - x1*sin[j]
-				hv[j+half] = x0*sin[j] + x1*cos[j]
+				hv[j], hv[j+half] = ropePair(x0, x1, cos[j], sin[j])
 			}
 			continue
 		}
 		for j := range half {
 			x0, x1 := hv[2*j], hv[2*j+1]
-			hv[2*j] = x0*cos[j] - x1*sin[j]
-			hv[2*j+1] = x0*sin[j] + x1*cos[j]
+			hv[2*j], hv[2*j+1] = ropePair(x0, x1, cos[j], sin[j])
 		}
 	}
+}
+
+// ropePair rotates (x0, x1) by the angle with cosine c and sine s as
+// ggml's compiled rope does: x0*c - x1*s and x0*s + x1*c, each with the
+// x0 product fused into the addition (GCC contracts them so; the other
+// contractions disagree with llama.cpp's outputs). The float64 FMA rounds
+// twice, which differs from one float32 rounding only at exact float64
+// halfway points.
+func ropePair(x0, x1, c, s float32) (float32, float32) {
+	y0 := float32(math.FMA(float64(x0), float64(c), float64(-(x1 * s))))
+	y1 := float32(math.FMA(float64(x0), float64(s), float64(x1*c)))
+	return y0, y1
 }
 
 // attentionRange computes causal attention for tasks [lo,hi) of the

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -138,6 +139,74 @@ func TestLlama3RopeScaling(t *testing.T) {
 			if !(f < base && f > base/8) {
 				t.Errorf("pair %d (wavelength %.1f): %v not between %v and %v", i, wavelen, f, base/8, base)
 			}
+		}
+	}
+}
+
+// TestRopeThetaScale checks when the rope takes ggml's angles: an unscaled
+// rope gets powf(base, -2/ropeDim) as theta_scale and angles position ×
+// theta_scale^pair within a float32 rounding per step of the plain
+// frequencies; linear and llama3 scaling keep the scaled frequencies
+// (theta_scale 0).
+func TestRopeThetaScale(t *testing.T) {
+	plain, err := Load(rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) { return kv, ts }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &plain.Cfg
+	want := float32(math.Pow(10000, -2/float64(c.RopeDim)))
+	if c.RopeThetaScale == 0 || math.Abs(float64(c.RopeThetaScale-want)) > 1e-7 {
+		t.Fatalf("unscaled rope: theta_scale %v, want about %v", c.RopeThetaScale, want)
+	}
+	r := NewRunner(plain, kernels.NewPool(1), 4)
+	var b Batch
+	cache := plain.NewCache(8)
+	for i := 0; i < 3; i++ {
+		b.Add(cache, 1, i, false)
+	}
+	r.ropeTables(&b)
+	half := c.RopeDim / 2
+	for i := 0; i < 3; i++ {
+		for j := 0; j < half; j++ {
+			angle := float64(i) * float64(c.InvFreq[j])
+			if d := math.Abs(float64(r.cos[i*half+j]) - math.Cos(angle)); d > 1e-5 {
+				t.Errorf("position %d pair %d: cos %v, want about %v", i, j, r.cos[i*half+j], math.Cos(angle))
+			}
+			if d := math.Abs(float64(r.sin[i*half+j]) - math.Sin(angle)); d > 1e-5 {
+				t.Errorf("position %d pair %d: sin %v, want about %v", i, j, r.sin[i*half+j], math.Sin(angle))
+			}
+		}
+	}
+	for _, scaling := range []string{"linear", "llama3"} {
+		m, err := Load(rewrite(t, func(kv []gguf.KV, ts []gguf.TensorData) ([]gguf.KV, []gguf.TensorData) {
+			kv = setKV(kv, "llama.rope.scaling.type", scaling)
+			kv = setKV(kv, "llama.rope.scaling.factor", float32(8))
+			kv = setKV(kv, "llama.rope.scaling.original_context_length", uint32(64))
+			return kv, ts
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Cfg.RopeThetaScale != 0 {
+			t.Errorf("%s rope scaling: theta_scale %v, want 0 (the scaled frequencies)", scaling, m.Cfg.RopeThetaScale)
+		}
+	}
+}
+
+// TestRopePairFusesLikeGGML checks the rotation against llama.cpp's ROPE
+// output for two pairs of k256-q6_k's query at position 30 (F16 cache
+// case, pairs 4 and 6; cos and sin are Sincosf of ggml's angles there),
+// where the unfused x0*c - x1*s, x0*s + x1*c give other bits.
+func TestRopePairFusesLikeGGML(t *testing.T) {
+	for _, tc := range [][6]uint32{
+		// x0, x1, cos, sin, llama.cpp's y0, y1
+		{0x3efbbccc, 0xbe1a6d48, 0xbf7f81dc, 0xbd7e0346, 0xbf00054a, 0x3df5d03d},
+		{0x3ec07a8f, 0xbe8d0b34, 0x3f15413a, 0xbf4ffced, 0xbb97c223, 0xbeee9cb9},
+	} {
+		f := func(i int) float32 { return math.Float32frombits(tc[i]) }
+		y0, y1 := ropePair(f(0), f(1), f(2), f(3))
+		if math.Float32bits(y0) != tc[4] || math.Float32bits(y1) != tc[5] {
+			t.Errorf("ropePair(%v, %v, %v, %v) = %v, %v; llama.cpp %v, %v", f(0), f(1), f(2), f(3), y0, y1, f(4), f(5))
 		}
 	}
 }
