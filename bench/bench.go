@@ -164,7 +164,7 @@ func RunPoint(ctx context.Context, pc PointConfig) (*PointResult, error) {
 		ModelID: cc.Model, Tokenizer: set.Tokenizer, Dataset: set.Name, BaseURL: cl.BaseURL(),
 		NumPrompts: pc.NumPrompts, ISL: pc.Dataset.InputLen, OSL: pc.Dataset.OutputLen,
 		RequestRate: rate, Burstiness: burst, MaxConcurrency: pc.Load.MaxConcurrency,
-		IgnoreEOS: cc.IgnoreEOS, NumWarmups: pc.Load.NumWarmups, Seed: pc.Load.Seed,
+		IgnoreEOS: cc.IgnoreEOS, SamplingParams: cc.Sampling(), NumWarmups: pc.Load.NumWarmups, Seed: pc.Load.Seed,
 		Percentiles: pc.Percentiles, SLO: pc.SLO, Warnings: warnings, Simulated: pc.Simulated,
 		Requests: out.Requests, Summary: sum,
 	}

@@ -1,6 +1,8 @@
 package ctl
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -54,6 +56,11 @@ sweep's report.json.
 			&cli.StringFlag{Name: "request-rate", Value: "inf", Usage: "arrivals per second, or inf"},
 			&cli.Float64Flag{Name: "burstiness", Value: 1, Usage: "gamma shape of arrival gaps (1 = Poisson)"},
 			&cli.BoolFlag{Name: "ignore-eos", Value: true, Usage: "generate exactly --osl tokens"},
+			&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature of every request (default 0: greedy, as vLLM's benchmark, so every server runs the same sampler)"},
+			&cli.Float64Flag{Name: "top-p", Usage: "top_p of every request (default: the server's)"},
+			&cli.IntFlag{Name: "top-k", Usage: "top_k of every request (default: the server's)"},
+			&cli.Float64Flag{Name: "min-p", Usage: "min_p of every request (default: the server's)"},
+			&cli.StringFlag{Name: "extra-body", Usage: "JSON object merged into every request body, e.g. '{\"cache_prompt\": false}' (the sampling flags win over it)"},
 			&cli.BoolFlag{Name: "continuous-usage", Value: true, Usage: "ask for per-chunk usage to count multi-token chunks (dropped if the server refuses)"},
 			&cli.IntFlag{Name: "num-warmups", Value: 1, Usage: "warm-up requests before each measured run"},
 			&cli.Int64Flag{Name: "seed", Usage: "dataset and arrival seed"},
@@ -182,14 +189,73 @@ func benchTemplate(c *cli.Context) (bench.PointConfig, error) {
 	if (ds.Name == "sharegpt" || ds.Name == "custom") && ds.Path == "" {
 		return bench.PointConfig{}, usageError(c, "--dataset %s needs --dataset-path", ds.Name)
 	}
+	extra, err := requestExtras(c)
+	if err != nil {
+		return bench.PointConfig{}, err
+	}
 	return bench.PointConfig{
 		Client: client.Config{API: api, IgnoreEOS: c.Bool("ignore-eos"), ContinuousUsage: c.Bool("continuous-usage"),
-			RequestTimeout: c.Duration("request-timeout")},
+			ExtraBody: extra, RequestTimeout: c.Duration("request-timeout")},
 		Dataset: ds, NumPrompts: c.Int("num-prompts"),
 		Load: loadgen.Options{MaxConcurrency: c.Int("max-concurrency"), RequestRate: rate, Burstiness: c.Float64("burstiness"),
 			NumWarmups: c.Int("num-warmups"), Seed: c.Int64("seed"), RequestIDPrefix: "bench-"},
 		Percentiles: pcts, SLO: slo, Label: c.String("label"), ServerTokenizer: !c.Bool("no-server-tokenizer"),
 	}, nil
+}
+
+// requestExtras builds the fields added to every request body: the
+// --extra-body object, then the sampling flags given.
+func requestExtras(c *cli.Context) (map[string]any, error) {
+	var extra map[string]any
+	if raw := c.String("extra-body"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &extra); err != nil || extra == nil {
+			return nil, usageError(c, "--extra-body: want a JSON object such as '{\"cache_prompt\": false}': %v", errOrNull(err))
+		}
+	}
+	set := func(key string, v any) {
+		if extra == nil {
+			extra = map[string]any{}
+		}
+		extra[key] = v
+	}
+	if c.IsSet("temperature") {
+		t := c.Float64("temperature")
+		if !(t >= 0) || math.IsInf(t, 1) {
+			return nil, usageError(c, "--temperature %v: want 0 (greedy) or more", t)
+		}
+		set("temperature", t)
+	}
+	if c.IsSet("top-p") {
+		p := c.Float64("top-p")
+		if !(p > 0 && p <= 1) {
+			return nil, usageError(c, "--top-p %v: want a value in (0, 1]", p)
+		}
+		set("top_p", p)
+	}
+	if c.IsSet("top-k") {
+		k := c.Int("top-k")
+		if k < -1 {
+			return nil, usageError(c, "--top-k %d: want -1 or 0 (off) or a positive count", k)
+		}
+		set("top_k", k)
+	}
+	if c.IsSet("min-p") {
+		p := c.Float64("min-p")
+		if !(p >= 0 && p <= 1) {
+			return nil, usageError(c, "--min-p %v: want a value in [0, 1]", p)
+		}
+		set("min_p", p)
+	}
+	return extra, nil
+}
+
+// errOrNull names why a JSON value is not an object: its parse error, or
+// that it was null.
+func errOrNull(err error) error {
+	if err != nil {
+		return err
+	}
+	return errors.New("null is not an object")
 }
 
 func parseRate(s string) (float64, error) {

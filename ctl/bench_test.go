@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,6 +136,12 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"bench", "--url", inf.URL, "--dataset", "sharegpt"}, "--dataset-path"},
 		{[]string{"bench", "--url", inf.URL, "--header", "novalue"}, "--header"},
 		{[]string{"bench", "--url", inf.URL, "--no-such-flag"}, "no-such-flag"},
+		{[]string{"bench", "--url", inf.URL, "--temperature", "-1"}, "--temperature"},
+		{[]string{"bench", "--url", inf.URL, "--top-p", "0"}, "--top-p"},
+		{[]string{"bench", "--url", inf.URL, "--top-k", "-2"}, "--top-k"},
+		{[]string{"bench", "--url", inf.URL, "--min-p", "2"}, "--min-p"},
+		{[]string{"bench", "--url", inf.URL, "--extra-body", "[1]"}, "--extra-body"},
+		{[]string{"bench", "--url", inf.URL, "--extra-body", "null"}, "--extra-body"},
 	} {
 		out, code := runCtl(t, tc.args...)
 		if code != exitUsage || !strings.Contains(out, tc.want) || !strings.HasPrefix(out, "ttisctl bench: ") {
@@ -177,5 +184,75 @@ func TestBenchDevCatalog(t *testing.T) {
 	}
 	if out, code := runCtl(t, "--socket", prodSock, "bench", "q", "--dev-mode", "--plan"); code != exitUsage || !strings.Contains(out, "--dev-mode grades only --url servers") {
 		t.Errorf("--dev-mode on a prod unit: exit %d\n%s", code, out)
+	}
+}
+
+// TestBenchSamplingParams: without sampling flags every request asks for
+// greedy decoding (temperature 0, as vLLM's benchmark does), so servers
+// with different default samplers are measured alike; the flags and
+// --extra-body reach every request, and the result records what was sent.
+func TestBenchSamplingParams(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"served-model","max_model_len":2048}]}`)
+		case "/v1/completions":
+			var b map[string]any
+			if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+				t.Errorf("request body: %v", err)
+			}
+			mu.Lock()
+			bodies = append(bodies, b)
+			mu.Unlock()
+			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\" a\"}]}\n\ndata: {\"choices\":[{\"text\":\" b\"}]}\n\n")
+			fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	run := func(extra ...string) (sent []map[string]any, recorded map[string]any) {
+		t.Helper()
+		mu.Lock()
+		bodies = nil
+		mu.Unlock()
+		args := append([]string{"bench", "--url", srv.URL, "--isl", "8", "--osl", "2", "--num-prompts", "2", "--no-server-tokenizer",
+			"--num-warmups", "0", "--no-progress", "--state-dir", t.TempDir(), "-o", "json"}, extra...)
+		out, errs, code := runCtlStdout(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, errs)
+		}
+		var res struct {
+			Sampling map[string]any `json:"sampling_params"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("result: %v\n%s", err, out)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bodies) != 2 {
+			t.Fatalf("%v: %d requests, want 2", extra, len(bodies))
+		}
+		return bodies, res.Sampling
+	}
+	sent, rec := run()
+	for _, b := range sent {
+		if v, ok := b["temperature"]; !ok || v != 0.0 {
+			t.Errorf("default request temperature %v (sent: %v), want 0", v, ok)
+		}
+	}
+	if rec["temperature"] != 0.0 || len(rec) != 1 {
+		t.Errorf("recorded sampling %v, want temperature 0 alone", rec)
+	}
+	sent, rec = run("--temperature", "0.7", "--top-k", "40", "--extra-body", `{"cache_prompt": false, "temperature": 2}`)
+	for _, b := range sent {
+		if b["temperature"] != 0.7 || b["top_k"] != 40.0 || b["cache_prompt"] != false {
+			t.Errorf("request %v: want temperature 0.7 (the flag wins over --extra-body), top_k 40, cache_prompt false", b)
+		}
+	}
+	if rec["temperature"] != 0.7 || rec["top_k"] != 40.0 || rec["cache_prompt"] != false {
+		t.Errorf("recorded sampling %v", rec)
 	}
 }

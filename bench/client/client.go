@@ -38,6 +38,8 @@ type Config struct {
 	// chunks carrying several tokens are counted right.
 	ContinuousUsage bool
 	// ExtraBody is merged into every request body (sampling options ...).
+	// Without a "temperature" in it, requests ask for greedy decoding
+	// (DefaultTemperature).
 	ExtraBody map[string]any
 	// RequestTimeout bounds one request (0: no bound beyond the context).
 	RequestTimeout time.Duration
@@ -91,12 +93,31 @@ type Prompt struct {
 	OutputTokens int
 }
 
-// body renders the request JSON; continuous asks for per-chunk usage.
-func (c *Client) body(p Prompt, continuous bool) ([]byte, error) {
-	m := make(map[string]any, 8+len(c.cfg.ExtraBody))
-	for k, v := range c.cfg.ExtraBody {
+// DefaultTemperature is sent when ExtraBody names no temperature: greedy
+// decoding, as vLLM's benchmark_serving does, so that every server measured
+// runs the same sampler. Left to themselves, servers sample differently
+// (OpenAI's default is temperature 1 over the whole vocabulary,
+// llama-server's a top-k/top-p/min-p chain at 0.8), and a sampler over a
+// large vocabulary per token is part of what a run would then measure.
+const DefaultTemperature = 0.0
+
+// Sampling returns the fields of ExtraBody that every request carries,
+// with the default temperature filled in: what a result records as its
+// sampling parameters.
+func (cfg Config) Sampling() map[string]any {
+	m := make(map[string]any, len(cfg.ExtraBody)+1)
+	for k, v := range cfg.ExtraBody {
 		m[k] = v
 	}
+	if _, ok := m["temperature"]; !ok {
+		m["temperature"] = DefaultTemperature
+	}
+	return m
+}
+
+// body renders the request JSON; continuous asks for per-chunk usage.
+func (c *Client) body(p Prompt, continuous bool) ([]byte, error) {
+	m := c.cfg.Sampling()
 	m["model"] = c.cfg.Model
 	m["stream"] = true
 	so := map[string]any{"include_usage": true}

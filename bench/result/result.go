@@ -35,6 +35,8 @@ type Run struct {
 	Burstiness     float64
 	MaxConcurrency int
 	IgnoreEOS      bool
+	// SamplingParams are the sampling fields every request carried.
+	SamplingParams map[string]any
 	NumWarmups     int
 	Seed           int64
 	Percentiles    []float64
@@ -142,6 +144,7 @@ func Build(r *Run) *Object {
 	o.Set("base_url", r.BaseURL)
 	o.Set("endpoint", r.Endpoint)
 	o.Set("ignore_eos", r.IgnoreEOS)
+	o.Set("sampling_params", r.SamplingParams)
 	o.Set("num_warmups", r.NumWarmups)
 	o.Set("seed", r.Seed)
 	o.Set("simulated", r.Simulated)
