@@ -24,6 +24,7 @@
 	VMOVSHDUP xlo, xhi; \
 	VADDSS xhi, xlo, xlo
 
+
 // func bf16Tile512x6(w []uint16, ws int, x []uint16, xs int, n int, out []float32, os int)
 // tinyBLAS's BF16 order with the instruction it uses: out[b*os+r] =
 // sum over c<n of w[r*ws+c]*x[b*xs+c] for r < 4, b < 6, each output one

@@ -12,6 +12,24 @@ var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX
 // also checks that the OS saves the AVX-512 state).
 var haveVNNI = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
+// have512 reports whether the AVX-512 F16 and F32 tiles (dense512_amd64.s)
+// run here. The F16 tiles give the AVX2 tiles' results; the F32 tiles add
+// in the order of ggml's AVX-512 build (16 lanes) rather than the AVX2
+// tiles' 8. A variable so the benchmarks can compare the two.
+var have512 = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+
+//go:noescape
+func f16Tile512x6(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+
+//go:noescape
+func f16Tile512x1(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+
+//go:noescape
+func f32Tile512x6(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
+
+//go:noescape
+func f32Tile512x1(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
+
 //go:noescape
 func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int)
 
@@ -228,6 +246,19 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 	// one sequential stream per thread is what the hardware prefetchers
 	// follow best once the matrix is larger than the caches (measured:
 	// about 1.4x the throughput of four interleaved rows from DRAM).
+	if have512 && batch > 1 && cols%16 == 0 {
+		// tinyBLAS's tiles, as ggml's AVX-512 build runs them.
+		for ; r+4 <= r1; r += 4 {
+			wr := w[r*cols : (r+4)*cols]
+			b := 0
+			for ; b+6 <= batch; b += 6 {
+				f32Tile512x6(wr, cols, x[b*cols:(b+6)*cols], cols, cols, out[b*rows+r:(b+5)*rows+r+4], rows)
+			}
+			for ; b < batch; b++ {
+				f32Tile512x1(wr, cols, x[b*cols:(b+1)*cols], cols, cols, out[b*rows+r:b*rows+r+4], rows)
+			}
+		}
+	}
 	if n8 > 0 && batch > 1 {
 		for ; r+4 <= r1; r += 4 {
 			wr := w[r*cols : (r+4)*cols]
@@ -335,6 +366,18 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 	x, out := j.x[:batch*cols], j.out
 	if f16Gemm(rows, cols, batch) {
 		r := r0
+		if have512 {
+			for ; r+4 <= r1; r += 4 {
+				wr := w[r*cols : (r+4)*cols]
+				b := 0
+				for ; b+6 <= batch; b += 6 {
+					f16Tile512x6(wr, cols, x[b*cols:(b+6)*cols], cols, cols, out[b*rows+r:(b+5)*rows+r+4], rows)
+				}
+				for ; b < batch; b++ {
+					f16Tile512x1(wr, cols, x[b*cols:(b+1)*cols], cols, cols, out[b*rows+r:b*rows+r+4], rows)
+				}
+			}
+		}
 		for ; r+4 <= r1; r += 4 {
 			wr := w[r*cols : (r+4)*cols]
 			b := 0
@@ -591,7 +634,7 @@ func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 // run here. They give the same results as the AVX2 tiles (VDPBF16PS is
 // what both reproduce), faster; a variable so the benchmarks can compare.
 //
-//go:generate go run ./internal/tilegen bf16tile512_amd64.s
+//go:generate go run ./internal/tilegen bf16tile512_amd64.s dense512_amd64.s
 var haveBF16Tiles = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BF16
 
 //go:noescape
