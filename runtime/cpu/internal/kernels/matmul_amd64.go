@@ -104,6 +104,9 @@ func f16DotVecAVX(w []uint16, x []float32) float32
 func roundF16AVX(dst, src []float32)
 
 //go:noescape
+func f16VecRows(w []uint16, ws int, x []float32, n int, out []float32)
+
+//go:noescape
 func f16DotVec4AVX(w []uint16, ws int, x []float32, n int, out []float32)
 
 //go:noescape
@@ -397,6 +400,10 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 	}
 	for b := 0; b < batch; b++ {
 		xb := x[b*cols : (b+1)*cols]
+		if cols%f16VecLanes == 0 {
+			f16VecRows(w[r0*cols:r1*cols], cols, xb, cols, out[b*rows+r0:b*rows+r1])
+			continue
+		}
 		r := r0
 		for ; r+4 <= r1; r += 4 {
 			f16DotVec4AVX(w[r*cols:(r+4)*cols], cols, xb, cols, out[b*rows+r:b*rows+r+4])
