@@ -17,14 +17,19 @@ func main() {
 	if len(os.Args) != 3 {
 		log.Fatal("usage: tilegen BF16OUTPUT.s DENSEOUTPUT.s")
 	}
-	write(os.Args[1], header, tile(6), tile(1))
-	write(os.Args[2], denseHeader, floatTile(f16, 6), floatTile(f16, 1), floatTile(f32, 6), floatTile(f32, 1))
+	bf16, dense := files()
+	for path, text := range map[string]string{os.Args[1]: bf16, os.Args[2]: dense} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			log.Fatal(err)
+		}
+	}
 }
 
-func write(path string, parts ...string) {
-	if err := os.WriteFile(path, []byte(strings.Join(parts, "\n")), 0o644); err != nil {
-		log.Fatal(err)
-	}
+// files returns the text of the BF16 and the F16/F32 tile files.
+func files() (bf16, dense string) {
+	bf16 = strings.Join([]string{header, tile(6), tile(1)}, "\n")
+	dense = strings.Join([]string{denseHeader, floatTile(f16, 6), floatTile(f16, 1), floatTile(f32, 6), floatTile(f32, 1)}, "\n")
+	return bf16, dense
 }
 
 // vdpbf16ps encodes VDPBF16PS zmm(dst), zmm(src1), zmm(src2) (Intel
