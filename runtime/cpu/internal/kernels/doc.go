@@ -17,7 +17,10 @@
 // register tiles so that each weight vector loaded serves several activation
 // rows: 4x3 (rows x batch) for float weights, 1x8 row tiles for float batches
 // of 8-15, 2x4 for Q8_0/Q4_0/Q5_0, 4x4 AVX512-VNNI tiles for Q8_0 where
-// the CPU has them, and 1x4 tiles for Q4_K/Q5_K/Q6_K that unpack each
+// the CPU has them, 4x6 AVX-512 tiles for F32/F16 and AVX512_BF16 (VDPBF16PS)
+// tiles for BF16 where the CPU has those (written by internal/tilegen; F16
+// and BF16 equal the AVX2 tiles bit for bit, F32 adds in the 16-lane order
+// of ggml's AVX-512 build), and 1x4 tiles for Q4_K/Q5_K/Q6_K that unpack each
 // super-block once for four activation rows (ktile.go; their outputs equal
 // the row dot products' bit for bit). Q5_1 uses row dot products for every
 // batch size.
