@@ -61,3 +61,48 @@ func TestAsm512Tiles(t *testing.T) {
 		}
 	}
 }
+
+// dotF32Lanes64 is ggml_vec_dot_f32's order on AVX-512 for len(w) a
+// multiple of 64 (fused multiply-adds emulated in float64 as in
+// dotF32Lanes16).
+func dotF32Lanes64(w, x []float32) float32 {
+	var acc [64]float32
+	for i := 0; i+64 <= len(w); i += 64 {
+		for l := range acc {
+			acc[l] = float32(float64(acc[l]) + float64(w[i+l])*float64(x[i+l]))
+		}
+	}
+	var l16 [16]float32
+	for l := range l16 {
+		l16[l] = (acc[l] + acc[l+32]) + (acc[l+16] + acc[l+48])
+	}
+	return reduce16(&l16)
+}
+
+// TestAsmF32VecRows holds f32VecRows to ggml_vec_dot_f32's AVX-512 order.
+func TestAsmF32VecRows(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(65, 66))
+	exact, total := 0, 0
+	for _, n := range []int{64, 128, 768, 2048} {
+		ws := n + 8
+		w, x := randVec(rng, 5*ws), randVec(rng, n)
+		out := make([]float32, 5)
+		f32VecRows(w, ws, x, n, out)
+		for r := range out {
+			wr := w[r*ws : r*ws+n]
+			want := dotF32Lanes64(wr, x)
+			closeSum(t, "f32VecRows", out[r], want, absDot(wr, x))
+			total++
+			if math.Float32bits(out[r]) == math.Float32bits(want) {
+				exact++
+			}
+		}
+	}
+	// The float64 emulation of a fused multiply-add rounds twice, which
+	// can differ from the hardware's single rounding only rarely.
+	t.Logf("f32VecRows: %d of %d rows bit-exact", exact, total)
+	if exact < total*9/10 {
+		t.Errorf("f32VecRows equals the 64-lane order bit for bit in %d of %d rows", exact, total)
+	}
+}

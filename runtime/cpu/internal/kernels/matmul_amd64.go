@@ -43,6 +43,9 @@ func axpyF32AVX(alpha float32, x, y []float32)
 func f32Tile4x1(w []float32, ws int, x []float32, n int, out []float32)
 
 //go:noescape
+func f32VecRows(w []float32, ws int, x []float32, n int, out []float32)
+
+//go:noescape
 func dotF32Rows(w []float32, stride int, x []float32, n int, out []float32)
 
 //go:noescape
@@ -287,9 +290,13 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 	for b := 0; b < batch; b++ {
 		xb := x[b*cols : (b+1)*cols]
 		ob := out[b*rows+r : b*rows+r1]
-		if n8 > 0 {
+		switch {
+		case have512 && cols%64 == 0:
+			// ggml_vec_dot_f32's order on AVX-512 CPUs, as ggml runs there.
+			f32VecRows(w[r*cols:r1*cols], cols, xb, cols, ob)
+		case n8 > 0:
 			dotF32Rows(w[r*cols:r1*cols], cols, xb, n8, ob)
-		} else {
+		default:
 			clear(ob)
 		}
 		if n8 < cols {
