@@ -13,9 +13,10 @@ var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX
 var haveVNNI = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
 // have512 reports whether the AVX-512 F16 and F32 tiles (dense512_amd64.s)
-// run here. The F16 tiles give the AVX2 tiles' results; the F32 tiles add
-// in the order of ggml's AVX-512 build (16 lanes) rather than the AVX2
-// tiles' 8. A variable so the benchmarks can compare the two.
+// run here. The F16 tiles give the AVX2 tiles' results; F32 products add in
+// the orders of ggml's AVX-512 build (tiles of 16 lanes, f32VecRows' 64 for
+// one activation row) rather than its AVX2 build's (8 and 32), as ggml
+// would on this CPU. A variable so the benchmarks can compare the two.
 var have512 = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
 
 //go:noescape
