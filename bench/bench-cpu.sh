@@ -5,8 +5,9 @@
 #   bench/bench-cpu.sh LLAMA_BIN_DIR        (or: make bench-cpu LLAMA_BIN=DIR)
 #
 # LLAMA_BIN_DIR holds llama-bench and llama-server (a llama.cpp CPU build).
-# Raw speed: `ttisctl model bench` against `llama-bench` (pp128, tg128) and the
-# peak RSS of each process; served: `ttisd serve` against `llama-server -np N`,
+# Raw speed: `ttisctl model bench` against `llama-bench` (ppN for each N in PP,
+# tg128) and the peak RSS of each process (of the run with the first PP size
+# and tg128; the other sizes run apart); served: `ttisd serve` against `llama-server -np N`,
 # both measured by `ttisctl bench --url` (random prompts, ignore_eos) at each
 # concurrency. Every repetition runs the two engines back to back, alternating
 # which goes first, and the table shows medians and their ratios (ttis/llama).
@@ -14,6 +15,7 @@
 # Environment (defaults in brackets):
 #   MODELS         preset:type list for the raw table ["24m:f32 24m:f16 24m:q8_0 134m:f32 134m:f16 134m:q8_0 134m:q4_k"]
 #   SERVED_MODELS  preset:type list for the served table ["24m:q8_0"]
+#   PP             prompt sizes of the raw table ["128 512"]
 #   THREADS [2]  REPS [3]  CONCURRENCY ["1 2 4 8 16"]  PROMPTS [16]  ISL [128]  OSL [128]
 #   TTISCTL, TTISD  the binaries [bin/ttisctl, bin/ttisd]   KEEP=1 keeps the work folder
 # Needs python3 (to read the JSON results) and GNU time (/usr/bin/time) for RSS.
@@ -32,6 +34,9 @@ done
 MODELS=${MODELS-"24m:f32 24m:f16 24m:q8_0 134m:f32 134m:f16 134m:q8_0 134m:q4_k"}
 SERVED_MODELS=${SERVED_MODELS-"24m:q8_0"}
 THREADS=${THREADS:-2}
+PP=${PP:-"128 512"}
+PP_FIRST=${PP%% *}
+PP_REST=${PP#"$PP_FIRST"}
 REPS=${REPS:-3}
 CONCURRENCY=${CONCURRENCY:-"1 2 4 8 16"}
 PROMPTS=${PROMPTS:-16}
@@ -62,27 +67,43 @@ rss() {
 }
 
 raw_ttis() { # model spec, file
-	local kib
-	kib=$(rss "$TTISCTL" -o json model bench -t "$THREADS" -p 128 -n 128 --batch 1 -r 1 "$2")
-	python3 - "$1" "$kib" "$WORK/out" >>"$RESULTS" <<'EOF'
+	local kib p
+	kib=$(rss "$TTISCTL" -o json model bench -t "$THREADS" -p "$PP_FIRST" -n 128 --batch 1 -r 1 "$2")
+	ttis_rows "$1"
+	for p in $PP_REST; do
+		rss "$TTISCTL" -o json model bench -t "$THREADS" -p "$p" -n 0 -r 1 "$2" >/dev/null
+		ttis_rows "$1"
+	done
+	printf 'ttis\t%s\trss_mib\t%s\n' "$1" "$(awk '{print $1/1024}' <<<"$kib")" >>"$RESULTS"
+}
+
+ttis_rows() { # model spec (rows from $WORK/out)
+	python3 - "$1" "$WORK/out" >>"$RESULTS" <<'EOF'
 import json, sys
-spec, kib, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+spec, path = sys.argv[1], sys.argv[2]
 for r in json.load(open(path)):
     print(f"ttis\t{spec}\t{r['test']}\t{r['tokens_per_second']}")
-print(f"ttis\t{spec}\trss_mib\t{kib/1024}")
 EOF
 }
 
 raw_llama() {
-	local kib
-	kib=$(rss "$LLAMA_BIN/llama-bench" -m "$2" -t "$THREADS" -p 128 -n 128 -r 1 -o json)
-	python3 - "$1" "$kib" "$WORK/out" >>"$RESULTS" <<'EOF'
+	local kib p
+	kib=$(rss "$LLAMA_BIN/llama-bench" -m "$2" -t "$THREADS" -p "$PP_FIRST" -n 128 -r 1 -o json)
+	llama_rows "$1"
+	for p in $PP_REST; do
+		rss "$LLAMA_BIN/llama-bench" -m "$2" -t "$THREADS" -p "$p" -n 0 -r 1 -o json >/dev/null
+		llama_rows "$1"
+	done
+	printf 'llama\t%s\trss_mib\t%s\n' "$1" "$(awk '{print $1/1024}' <<<"$kib")" >>"$RESULTS"
+}
+
+llama_rows() { # model spec (rows from $WORK/out)
+	python3 - "$1" "$WORK/out" >>"$RESULTS" <<'EOF'
 import json, sys
-spec, kib, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+spec, path = sys.argv[1], sys.argv[2]
 for r in json.load(open(path)):
     test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
     print(f"llama\t{spec}\t{test}\t{r['avg_ts']}")
-print(f"llama\t{spec}\trss_mib\t{kib/1024}")
 EOF
 }
 

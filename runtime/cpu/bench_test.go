@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -12,21 +13,28 @@ import (
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 )
 
+// forwardThreads is BenchmarkForward's thread count: -forward.threads=1
+// gives the single-core figures (compare per-core efficiency with
+// llama-bench -t 1).
+var forwardThreads = flag.Int("forward.threads", 2, "compute threads of BenchmarkForward")
+
 // BenchmarkForward measures llama-bench's tests on the synthetic presets
-// with 2 threads: pp128 (one 128-token prompt batch), tg128 (128 decode
-// steps of one sequence) and tg128@N (128 batched steps of N = 2, 4, 8, 16
-// sequences), reporting tokens/s. Models are written to a temp dir per preset, e.g.
+// with 2 threads (-forward.threads): pp128 (one 128-token prompt batch),
+// tg128 (128 decode steps of one sequence) and tg128@N (128 batched steps
+// of N = 2, 4, 8, 16 sequences), reporting tokens/s. Models are written to
+// a temp dir per preset and type, e.g.
 //
 //	go test -run '^$' -bench 'Forward/24m-q8_0' -benchtime 3x ./runtime/cpu/
+//	go test -run '^$' -bench 'Forward/134m-f16/tg' -benchtime 3x ./runtime/cpu/ -forward.threads=1
 func BenchmarkForward(b *testing.B) {
 	for _, preset := range []string{"24m", "134m"} {
-		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0} {
+		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
 			b.Run(fmt.Sprintf("%s-%s", preset, strings.ToLower(typ.String())), func(b *testing.B) {
 				path := filepath.Join(b.TempDir(), "model.gguf")
 				if err := synth.Create(path, synth.Options{Preset: preset, Type: typ, Seed: 1}); err != nil {
 					b.Fatal(err)
 				}
-				bench, err := OpenBench(path, 2, 128, "")
+				bench, err := OpenBench(path, *forwardThreads, 128, "")
 				if err != nil {
 					b.Fatal(err)
 				}

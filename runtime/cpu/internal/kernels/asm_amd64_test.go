@@ -109,6 +109,15 @@ func TestAsmF16(t *testing.T) {
 		f16Gemm4x1AVX(w, stride, x, n, out41)
 		vec4 := make([]float32, 4)
 		f16DotVec4AVX(w, stride, x, n-3, vec4)
+		rows := make([]float32, 4)
+		if n%f16VecLanes == 0 {
+			f16VecRows(w, stride, x, n, rows)
+			for r := range rows {
+				if want := dotF16VecGo(w[r*stride:r*stride+n], x[:n]); math.Float32bits(rows[r]) != math.Float32bits(want) {
+					t.Errorf("n=%d f16VecRows row %d = %g, dotF16VecGo %g", n, r, rows[r], want)
+				}
+			}
+		}
 		out43 := make([]float32, 2*6+4)
 		f16Gemm4x3AVX(w, stride, x, stride, n, out43, 6)
 		for r := 0; r < 4; r++ {

@@ -128,7 +128,7 @@ func BenchmarkDecodeMatMuls(b *testing.B) {
 	defer p.Close()
 	rng := rand.New(rand.NewPCG(2, 2))
 	for _, m := range models {
-		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeQ8_0} {
+		for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0} {
 			for _, batch := range []int{1, 8} {
 				b.Run(fmt.Sprintf("%s/%s/batch%d", typ, m.name, batch), func(b *testing.B) {
 					type mm struct {

@@ -20,8 +20,11 @@
 // AVX512-VNNI, 4x1..4x4 tiles for batches of 2-4 and 4x8 tiles (activation
 // rows in the vector lanes, packed by q8PackGo, no horizontal sums) from 5
 // on, both adding each block in the same order so that, from two rows on, a
-// row's result does not depend on the batch around it; and 1x4 (and 1x2
-// for Q4_K) tiles for Q4_K/Q5_K/Q6_K that unpack each
+// row's result does not depend on the batch around it; 4x6 AVX-512 tiles
+// for F32/F16 and AVX512_BF16 (VDPBF16PS) tiles for BF16 where the CPU has
+// those (written by internal/tilegen; F16 and BF16 equal the AVX2 tiles bit
+// for bit, F32 adds in the 16-lane order of ggml's AVX-512 build); and 1x4
+// (and 1x2 for Q4_K) tiles for Q4_K/Q5_K/Q6_K that unpack each
 // super-block once for four activation rows (ktile.go; their outputs equal
 // the row dot products' bit for bit). Q5_1 uses row dot products for every
 // batch size.

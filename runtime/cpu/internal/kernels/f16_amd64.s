@@ -544,3 +544,72 @@ r16loop:
 r16done:
 	VZEROUPPER
 	RET
+
+// func f16VecRows(w []uint16, ws int, x []float32, n int, out []float32)
+// out[r] = f16DotVecAVX(w[r*ws:r*ws+n], x[:n]) for r < len(out), for n a
+// multiple of 64 (no leftovers): the same instructions, one call for a
+// whole run of rows, which decode streams one after the other. (Measured
+// against 512-bit loads and PREFETCHT0/T1/NTA at several distances on the
+// fixtures' AMD EPYC: from DRAM none beat this loop.)
+TEXT ·f16VecRows(SB), NOSPLIT, $0-88
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R8
+	MOVQ x_base+32(FP), DI
+	MOVQ n+56(FP), CX
+	MOVQ out_base+64(FP), DX
+	MOVQ out_len+72(FP), BX
+	SHLQ $1, R8                // row stride in bytes
+	SHLQ $1, CX                // weight bytes per row
+
+hrrow:
+	TESTQ BX, BX
+	JZ    hrdone
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+
+hrloop:
+	CMPQ AX, CX
+	JAE  hrsum
+	VCVTPH2PS (SI)(AX*1), Y8
+	VCVTPH2PS 16(SI)(AX*1), Y9
+	VCVTPH2PS 32(SI)(AX*1), Y10
+	VCVTPH2PS 48(SI)(AX*1), Y11
+	VFMADD231PS (DI)(AX*2), Y8, Y0
+	VFMADD231PS 32(DI)(AX*2), Y9, Y1
+	VFMADD231PS 64(DI)(AX*2), Y10, Y2
+	VFMADD231PS 96(DI)(AX*2), Y11, Y3
+	VCVTPH2PS 64(SI)(AX*1), Y8
+	VCVTPH2PS 80(SI)(AX*1), Y9
+	VCVTPH2PS 96(SI)(AX*1), Y10
+	VCVTPH2PS 112(SI)(AX*1), Y11
+	VFMADD231PS 128(DI)(AX*2), Y8, Y4
+	VFMADD231PS 160(DI)(AX*2), Y9, Y5
+	VFMADD231PS 192(DI)(AX*2), Y10, Y6
+	VFMADD231PS 224(DI)(AX*2), Y11, Y7
+	ADDQ $128, AX
+	JMP  hrloop
+
+hrsum:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	REDUCE16(Y0, Y1, X0, X1)
+	VMOVSS X0, (DX)
+	ADDQ   $4, DX
+	ADDQ   R8, SI
+	DECQ   BX
+	JMP    hrrow
+
+hrdone:
+	VZEROUPPER
+	RET

@@ -372,3 +372,81 @@ astore8:
 arowsdone:
 	VZEROUPPER
 	RET
+
+// func f32VecRows(w []float32, ws int, x []float32, n int, out []float32)
+// out[r] = the dot product of w[r*ws:r*ws+n] and x[:n] for r < len(out) in
+// the order of ggml_vec_dot_f32 on AVX-512 (GGML_F32_STEP 64): lane l of 64
+// sums elements l, l+64, ... with fused multiply-adds (Y0..Y7 hold lanes
+// 0-7, ..., 56-63, ggml's four zmm accumulators); GGML_F32x16_REDUCE adds
+// lanes l+32 onto l, then l+16 onto l, and _mm512_reduce_add_ps the rest.
+// n must be a multiple of 64 (ggml's leftover loop is not reproduced).
+// dotF32Rows keeps the order of ggml's AVX2 build (32 lanes).
+TEXT ·f32VecRows(SB), NOSPLIT, $0-88
+	MOVQ w_base+0(FP), SI
+	MOVQ ws+24(FP), R8
+	MOVQ x_base+32(FP), DI
+	MOVQ n+56(FP), CX
+	MOVQ out_base+64(FP), DX
+	MOVQ out_len+72(FP), BX
+	SHLQ $2, R8
+	SHLQ $2, CX
+
+frrow:
+	TESTQ BX, BX
+	JZ    frdone
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   AX, AX
+
+frloop:
+	CMPQ AX, CX
+	JAE  frsum
+	VMOVUPS (SI)(AX*1), Y8
+	VMOVUPS 32(SI)(AX*1), Y9
+	VMOVUPS 64(SI)(AX*1), Y10
+	VMOVUPS 96(SI)(AX*1), Y11
+	VFMADD231PS (DI)(AX*1), Y8, Y0
+	VFMADD231PS 32(DI)(AX*1), Y9, Y1
+	VFMADD231PS 64(DI)(AX*1), Y10, Y2
+	VFMADD231PS 96(DI)(AX*1), Y11, Y3
+	VMOVUPS 128(SI)(AX*1), Y8
+	VMOVUPS 160(SI)(AX*1), Y9
+	VMOVUPS 192(SI)(AX*1), Y10
+	VMOVUPS 224(SI)(AX*1), Y11
+	VFMADD231PS 128(DI)(AX*1), Y8, Y4
+	VFMADD231PS 160(DI)(AX*1), Y9, Y5
+	VFMADD231PS 192(DI)(AX*1), Y10, Y6
+	VFMADD231PS 224(DI)(AX*1), Y11, Y7
+	ADDQ $256, AX
+	JMP  frloop
+
+frsum:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	// The 16 remaining lanes as _mm512_reduce_add_ps: 8+8, 4+4, 2+2, 1+1.
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VPERMILPS $0x4E, X0, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ   $4, DX
+	ADDQ   R8, SI
+	DECQ   BX
+	JMP    frrow
+
+frdone:
+	VZEROUPPER
+	RET

@@ -37,17 +37,20 @@ func TestMatMulNoOverread(t *testing.T) {
 	for _, typ := range []gguf.TensorType{gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_K, gguf.TypeQ6_K,
 		gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ5_K} {
 		cols := 256
-		const rows = 6
-		data, err := Quantize(typ, randVec(rng, rows*cols))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := NewWeight(typ, rows, cols, guarded(t, data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, batch := range []int{1, 4, 7} {
-			checkMatMul(t, p, w, randVec(rng, batch*cols), batch)
+		// 6 rows take the row loops; 8 the 4-row tiles of every type
+		// (F16 and BF16 tile only matrices of whole 4-row groups).
+		for _, rows := range []int{6, 8} {
+			data, err := Quantize(typ, randVec(rng, rows*cols))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := NewWeight(typ, rows, cols, guarded(t, data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, batch := range []int{1, 4, 7} {
+				checkMatMul(t, p, w, randVec(rng, batch*cols), batch)
+			}
 		}
 	}
 }

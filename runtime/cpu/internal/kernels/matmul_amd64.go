@@ -12,6 +12,25 @@ var haveAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX
 // also checks that the OS saves the AVX-512 state).
 var haveVNNI = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
 
+// have512 reports whether the AVX-512 F16 and F32 tiles (dense512_amd64.s)
+// run here. The F16 tiles give the AVX2 tiles' results; F32 products add in
+// the orders of ggml's AVX-512 build (tiles of 16 lanes, f32VecRows' 64 for
+// one activation row) rather than its AVX2 build's (8 and 32), as ggml
+// would on this CPU. A variable so the benchmarks can compare the two.
+var have512 = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
+
+//go:noescape
+func f16Tile512x6(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+
+//go:noescape
+func f16Tile512x1(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
+
+//go:noescape
+func f32Tile512x6(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
+
+//go:noescape
+func f32Tile512x1(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
+
 //go:noescape
 func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
 
@@ -26,6 +45,9 @@ func axpyF32AVX(alpha float32, x, y []float32)
 
 //go:noescape
 func f32Tile4x1(w []float32, ws int, x []float32, n int, out []float32)
+
+//go:noescape
+func f32VecRows(w []float32, ws int, x []float32, n int, out []float32)
 
 //go:noescape
 func dotF32Rows(w []float32, stride int, x []float32, n int, out []float32)
@@ -87,6 +109,9 @@ func f16DotVecAVX(w []uint16, x []float32) float32
 
 //go:noescape
 func roundF16AVX(dst, src []float32)
+
+//go:noescape
+func f16VecRows(w []uint16, ws int, x []float32, n int, out []float32)
 
 //go:noescape
 func f16DotVec4AVX(w []uint16, ws int, x []float32, n int, out []float32)
@@ -231,6 +256,19 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 	// one sequential stream per thread is what the hardware prefetchers
 	// follow best once the matrix is larger than the caches (measured:
 	// about 1.4x the throughput of four interleaved rows from DRAM).
+	if have512 && batch > 1 && cols%16 == 0 {
+		// tinyBLAS's tiles, as ggml's AVX-512 build runs them.
+		for ; r+4 <= r1; r += 4 {
+			wr := w[r*cols : (r+4)*cols]
+			b := 0
+			for ; b+6 <= batch; b += 6 {
+				f32Tile512x6(wr, cols, x[b*cols:(b+6)*cols], cols, cols, out[b*rows+r:(b+5)*rows+r+4], rows)
+			}
+			for ; b < batch; b++ {
+				f32Tile512x1(wr, cols, x[b*cols:(b+1)*cols], cols, cols, out[b*rows+r:b*rows+r+4], rows)
+			}
+		}
+	}
 	if n8 > 0 && batch > 1 {
 		for ; r+4 <= r1; r += 4 {
 			wr := w[r*cols : (r+4)*cols]
@@ -256,9 +294,13 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 	for b := 0; b < batch; b++ {
 		xb := x[b*cols : (b+1)*cols]
 		ob := out[b*rows+r : b*rows+r1]
-		if n8 > 0 {
+		switch {
+		case have512 && cols%64 == 0:
+			// ggml_vec_dot_f32's order on AVX-512 CPUs, as ggml runs there.
+			f32VecRows(w[r*cols:r1*cols], cols, xb, cols, ob)
+		case n8 > 0:
 			dotF32Rows(w[r*cols:r1*cols], cols, xb, n8, ob)
-		} else {
+		default:
 			clear(ob)
 		}
 		if n8 < cols {
@@ -338,6 +380,18 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 	x, out := j.x[:batch*cols], j.out
 	if f16Gemm(rows, cols, batch) {
 		r := r0
+		if have512 {
+			for ; r+4 <= r1; r += 4 {
+				wr := w[r*cols : (r+4)*cols]
+				b := 0
+				for ; b+6 <= batch; b += 6 {
+					f16Tile512x6(wr, cols, x[b*cols:(b+6)*cols], cols, cols, out[b*rows+r:(b+5)*rows+r+4], rows)
+				}
+				for ; b < batch; b++ {
+					f16Tile512x1(wr, cols, x[b*cols:(b+1)*cols], cols, cols, out[b*rows+r:b*rows+r+4], rows)
+				}
+			}
+		}
 		for ; r+4 <= r1; r += 4 {
 			wr := w[r*cols : (r+4)*cols]
 			b := 0
@@ -357,6 +411,10 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 	}
 	for b := 0; b < batch; b++ {
 		xb := x[b*cols : (b+1)*cols]
+		if cols%f16VecLanes == 0 {
+			f16VecRows(w[r0*cols:r1*cols], cols, xb, cols, out[b*rows+r0:b*rows+r1])
+			continue
+		}
 		r := r0
 		for ; r+4 <= r1; r += 4 {
 			f16DotVec4AVX(w[r*cols:(r+4)*cols], cols, xb, cols, out[b*rows+r:b*rows+r+4])
@@ -380,6 +438,18 @@ func matmulBF16(j *matmulJob, r0, r1 int) {
 	x, out := j.xh[:batch*cols], j.out
 	r := r0
 	if bf16Gemm(rows, cols, batch) {
+		if haveBF16Tiles {
+			for ; r+4 <= r1; r += 4 {
+				wr := w[r*cols : (r+4)*cols]
+				b := 0
+				for ; b+6 <= batch; b += 6 {
+					bf16Tile512x6(wr, cols, x[b*cols:(b+6)*cols], cols, cols, out[b*rows+r:(b+5)*rows+r+4], rows)
+				}
+				for ; b < batch; b++ {
+					bf16Tile512x1(wr, cols, x[b*cols:(b+1)*cols], cols, cols, out[b*rows+r:b*rows+r+4], rows)
+				}
+			}
+		}
 		for ; r+4 <= r1; r += 4 {
 			for b := 0; b < batch; b++ {
 				bf16Gemm4x1AVX(w[r*cols:(r+4)*cols], cols, x[b*cols:(b+1)*cols], cols, out[b*rows+r:b*rows+r+4])
@@ -641,3 +711,16 @@ func q5kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 	_ = out[3*os]
 	q5kTile1x4(w, xq, xd, xs, nb, out, os)
 }
+
+// haveBF16Tiles reports whether the AVX512_BF16 tiles (bf16tile512_amd64.s)
+// run here. They give the same results as the AVX2 tiles (VDPBF16PS is
+// what both reproduce), faster; a variable so the benchmarks can compare.
+//
+//go:generate go run ./internal/tilegen bf16tile512_amd64.s dense512_amd64.s
+var haveBF16Tiles = haveAsm && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BF16
+
+//go:noescape
+func bf16Tile512x6(w []uint16, ws int, x []uint16, xs int, n int, out []float32, os int)
+
+//go:noescape
+func bf16Tile512x1(w []uint16, ws int, x []uint16, xs int, n int, out []float32, os int)
