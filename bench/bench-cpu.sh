@@ -8,13 +8,13 @@
 # Raw speed: `ttisctl model bench` against `llama-bench` (ppN for each N in PP,
 # tg128) and the peak RSS of each process (of the run with the first PP size
 # and tg128; the other sizes run apart); served: `ttisd serve` against `llama-server -np N`,
-# both measured by `ttisctl bench --url` (random prompts, ignore_eos) at each
-# concurrency. Every repetition runs the two engines back to back, alternating
+# both measured by `ttisctl bench --url` (random prompts, ignore_eos, greedy
+# decoding for both servers) at each concurrency. Every repetition runs the two engines back to back, alternating
 # which goes first, and the table shows medians and their ratios (ttis/llama).
 #
 # Environment (defaults in brackets):
 #   MODELS         preset:type list for the raw table ["24m:f32 24m:f16 24m:q8_0 134m:f32 134m:f16 134m:q8_0 134m:q4_k"]
-#   SERVED_MODELS  preset:type list for the served table ["24m:q8_0"]
+#   SERVED_MODELS  preset:type list for the served table ["24m:q8_0 134m:q8_0"]
 #   PP             prompt sizes of the raw table ["128 512"]
 #   THREADS [2]  REPS [3]  CONCURRENCY ["1 2 4 8 16"]  PROMPTS [16]  ISL [128]  OSL [128]
 #   TTISCTL, TTISD  the binaries [bin/ttisctl, bin/ttisd]   KEEP=1 keeps the work folder
@@ -32,7 +32,7 @@ for b in "$TTISCTL" "$TTISD" /usr/bin/time python3; do
 	command -v "$b" >/dev/null || { echo "$0: $b not found (make build; apt install time python3)" >&2; exit 2; }
 done
 MODELS=${MODELS-"24m:f32 24m:f16 24m:q8_0 134m:f32 134m:f16 134m:q8_0 134m:q4_k"}
-SERVED_MODELS=${SERVED_MODELS-"24m:q8_0"}
+SERVED_MODELS=${SERVED_MODELS-"24m:q8_0 134m:q8_0"}
 THREADS=${THREADS:-2}
 PP=${PP:-"128 512"}
 PP_FIRST=${PP%% *}
