@@ -359,7 +359,7 @@ func TestAsmKQuants(t *testing.T) {
 			asm, ref func(w []byte) float32
 		}{
 			{gguf.TypeQ4_K, func(w []byte) float32 { return q4kDotAVX(w, xq, xd, xs) }, func(w []byte) float32 { return dotQ4KGo(w, xq, xd, xs) }},
-			{gguf.TypeQ6_K, func(w []byte) float32 { return q6kDotAVX(w, xq, xd, xs) }, func(w []byte) float32 { return dotQ6KGo(w, xq, xd) }},
+			{gguf.TypeQ6_K, func(w []byte) float32 { return q6kDotAVX(w, xq, xd, kSums(gguf.TypeQ6_K, xq, nil)) }, func(w []byte) float32 { return dotQ6KGo(w, xq, xd) }},
 		} {
 			src := randVec(rng, cols)
 			for i := range src {
@@ -526,7 +526,7 @@ func TestAsmIntegerExact(t *testing.T) {
 		if got, want := q4kDotAVX(q4k, kq, kd, ks), dotQ4KGo(q4k, kq, kd, ks); got != want {
 			t.Fatalf("Q4_K nb=%d: asm %g, go %g", nb, got, want)
 		}
-		if got, want := q6kDotAVX(q6k, kq, kd, ks), dotQ6KGo(q6k, kq, kd); got != want {
+		if got, want := q6kDotAVX(q6k, kq, kd, kSums(gguf.TypeQ6_K, kq, nil)), dotQ6KGo(q6k, kq, kd); got != want {
 			t.Fatalf("Q6_K nb=%d: asm %g, go %g", nb, got, want)
 		}
 	}
@@ -594,6 +594,7 @@ func TestAsmKRows(t *testing.T) {
 			w := mustWeight(t, tc.typ, rows, cols, randVec(rng, rows*cols))
 			xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
 			quantizeQ8KGo(randVec(rng, cols), xq, xd, xs)
+			xs = kSums(tc.typ, xq, xs)
 			out := make([]float32, rows-1)
 			tc.rows(w.Data, rb, 1, xq, xd, xs, out)
 			for i, got := range out {

@@ -17,12 +17,6 @@ DATA kmask2<>+16(SB)/8, $0x0303030303030303
 DATA kmask2<>+24(SB)/8, $0x0303030303030303
 GLOBL kmask2<>(SB), RODATA|NOPTR, $32
 
-DATA kmask32<>+0(SB)/8, $0x2020202020202020
-DATA kmask32<>+8(SB)/8, $0x2020202020202020
-DATA kmask32<>+16(SB)/8, $0x2020202020202020
-DATA kmask32<>+24(SB)/8, $0x2020202020202020
-GLOBL kmask32<>(SB), RODATA|NOPTR, $32
-
 // func q4kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
 // Block layout in quant.go: f16 d, f16 dmin, 12 bytes of packed 6-bit
 // scales and mins, 128 bytes of nibbles. The scales and mins are unpacked
@@ -141,17 +135,19 @@ q4kdone:
 // times x, minus 32 times x, in each word of product pairs; words times
 // the scales into eight int32 lanes (lane i: elements 4i..4i+3 of each
 // 32-element run); per super-block the lanes to float, fused-multiply-added
-// with d*xd into eight float lanes; hsum_float_8 at the end. xs (the
-// activations' 16-element sums) is not used.
+// with d*xd into eight float lanes; hsum_float_8 at the end. xs holds the
+// activations' 32*(x[2i]+x[2i+1]) (q6kPairSums, 128 words per super-block):
+// the same words ggml's _mm256_maddubs_epi16(m32s, q8) makes for every
+// weight row, made once per activation row instead.
 TEXT ·q6kDotAVX(SB), NOSPLIT, $64-100
 	MOVQ w_base+0(FP), SI
 	MOVQ xq_base+24(FP), DI
 	MOVQ xd_base+48(FP), DX
 	MOVQ xd_len+56(FP), CX
+	MOVQ xs_base+72(FP), BX
 	VXORPS Y0, Y0, Y0
 	VMOVDQU kmask4<>(SB), Y15
 	VMOVDQU kmask2<>(SB), Y14
-	VMOVDQU kmask32<>(SB), Y7
 
 q6kblock:
 	TESTQ CX, CX
@@ -195,21 +191,18 @@ q6khalf:
 	VPSLLW $4, Y10, Y10
 	VPOR Y10, Y13, Y13
 
-	// activations of this half start at DI + 2*R13 (0 or 128); as ggml,
-	// the offset 32 leaves each pair of products in the same word:
-	// q*x + q'*x' - (32*x + 32*x')
-	VPMADDUBSW (DI)(R13*2), Y7, Y1
+	// activations of this half start at DI + 2*R13 (0 or 128), their pair
+	// sums at BX + 2*R13 (also 0 or 128 bytes); as ggml, the offset 32
+	// leaves each pair of products in the same word:
+	// q*x + q'*x' - 32*(x + x')
 	VPMADDUBSW (DI)(R13*2), Y9, Y9
-	VPSUBW Y1, Y9, Y9
-	VPMADDUBSW 32(DI)(R13*2), Y7, Y10
+	VPSUBW (BX)(R13*2), Y9, Y9
 	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
-	VPSUBW Y10, Y11, Y11
-	VPMADDUBSW 64(DI)(R13*2), Y7, Y1
+	VPSUBW 32(BX)(R13*2), Y11, Y11
 	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
-	VPSUBW Y1, Y12, Y12
-	VPMADDUBSW 96(DI)(R13*2), Y7, Y10
+	VPSUBW 64(BX)(R13*2), Y12, Y12
 	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
-	VPSUBW Y10, Y13, Y13
+	VPSUBW 96(BX)(R13*2), Y13, Y13
 
 	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
 	MOVQ R13, R14
@@ -249,6 +242,7 @@ q6khalf:
 
 	ADDQ $210, SI
 	ADDQ $256, DI
+	ADDQ $256, BX
 	ADDQ $4, DX
 	DECQ CX
 	JMP  q6kblock

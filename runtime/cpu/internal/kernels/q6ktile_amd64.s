@@ -19,18 +19,6 @@ DATA q6ktmask2<>+16(SB)/8, $0x0303030303030303
 DATA q6ktmask2<>+24(SB)/8, $0x0303030303030303
 GLOBL q6ktmask2<>(SB), RODATA|NOPTR, $32
 
-DATA q6ktm32<>+0(SB)/8, $0x2020202020202020
-DATA q6ktm32<>+8(SB)/8, $0x2020202020202020
-DATA q6ktm32<>+16(SB)/8, $0x2020202020202020
-DATA q6ktm32<>+24(SB)/8, $0x2020202020202020
-GLOBL q6ktm32<>(SB), RODATA|NOPTR, $32
-
-DATA q6ktm80<>+0(SB)/8, $0x8080808080808080
-DATA q6ktm80<>+8(SB)/8, $0x8080808080808080
-DATA q6ktm80<>+16(SB)/8, $0x8080808080808080
-DATA q6ktm80<>+24(SB)/8, $0x8080808080808080
-GLOBL q6ktm80<>(SB), RODATA|NOPTR, $32
-
 // Frame: 0..31 the 16 scales as words; 32+32k (k = 4*half + quarter) the
 // scale pair of codes register k, sc[2k] in the low 128 bits and sc[2k+1]
 // in the high ones; 288+32a the 8-lane float sum of activation a.
@@ -42,58 +30,34 @@ GLOBL q6ktm80<>(SB), RODATA|NOPTR, $32
 	VINSERTI128 $1, X3, Y2, Y2; \
 	VMOVDQU Y2, DST(SP)
 
-// The tile takes ggml's integer lanes another way than q6kDotAVX (which
-// does as ggml: unsigned codes q times the activations x, minus 32 times
-// the activations' pair sums): it multiplies the signed codes c = q-32 by
-// the activations offset to unsigned, x+128, and takes 128 times the codes'
-// pair sums off once per super-block and weight row, for all four
-// activations. Both give sc*sum(c*x) over the same four elements in each
-// int32 lane, and integer sums do not depend on the order, so the lanes,
-// and with them the float results, are ggml's exactly. Words stay within
-// int16: |255*32*2| < 32768.
+// The tile forms ggml's integer lanes as q6kDotAVX does: unsigned codes
+// q times the activations x, minus the activations' pair sums
+// 32*(x+x') (q6kPairSums, made once per MatMul call), in each word; so
+// the words, the lanes and the float results are ggml's exactly.
 
-// Q6KMUL adds one activation's 128 codes of the half (XA..XD, four runs of 32
-// codes) times the signed codes Y9, Y11, Y12, Y13 and their scale pairs at
-// SA..SD to IACC; Y10 holds 0x80 in every byte.
-#define Q6KMUL(XA, XB, XC, XD, SA, SB, SC, SD, IACC) \
-	VPXOR XA, Y10, Y4; \
-	VPXOR XB, Y10, Y5; \
-	VPMADDUBSW Y9, Y4, Y4; \
-	VPMADDUBSW Y11, Y5, Y5; \
+// Q6KMUL adds one activation's 128 codes of the half (XA..XD, four runs of
+// 32 codes; PA..PD their pair sums) times the unsigned codes Y9, Y11, Y12,
+// Y13 and their scale pairs at SA..SD to IACC.
+#define Q6KMUL(XA, XB, XC, XD, PA, PB, PC, PD, SA, SB, SC, SD, IACC) \
+	VPMADDUBSW XA, Y9, Y4; \
+	VPMADDUBSW XB, Y11, Y5; \
+	VPSUBW PA, Y4, Y4; \
+	VPSUBW PB, Y5, Y5; \
 	VPMADDWD SA(SP), Y4, Y4; \
 	VPMADDWD SB(SP), Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC; \
-	VPXOR XC, Y10, Y4; \
-	VPXOR XD, Y10, Y5; \
-	VPMADDUBSW Y12, Y4, Y4; \
-	VPMADDUBSW Y13, Y5, Y5; \
+	VPMADDUBSW XC, Y12, Y4; \
+	VPMADDUBSW XD, Y13, Y5; \
+	VPSUBW PC, Y4, Y4; \
+	VPSUBW PD, Y5, Y5; \
 	VPMADDWD SC(SP), Y4, Y4; \
 	VPMADDWD SD(SP), Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC
 
-// Q6KCORR takes 128 * sc * (pair sums of the half's signed codes) off the
-// four activations' lanes Y0..Y3: the x+128 offset's share.
-#define Q6KCORR(SA, SB, SC, SD) \
-	VPMADDUBSW Y9, Y10, Y6; \
-	VPMADDWD SA(SP), Y6, Y6; \
-	VPMADDUBSW Y11, Y10, Y7; \
-	VPMADDWD SB(SP), Y7, Y7; \
-	VPADDD Y7, Y6, Y6; \
-	VPMADDUBSW Y12, Y10, Y7; \
-	VPMADDWD SC(SP), Y7, Y7; \
-	VPADDD Y7, Y6, Y6; \
-	VPMADDUBSW Y13, Y10, Y7; \
-	VPMADDWD SD(SP), Y7, Y7; \
-	VPADDD Y7, Y6, Y6; \
-	VPSUBD Y6, Y0, Y0; \
-	VPSUBD Y6, Y1, Y1; \
-	VPSUBD Y6, Y2, Y2; \
-	VPSUBD Y6, Y3, Y3
-
 // Q6KUNPACK unpacks half h's 128 codes (ql at QL, qh at QH) into Y9, Y11,
-// Y12, Y13 as q6kDotAVX does, then makes them signed (q-32).
+// Y12, Y13 as q6kDotAVX does.
 #define Q6KUNPACK(QL, QL32, QH) \
 	VMOVDQU QL(SI), Y4; \
 	VMOVDQU QL32(SI), Y5; \
@@ -118,22 +82,15 @@ GLOBL q6ktm80<>(SB), RODATA|NOPTR, $32
 	VPSRLW $6, Y6, Y10; \
 	VPAND Y14, Y10, Y10; \
 	VPSLLW $4, Y10, Y10; \
-	VPOR Y10, Y13, Y13; \
-	VMOVDQU q6ktm32<>(SB), Y10; \
-	VPSUBB Y10, Y9, Y9; \
-	VPSUBB Y10, Y11, Y11; \
-	VPSUBB Y10, Y12, Y12; \
-	VPSUBB Y10, Y13, Y13
+	VPOR Y10, Y13, Y13
 
-// Q6KHALF runs half h (activation codes from offset XO) for all four
-// activations; S0 is the frame offset of its first scale pair.
+// Q6KHALF runs half h (activation codes and pair sums from offset XO)
+// for all four activations; S0 is the frame offset of its first scale pair.
 #define Q6KHALF(XO0, XO1, XO2, XO3, S0, S1, S2, S3) \
-	VMOVDQU q6ktm80<>(SB), Y10; \
-	Q6KCORR(S0, S1, S2, S3); \
-	Q6KMUL(XO0(DI), XO1(DI), XO2(DI), XO3(DI), S0, S1, S2, S3, Y0); \
-	Q6KMUL(XO0(DI)(R8*1), XO1(DI)(R8*1), XO2(DI)(R8*1), XO3(DI)(R8*1), S0, S1, S2, S3, Y1); \
-	Q6KMUL(XO0(DI)(R8*2), XO1(DI)(R8*2), XO2(DI)(R8*2), XO3(DI)(R8*2), S0, S1, S2, S3, Y2); \
-	Q6KMUL(XO0(R9)(R8*2), XO1(R9)(R8*2), XO2(R9)(R8*2), XO3(R9)(R8*2), S0, S1, S2, S3, Y3)
+	Q6KMUL(XO0(DI), XO1(DI), XO2(DI), XO3(DI), XO0(BX), XO1(BX), XO2(BX), XO3(BX), S0, S1, S2, S3, Y0); \
+	Q6KMUL(XO0(DI)(R8*1), XO1(DI)(R8*1), XO2(DI)(R8*1), XO3(DI)(R8*1), XO0(BX)(R8*1), XO1(BX)(R8*1), XO2(BX)(R8*1), XO3(BX)(R8*1), S0, S1, S2, S3, Y1); \
+	Q6KMUL(XO0(DI)(R8*2), XO1(DI)(R8*2), XO2(DI)(R8*2), XO3(DI)(R8*2), XO0(BX)(R8*2), XO1(BX)(R8*2), XO2(BX)(R8*2), XO3(BX)(R8*2), S0, S1, S2, S3, Y2); \
+	Q6KMUL(XO0(R9)(R8*2), XO1(R9)(R8*2), XO2(R9)(R8*2), XO3(R9)(R8*2), XO0(R11)(R8*2), XO1(R11)(R8*2), XO2(R11)(R8*2), XO3(R11)(R8*2), S0, S1, S2, S3, Y3)
 
 // Q6KACT adds activation a's super-block part d*xd*IACC to its float sum.
 #define Q6KACT(XD, IACC, ACC) \
@@ -157,8 +114,8 @@ GLOBL q6ktm80<>(SB), RODATA|NOPTR, $32
 
 // func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
 // w is one row of nb super-blocks; xq, xd and xs hold four activation rows
-// one after the other (256*nb codes, nb scales and 16*nb sums each); the
-// product with activation a goes to out[a*os].
+// one after the other (256*nb codes, nb scales and 128*nb pair sums,
+// q6kPairSums, each); the product with activation a goes to out[a*os].
 TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
 	MOVQ w_base+0(FP), SI
 	MOVQ xq_base+24(FP), DI
@@ -167,6 +124,8 @@ TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
 	MOVQ CX, R8
 	SHLQ $8, R8                // activation stride in codes
 	LEAQ (DI)(R8*1), R9        // activation 1; activation 3 is (R9)(R8*2)
+	MOVQ xs_base+72(FP), BX    // pair sums: 256*nb bytes per activation too
+	LEAQ (BX)(R8*1), R11
 	MOVQ CX, R10
 	SHLQ $2, R10               // activation stride in scale bytes
 	VMOVDQU q6ktmask4<>(SB), Y15
@@ -213,6 +172,8 @@ q6ktblock:
 	ADDQ $210, SI
 	ADDQ $256, DI
 	ADDQ $256, R9
+	ADDQ $256, BX
+	ADDQ $256, R11
 	ADDQ $4, DX
 	DECQ CX
 	JMP  q6ktblock
@@ -233,7 +194,7 @@ q6ktdone:
 // out[r] = the product of row r of w (rows of rb bytes) with one Q8_K
 // activation row, for r < len(out): decode's loop over the rows without a
 // call per row. The row body is q6kDotAVX's, so out[r] equals q6kDotAVX of
-// that row bit for bit.
+// that row bit for bit; xs is its q6kPairSums.
 TEXT ·q6kRows(SB), NOSPLIT, $32-128
 	MOVQ w_base+0(FP), R9
 	MOVQ rb+24(FP), R10
@@ -241,7 +202,6 @@ TEXT ·q6kRows(SB), NOSPLIT, $32-128
 	MOVQ out_len+112(FP), R12
 	VMOVDQU q6ktmask4<>(SB), Y15
 	VMOVDQU q6ktmask2<>(SB), Y14
-	VMOVDQU q6ktm32<>(SB), Y7
 
 q6krow:
 	TESTQ R12, R12
@@ -250,6 +210,7 @@ q6krow:
 	MOVQ xq_base+32(FP), DI
 	MOVQ xd_base+56(FP), DX
 	MOVQ xd_len+64(FP), CX
+	MOVQ xs_base+80(FP), BX
 	VXORPS Y0, Y0, Y0
 
 q6krblock:
@@ -294,21 +255,18 @@ q6krhalf:
 	VPSLLW $4, Y10, Y10
 	VPOR Y10, Y13, Y13
 
-	// activations of this half start at DI + 2*R13 (0 or 128); as ggml,
-	// the offset 32 leaves each pair of products in the same word:
-	// q*x + q'*x' - (32*x + 32*x')
-	VPMADDUBSW (DI)(R13*2), Y7, Y1
+	// activations of this half start at DI + 2*R13 (0 or 128), their pair
+	// sums at BX + 2*R13 (also 0 or 128 bytes); as ggml, the offset 32
+	// leaves each pair of products in the same word:
+	// q*x + q'*x' - 32*(x + x')
 	VPMADDUBSW (DI)(R13*2), Y9, Y9
-	VPSUBW Y1, Y9, Y9
-	VPMADDUBSW 32(DI)(R13*2), Y7, Y10
+	VPSUBW (BX)(R13*2), Y9, Y9
 	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
-	VPSUBW Y10, Y11, Y11
-	VPMADDUBSW 64(DI)(R13*2), Y7, Y1
+	VPSUBW 32(BX)(R13*2), Y11, Y11
 	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
-	VPSUBW Y1, Y12, Y12
-	VPMADDUBSW 96(DI)(R13*2), Y7, Y10
+	VPSUBW 64(BX)(R13*2), Y12, Y12
 	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
-	VPSUBW Y10, Y13, Y13
+	VPSUBW 96(BX)(R13*2), Y13, Y13
 
 	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
 	MOVQ R13, R14
@@ -348,6 +306,7 @@ q6krhalf:
 
 	ADDQ $210, SI
 	ADDQ $256, DI
+	ADDQ $256, BX
 	ADDQ $4, DX
 	DECQ CX
 	JMP  q6krblock
