@@ -13,22 +13,41 @@ DATA q6ktmask4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA q6ktmask4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL q6ktmask4<>(SB), RODATA|NOPTR, $32
 
-DATA q6ktmask2<>+0(SB)/8, $0x0303030303030303
-DATA q6ktmask2<>+8(SB)/8, $0x0303030303030303
-DATA q6ktmask2<>+16(SB)/8, $0x0303030303030303
-DATA q6ktmask2<>+24(SB)/8, $0x0303030303030303
-GLOBL q6ktmask2<>(SB), RODATA|NOPTR, $32
+DATA q6ktmask30<>+0(SB)/8, $0x3030303030303030
+DATA q6ktmask30<>+8(SB)/8, $0x3030303030303030
+DATA q6ktmask30<>+16(SB)/8, $0x3030303030303030
+DATA q6ktmask30<>+24(SB)/8, $0x3030303030303030
+GLOBL q6ktmask30<>(SB), RODATA|NOPTR, $32
 
-// Frame: 0..31 the 16 scales as words; 32+32k (k = 4*half + quarter) the
+// q6ktscale: VPSHUFB controls, as kq6scale in kquant_amd64.s.
+DATA q6ktscale<>+0(SB)/8, $0x0100010001000100
+DATA q6ktscale<>+8(SB)/8, $0x0100010001000100
+DATA q6ktscale<>+16(SB)/8, $0x0302030203020302
+DATA q6ktscale<>+24(SB)/8, $0x0302030203020302
+DATA q6ktscale<>+32(SB)/8, $0x0504050405040504
+DATA q6ktscale<>+40(SB)/8, $0x0504050405040504
+DATA q6ktscale<>+48(SB)/8, $0x0706070607060706
+DATA q6ktscale<>+56(SB)/8, $0x0706070607060706
+DATA q6ktscale<>+64(SB)/8, $0x0908090809080908
+DATA q6ktscale<>+72(SB)/8, $0x0908090809080908
+DATA q6ktscale<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6ktscale<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6ktscale<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6ktscale<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6ktscale<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q6ktscale<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q6ktscale<>(SB), RODATA|NOPTR, $128
+
+// Frame: 0..31 unused; 32+32k (k = 4*half + quarter) the
 // scale pair of codes register k, sc[2k] in the low 128 bits and sc[2k+1]
 // in the high ones; 288+32a the 8-lane float sum of activation a.
 
-// Q6KSCALES builds the scale pair of codes register k at 32+32k(SP).
-#define Q6KSCALES(LO, HI, DST) \
-	VPBROADCASTW LO(SP), X2; \
-	VPBROADCASTW HI(SP), X3; \
-	VINSERTI128 $1, X3, Y2, Y2; \
-	VMOVDQU Y2, DST(SP)
+// Q6KSCALES builds the scale pair of codes register k at DST(SP) from Y2
+// (a half's 8 scales as words in both 128-bit lanes) and the VPSHUFB
+// control of k's quarter.
+#define Q6KSCALES(CTRL, DST) \
+	VPSHUFB CTRL, Y2, Y3; \
+	VMOVDQU Y3, DST(SP)
 
 // The tile forms ggml's integer lanes as q6kDotAVX does: unsigned codes
 // q times the activations x, minus the activations' pair sums
@@ -57,31 +76,27 @@ GLOBL q6ktmask2<>(SB), RODATA|NOPTR, $32
 	VPADDD Y5, IACC, IACC
 
 // Q6KUNPACK unpacks half h's 128 codes (ql at QL, qh at QH) into Y9, Y11,
-// Y12, Y13 as q6kDotAVX does.
+// Y12, Y13 as q6kDotAVX does (Y14: 0x30 in every byte).
 #define Q6KUNPACK(QL, QL32, QH) \
 	VMOVDQU QL(SI), Y4; \
 	VMOVDQU QL32(SI), Y5; \
 	VMOVDQU QH(SI), Y6; \
 	VPAND Y15, Y4, Y9; \
-	VPAND Y14, Y6, Y10; \
-	VPSLLW $4, Y10, Y10; \
+	VPSLLW $4, Y6, Y10; \
+	VPAND Y14, Y10, Y10; \
 	VPOR Y10, Y9, Y9; \
 	VPAND Y15, Y5, Y11; \
-	VPSRLW $2, Y6, Y10; \
+	VPSLLW $2, Y6, Y10; \
 	VPAND Y14, Y10, Y10; \
-	VPSLLW $4, Y10, Y10; \
 	VPOR Y10, Y11, Y11; \
 	VPSRLW $4, Y4, Y12; \
 	VPAND Y15, Y12, Y12; \
-	VPSRLW $4, Y6, Y10; \
-	VPAND Y14, Y10, Y10; \
-	VPSLLW $4, Y10, Y10; \
+	VPAND Y14, Y6, Y10; \
 	VPOR Y10, Y12, Y12; \
 	VPSRLW $4, Y5, Y13; \
 	VPAND Y15, Y13, Y13; \
-	VPSRLW $6, Y6, Y10; \
+	VPSRLW $2, Y6, Y10; \
 	VPAND Y14, Y10, Y10; \
-	VPSLLW $4, Y10, Y10; \
 	VPOR Y10, Y13, Y13
 
 // Q6KHALF runs half h (activation codes and pair sums from offset XO)
@@ -129,7 +144,7 @@ TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
 	MOVQ CX, R10
 	SHLQ $2, R10               // activation stride in scale bytes
 	VMOVDQU q6ktmask4<>(SB), Y15
-	VMOVDQU q6ktmask2<>(SB), Y14
+	VMOVDQU q6ktmask30<>(SB), Y14
 	VXORPS Y0, Y0, Y0
 	VMOVUPS Y0, 288(SP)
 	VMOVUPS Y0, 320(SP)
@@ -139,16 +154,18 @@ TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
 q6ktblock:
 	TESTQ CX, CX
 	JZ    q6ktdone
-	VPMOVSXBW 192(SI), Y2      // 16 scales as words
-	VMOVDQU Y2, 0(SP)
-	Q6KSCALES(0, 2, 32)
-	Q6KSCALES(4, 6, 64)
-	Q6KSCALES(8, 10, 96)
-	Q6KSCALES(12, 14, 128)
-	Q6KSCALES(16, 18, 160)
-	Q6KSCALES(20, 22, 192)
-	Q6KSCALES(24, 26, 224)
-	Q6KSCALES(28, 30, 256)
+	VPMOVSXBW 192(SI), X2      // half 0's scales as words, in both lanes
+	VINSERTI128 $1, X2, Y2, Y2
+	Q6KSCALES(q6ktscale<>+0(SB), 32)
+	Q6KSCALES(q6ktscale<>+32(SB), 64)
+	Q6KSCALES(q6ktscale<>+64(SB), 96)
+	Q6KSCALES(q6ktscale<>+96(SB), 128)
+	VPMOVSXBW 200(SI), X2      // half 1's
+	VINSERTI128 $1, X2, Y2, Y2
+	Q6KSCALES(q6ktscale<>+0(SB), 160)
+	Q6KSCALES(q6ktscale<>+32(SB), 192)
+	Q6KSCALES(q6ktscale<>+64(SB), 224)
+	Q6KSCALES(q6ktscale<>+96(SB), 256)
 
 	VPXOR Y0, Y0, Y0           // the four activations' int32 lanes
 	VPXOR Y1, Y1, Y1
@@ -195,13 +212,13 @@ q6ktdone:
 // activation row, for r < len(out): decode's loop over the rows without a
 // call per row. The row body is q6kDotAVX's, so out[r] equals q6kDotAVX of
 // that row bit for bit; xs is its q6kPairSums.
-TEXT ·q6kRows(SB), NOSPLIT, $32-128
+TEXT ·q6kRows(SB), NOSPLIT, $0-128
 	MOVQ w_base+0(FP), R9
 	MOVQ rb+24(FP), R10
 	MOVQ out_base+104(FP), R11
 	MOVQ out_len+112(FP), R12
 	VMOVDQU q6ktmask4<>(SB), Y15
-	VMOVDQU q6ktmask2<>(SB), Y14
+	VMOVDQU q6ktmask30<>(SB), Y14
 
 q6krow:
 	TESTQ R12, R12
@@ -216,8 +233,6 @@ q6krow:
 q6krblock:
 	TESTQ CX, CX
 	JZ    q6krsum
-	VPMOVSXBW 192(SI), Y2      // 16 scales as words
-	VMOVDQU Y2, 0(SP)
 	VPXOR Y8, Y8, Y8           // eight int32 lanes, as ggml's sumi
 
 	MOVQ $0, R13               // half: 0 or 64 (ql offset)
@@ -229,30 +244,29 @@ q6krhalf:
 	VMOVDQU 32(SI)(R13*1), Y5  // ql[l+32]
 	VMOVDQU 128(SI)(R14*1), Y6 // qh[l]
 
+	// The high bits go straight to bits 4-5 of each byte, (qh>>s&3)<<4 =
+	// (qh<<(4-s))&0x30 (Y14): word shifts, the bits that cross into the
+	// next byte landing outside 0x30.
 	// q1 = ql[l]&15 | (qh&3)<<4   -> elements 0..31 of the half
 	VPAND Y15, Y4, Y9
-	VPAND Y14, Y6, Y10
-	VPSLLW $4, Y10, Y10
+	VPSLLW $4, Y6, Y10
+	VPAND Y14, Y10, Y10
 	VPOR Y10, Y9, Y9
 	// q2 = ql[l+32]&15 | (qh>>2&3)<<4 -> 32..63
 	VPAND Y15, Y5, Y11
-	VPSRLW $2, Y6, Y10
+	VPSLLW $2, Y6, Y10
 	VPAND Y14, Y10, Y10
-	VPSLLW $4, Y10, Y10
 	VPOR Y10, Y11, Y11
 	// q3 = ql[l]>>4 | (qh>>4&3)<<4 -> 64..95
 	VPSRLW $4, Y4, Y12
 	VPAND Y15, Y12, Y12
-	VPSRLW $4, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPSLLW $4, Y10, Y10
+	VPAND Y14, Y6, Y10
 	VPOR Y10, Y12, Y12
 	// q4 = ql[l+32]>>4 | (qh>>6&3)<<4 -> 96..127
 	VPSRLW $4, Y5, Y13
 	VPAND Y15, Y13, Y13
-	VPSRLW $6, Y6, Y10
+	VPSRLW $2, Y6, Y10
 	VPAND Y14, Y10, Y10
-	VPSLLW $4, Y10, Y10
 	VPOR Y10, Y13, Y13
 
 	// activations of this half start at DI + 2*R13 (0 or 128), their pair
@@ -268,25 +282,22 @@ q6krhalf:
 	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
 	VPSUBW 96(BX)(R13*2), Y13, Y13
 
-	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
-	MOVQ R13, R14
-	SHRQ $2, R14               // byte offset of word 8*half: 0 or 16
-	VPBROADCASTW 0(SP)(R14*1), X2
-	VPBROADCASTW 2(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y9, Y9
-	VPBROADCASTW 4(SP)(R14*1), X2
-	VPBROADCASTW 6(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y11, Y11
-	VPBROADCASTW 8(SP)(R14*1), X2
-	VPBROADCASTW 10(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y12, Y12
-	VPBROADCASTW 12(SP)(R14*1), X2
-	VPBROADCASTW 14(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y13, Y13
+	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16):
+	// the half's 8 scales as words in both 128-bit lanes, then one
+	// VPSHUFB per quarter repeats word 2*quarter (low lane) and
+	// 2*quarter+1 (high lane)
+	MOVQ R13, AX
+	SHRQ $3, AX                // scale offset of the half: 0 or 8
+	VPMOVSXBW 192(SI)(AX*1), X2
+	VINSERTI128 $1, X2, Y2, Y2
+	VPSHUFB q6ktscale<>+0(SB), Y2, Y3
+	VPMADDWD Y3, Y9, Y9
+	VPSHUFB q6ktscale<>+32(SB), Y2, Y3
+	VPMADDWD Y3, Y11, Y11
+	VPSHUFB q6ktscale<>+64(SB), Y2, Y3
+	VPMADDWD Y3, Y12, Y12
+	VPSHUFB q6ktscale<>+96(SB), Y2, Y3
+	VPMADDWD Y3, Y13, Y13
 	VPADDD Y9, Y8, Y8
 	VPADDD Y11, Y8, Y8
 	VPADDD Y12, Y8, Y8
