@@ -38,16 +38,18 @@ DATA q6ktscale<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA q6ktscale<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL q6ktscale<>(SB), RODATA|NOPTR, $128
 
-// Frame: 0..31 unused; 32+32k (k = 4*half + quarter) the
-// scale pair of codes register k, sc[2k] in the low 128 bits and sc[2k+1]
-// in the high ones; 288+32a the 8-lane float sum of activation a.
+// Frame: 32a the 8-lane float sum of activation a.
 
-// Q6KSCALES builds the scale pair of codes register k at DST(SP) from Y2
-// (a half's 8 scales as words in both 128-bit lanes) and the VPSHUFB
-// control of k's quarter.
-#define Q6KSCALES(CTRL, DST) \
-	VPSHUFB CTRL, Y2, Y3; \
-	VMOVDQU Y3, DST(SP)
+// Q6KSCALES puts the scale pairs of half h's four codes registers (scales
+// at byte SOFF of the block) in Y6, Y7, Y8, Y10: sc[8h+2q] in the low 128
+// bits and sc[8h+2q+1] in the high ones for quarter q.
+#define Q6KSCALES(SOFF) \
+	VPMOVSXBW SOFF(SI), X4; \
+	VINSERTI128 $1, X4, Y4, Y4; \
+	VPSHUFB q6ktscale<>+0(SB), Y4, Y6; \
+	VPSHUFB q6ktscale<>+32(SB), Y4, Y7; \
+	VPSHUFB q6ktscale<>+64(SB), Y4, Y8; \
+	VPSHUFB q6ktscale<>+96(SB), Y4, Y10
 
 // The tile forms ggml's integer lanes as q6kDotAVX does: unsigned codes
 // q times the activations x, minus the activations' pair sums
@@ -56,22 +58,22 @@ GLOBL q6ktscale<>(SB), RODATA|NOPTR, $128
 
 // Q6KMUL adds one activation's 128 codes of the half (XA..XD, four runs of
 // 32 codes; PA..PD their pair sums) times the unsigned codes Y9, Y11, Y12,
-// Y13 and their scale pairs at SA..SD to IACC.
-#define Q6KMUL(XA, XB, XC, XD, PA, PB, PC, PD, SA, SB, SC, SD, IACC) \
+// Y13 and their scale pairs Y6, Y7, Y8, Y10 to IACC.
+#define Q6KMUL(XA, XB, XC, XD, PA, PB, PC, PD, IACC) \
 	VPMADDUBSW XA, Y9, Y4; \
 	VPMADDUBSW XB, Y11, Y5; \
 	VPSUBW PA, Y4, Y4; \
 	VPSUBW PB, Y5, Y5; \
-	VPMADDWD SA(SP), Y4, Y4; \
-	VPMADDWD SB(SP), Y5, Y5; \
+	VPMADDWD Y6, Y4, Y4; \
+	VPMADDWD Y7, Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC; \
 	VPMADDUBSW XC, Y12, Y4; \
 	VPMADDUBSW XD, Y13, Y5; \
 	VPSUBW PC, Y4, Y4; \
 	VPSUBW PD, Y5, Y5; \
-	VPMADDWD SC(SP), Y4, Y4; \
-	VPMADDWD SD(SP), Y5, Y5; \
+	VPMADDWD Y8, Y4, Y4; \
+	VPMADDWD Y10, Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC
 
@@ -100,12 +102,12 @@ GLOBL q6ktscale<>(SB), RODATA|NOPTR, $128
 	VPOR Y10, Y13, Y13
 
 // Q6KHALF runs half h (activation codes and pair sums from offset XO)
-// for all four activations; S0 is the frame offset of its first scale pair.
-#define Q6KHALF(XO0, XO1, XO2, XO3, S0, S1, S2, S3) \
-	Q6KMUL(XO0(DI), XO1(DI), XO2(DI), XO3(DI), XO0(BX), XO1(BX), XO2(BX), XO3(BX), S0, S1, S2, S3, Y0); \
-	Q6KMUL(XO0(DI)(R8*1), XO1(DI)(R8*1), XO2(DI)(R8*1), XO3(DI)(R8*1), XO0(BX)(R8*1), XO1(BX)(R8*1), XO2(BX)(R8*1), XO3(BX)(R8*1), S0, S1, S2, S3, Y1); \
-	Q6KMUL(XO0(DI)(R8*2), XO1(DI)(R8*2), XO2(DI)(R8*2), XO3(DI)(R8*2), XO0(BX)(R8*2), XO1(BX)(R8*2), XO2(BX)(R8*2), XO3(BX)(R8*2), S0, S1, S2, S3, Y2); \
-	Q6KMUL(XO0(R9)(R8*2), XO1(R9)(R8*2), XO2(R9)(R8*2), XO3(R9)(R8*2), XO0(R11)(R8*2), XO1(R11)(R8*2), XO2(R11)(R8*2), XO3(R11)(R8*2), S0, S1, S2, S3, Y3)
+// for all four activations.
+#define Q6KHALF(XO0, XO1, XO2, XO3) \
+	Q6KMUL(XO0(DI), XO1(DI), XO2(DI), XO3(DI), XO0(BX), XO1(BX), XO2(BX), XO3(BX), Y0); \
+	Q6KMUL(XO0(DI)(R8*1), XO1(DI)(R8*1), XO2(DI)(R8*1), XO3(DI)(R8*1), XO0(BX)(R8*1), XO1(BX)(R8*1), XO2(BX)(R8*1), XO3(BX)(R8*1), Y1); \
+	Q6KMUL(XO0(DI)(R8*2), XO1(DI)(R8*2), XO2(DI)(R8*2), XO3(DI)(R8*2), XO0(BX)(R8*2), XO1(BX)(R8*2), XO2(BX)(R8*2), XO3(BX)(R8*2), Y2); \
+	Q6KMUL(XO0(R9)(R8*2), XO1(R9)(R8*2), XO2(R9)(R8*2), XO3(R9)(R8*2), XO0(R11)(R8*2), XO1(R11)(R8*2), XO2(R11)(R8*2), XO3(R11)(R8*2), Y3)
 
 // Q6KACT adds activation a's super-block part d*xd*IACC to its float sum.
 #define Q6KACT(XD, IACC, ACC) \
@@ -131,7 +133,7 @@ GLOBL q6ktscale<>(SB), RODATA|NOPTR, $128
 // w is one row of nb super-blocks; xq, xd and xs hold four activation rows
 // one after the other (256*nb codes, nb scales and 128*nb pair sums,
 // q6kPairSums, each); the product with activation a goes to out[a*os].
-TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
+TEXT ·q6kTile1x4(SB), NOSPLIT, $128-136
 	MOVQ w_base+0(FP), SI
 	MOVQ xq_base+24(FP), DI
 	MOVQ xd_base+48(FP), DX
@@ -146,45 +148,34 @@ TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
 	VMOVDQU q6ktmask4<>(SB), Y15
 	VMOVDQU q6ktmask30<>(SB), Y14
 	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 288(SP)
-	VMOVUPS Y0, 320(SP)
-	VMOVUPS Y0, 352(SP)
-	VMOVUPS Y0, 384(SP)
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
 
 q6ktblock:
 	TESTQ CX, CX
 	JZ    q6ktdone
-	VPMOVSXBW 192(SI), X2      // half 0's scales as words, in both lanes
-	VINSERTI128 $1, X2, Y2, Y2
-	Q6KSCALES(q6ktscale<>+0(SB), 32)
-	Q6KSCALES(q6ktscale<>+32(SB), 64)
-	Q6KSCALES(q6ktscale<>+64(SB), 96)
-	Q6KSCALES(q6ktscale<>+96(SB), 128)
-	VPMOVSXBW 200(SI), X2      // half 1's
-	VINSERTI128 $1, X2, Y2, Y2
-	Q6KSCALES(q6ktscale<>+0(SB), 160)
-	Q6KSCALES(q6ktscale<>+32(SB), 192)
-	Q6KSCALES(q6ktscale<>+64(SB), 224)
-	Q6KSCALES(q6ktscale<>+96(SB), 256)
-
 	VPXOR Y0, Y0, Y0           // the four activations' int32 lanes
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 
 	Q6KUNPACK(0, 32, 128)
-	Q6KHALF(0, 32, 64, 96, 32, 64, 96, 128)
+	Q6KSCALES(192)
+	Q6KHALF(0, 32, 64, 96)
 	Q6KUNPACK(64, 96, 160)
-	Q6KHALF(128, 160, 192, 224, 160, 192, 224, 256)
+	Q6KSCALES(200)
+	Q6KHALF(128, 160, 192, 224)
 
 	MOVWLZX 208(SI), R12       // d is the block's last 2 bytes: load only those
 	VMOVD R12, X6
 	VCVTPH2PS X6, X6
-	Q6KACT((DX), Y0, 288)
-	Q6KACT((DX)(R10*1), Y1, 320)
-	Q6KACT((DX)(R10*2), Y2, 352)
+	Q6KACT((DX), Y0, 0)
+	Q6KACT((DX)(R10*1), Y1, 32)
+	Q6KACT((DX)(R10*2), Y2, 64)
 	LEAQ (DX)(R10*2), AX
-	Q6KACT((AX)(R10*1), Y3, 384)
+	Q6KACT((AX)(R10*1), Y3, 96)
 
 	ADDQ $210, SI
 	ADDQ $256, DI
@@ -199,11 +190,11 @@ q6ktdone:
 	MOVQ out_base+104(FP), DI
 	MOVQ os+128(FP), R8
 	SHLQ $2, R8
-	Q6KSUM(288, (DI))
-	Q6KSUM(320, (DI)(R8*1))
-	Q6KSUM(352, (DI)(R8*2))
+	Q6KSUM(0, (DI))
+	Q6KSUM(32, (DI)(R8*1))
+	Q6KSUM(64, (DI)(R8*2))
 	LEAQ (DI)(R8*2), DI
-	Q6KSUM(384, (DI)(R8*1))
+	Q6KSUM(96, (DI)(R8*1))
 	VZEROUPPER
 	RET
 
