@@ -606,3 +606,25 @@ func TestAsmKRows(t *testing.T) {
 		}
 	}
 }
+
+// TestAsmQ6KPairSums requires q6kPairSums (assembly for the multiples of 32
+// codes, Go for the rest) to equal q6kPairSumsGo, extremes included.
+func TestAsmQ6KPairSums(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(63, 64))
+	for _, n := range []int{32, 64, 96, 256, 288} {
+		xq := make([]int8, n)
+		for i := range xq {
+			xq[i] = int8(rng.IntN(256) - 128)
+		}
+		xq[0], xq[1], xq[2], xq[3] = -128, -128, 127, 127
+		got, want := make([]int16, n/2), make([]int16, n/2)
+		q6kPairSums(xq, got)
+		q6kPairSumsGo(xq, want)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("n=%d pair %d (%d, %d): asm %d, go %d", n, i, xq[2*i], xq[2*i+1], got[i], want[i])
+			}
+		}
+	}
+}

@@ -595,6 +595,20 @@ func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 	q6kTile1x4(w, xq, xd, xs, nb, out, os)
 }
 
+// q6kPairSums is q6kPairSumsGo, 32 codes per instruction where there is
+// assembly (a VPMADDUBSW with 32 in every byte, as ggml makes them).
+func q6kPairSums(xq []int8, xm []int16) {
+	n32 := len(xq) &^ 31
+	if haveAsm && n32 > 0 {
+		_ = xm[n32/2-1] // the assembly does not check
+		q6kPairSumsAVX(xq[:n32], xm)
+	}
+	q6kPairSumsGo(xq[n32:], xm[n32/2:])
+}
+
+//go:noescape
+func q6kPairSumsAVX(xq []int8, xm []int16)
+
 // q4kRowDots and q6kRowDots set out[i] to the product of row r0+i of a
 // Q4_K or Q6_K matrix (rows of rb bytes) with one activation row: one
 // assembly call for the run of rows, each equal to q4kDotAVX's or

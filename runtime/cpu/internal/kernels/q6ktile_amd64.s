@@ -19,6 +19,12 @@ DATA q6ktmask30<>+16(SB)/8, $0x3030303030303030
 DATA q6ktmask30<>+24(SB)/8, $0x3030303030303030
 GLOBL q6ktmask30<>(SB), RODATA|NOPTR, $32
 
+DATA q6ktm32<>+0(SB)/8, $0x2020202020202020
+DATA q6ktm32<>+8(SB)/8, $0x2020202020202020
+DATA q6ktm32<>+16(SB)/8, $0x2020202020202020
+DATA q6ktm32<>+24(SB)/8, $0x2020202020202020
+GLOBL q6ktm32<>(SB), RODATA|NOPTR, $32
+
 // q6ktscale: VPSHUFB controls, as kq6scale in kquant_amd64.s.
 DATA q6ktscale<>+0(SB)/8, $0x0100010001000100
 DATA q6ktscale<>+8(SB)/8, $0x0100010001000100
@@ -327,5 +333,29 @@ q6krsum:
 	JMP  q6krow
 
 q6krowsdone:
+	VZEROUPPER
+	RET
+
+// func q6kPairSumsAVX(xq []int8, xm []int16)
+// xm[i] = 32*(xq[2i]+xq[2i+1]) for len(xq) a multiple of 32: the words
+// ggml's Q6_K dot product makes with _mm256_maddubs_epi16(m32s, q8).
+TEXT ·q6kPairSumsAVX(SB), NOSPLIT, $0-48
+	MOVQ xq_base+0(FP), SI
+	MOVQ xq_len+8(FP), CX
+	MOVQ xm_base+24(FP), DI
+	SHRQ $5, CX
+	VMOVDQU q6ktm32<>(SB), Y1
+
+q6kpairs:
+	TESTQ CX, CX
+	JZ    q6kpairsdone
+	VPMADDUBSW (SI), Y1, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JMP  q6kpairs
+
+q6kpairsdone:
 	VZEROUPPER
 	RET
