@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q6k_amd64.h"
 
 // K-quant dot products against Q8_K activations (256 int8 codes, one float32
 // scale and sixteen int16 sums of 16 codes per super-block).
@@ -174,78 +175,8 @@ q6kblock:
 	TESTQ CX, CX
 	JZ    q6kdone
 	VPXOR Y8, Y8, Y8           // eight int32 lanes, as ggml's sumi
-
-	MOVQ $0, R13               // half: 0 or 64 (ql offset)
-
-q6khalf:
-	MOVQ R13, R14
-	SHRQ $1, R14               // qh offset: 0 or 32
-	VMOVDQU (SI)(R13*1), Y4    // ql[l], l < 32
-	VMOVDQU 32(SI)(R13*1), Y5  // ql[l+32]
-	VMOVDQU 128(SI)(R14*1), Y6 // qh[l]
-
-	// The high bits go straight to bits 4-5 of each byte, (qh>>s&3)<<4 =
-	// (qh<<(4-s))&0x30 (Y14): word shifts, the bits that cross into the
-	// next byte landing outside 0x30.
-	// q1 = ql[l]&15 | (qh&3)<<4   -> elements 0..31 of the half
-	VPAND Y15, Y4, Y9
-	VPSLLW $4, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPOR Y10, Y9, Y9
-	// q2 = ql[l+32]&15 | (qh>>2&3)<<4 -> 32..63
-	VPAND Y15, Y5, Y11
-	VPSLLW $2, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPOR Y10, Y11, Y11
-	// q3 = ql[l]>>4 | (qh>>4&3)<<4 -> 64..95
-	VPSRLW $4, Y4, Y12
-	VPAND Y15, Y12, Y12
-	VPAND Y14, Y6, Y10
-	VPOR Y10, Y12, Y12
-	// q4 = ql[l+32]>>4 | (qh>>6&3)<<4 -> 96..127
-	VPSRLW $4, Y5, Y13
-	VPAND Y15, Y13, Y13
-	VPSRLW $2, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPOR Y10, Y13, Y13
-
-	// activations of this half start at DI + 2*R13 (0 or 128), their pair
-	// sums at BX + 2*R13 (also 0 or 128 bytes); as ggml, the offset 32
-	// leaves each pair of products in the same word:
-	// q*x + q'*x' - 32*(x + x')
-	VPMADDUBSW (DI)(R13*2), Y9, Y9
-	VPSUBW (BX)(R13*2), Y9, Y9
-	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
-	VPSUBW 32(BX)(R13*2), Y11, Y11
-	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
-	VPSUBW 64(BX)(R13*2), Y12, Y12
-	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
-	VPSUBW 96(BX)(R13*2), Y13, Y13
-
-	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16):
-	// the half's 8 scales as words in both 128-bit lanes, then one
-	// VPSHUFB per quarter repeats word 2*quarter (low lane) and
-	// 2*quarter+1 (high lane)
-	MOVQ R13, AX
-	SHRQ $3, AX                // scale offset of the half: 0 or 8
-	VPMOVSXBW 192(SI)(AX*1), X2
-	VINSERTI128 $1, X2, Y2, Y2
-	VPSHUFB kq6scale<>+0(SB), Y2, Y3
-	VPMADDWD Y3, Y9, Y9
-	VPSHUFB kq6scale<>+32(SB), Y2, Y3
-	VPMADDWD Y3, Y11, Y11
-	VPSHUFB kq6scale<>+64(SB), Y2, Y3
-	VPMADDWD Y3, Y12, Y12
-	VPSHUFB kq6scale<>+96(SB), Y2, Y3
-	VPMADDWD Y3, Y13, Y13
-	VPADDD Y9, Y8, Y8
-	VPADDD Y11, Y8, Y8
-	VPADDD Y12, Y8, Y8
-	VPADDD Y13, Y8, Y8
-
-	ADDQ $64, R13
-	CMPQ R13, $128
-	JB   q6khalf
+	Q6KROWHALF(0, 32, 128, 0, 192, kq6scale<>)
+	Q6KROWHALF(64, 96, 160, 128, 200, kq6scale<>)
 
 	MOVWLZX 208(SI), R8        // d is the block's last 2 bytes: load only those
 	VMOVD R8, X3
