@@ -17,10 +17,11 @@ type (
 )
 
 // matmulQ4K, matmulQ5K (q5.go) and matmulQ6K compute rows [r0,r1) for the
-// whole batch. A single activation row (decode) runs the rows in one call.
-// Only Q4_K has a two-row tile: a Q6_K one (q6kTile1x4 cut to two rows)
-// measured no faster than two row dot products, its unpacking being cheap
-// next to the products.
+// whole batch. A single activation row (decode) runs the rows in one call
+// (for Q6_K also each of two or three, q6kRunRows). Only Q4_K has a
+// two-row tile: a Q6_K one (q6kTile1x4 cut to two rows) measured no faster
+// than two row dot products, its unpacking being cheap next to the
+// products.
 func matmulQ4K(j *matmulJob, r0, r1 int) {
 	if j.batch == 1 {
 		nb := j.w.Cols / 256
