@@ -368,7 +368,7 @@ func TestAsmKQuants(t *testing.T) {
 			asm, ref func(w []byte) float32
 		}{
 			{gguf.TypeQ4_K, func(w []byte) float32 { return q4kDotAVX(w, xq, xd, xs) }, func(w []byte) float32 { return dotQ4KGo(w, xq, xd, xs) }},
-			{gguf.TypeQ6_K, func(w []byte) float32 { return q6kDotAVX(w, xq, xd, xs) }, func(w []byte) float32 { return dotQ6KGo(w, xq, xd) }},
+			{gguf.TypeQ6_K, func(w []byte) float32 { return q6kDotAVX(w, xq, xd, kSums(gguf.TypeQ6_K, xq, nil)) }, func(w []byte) float32 { return dotQ6KGo(w, xq, xd) }},
 		} {
 			src := randVec(rng, cols)
 			for i := range src {
@@ -535,7 +535,7 @@ func TestAsmIntegerExact(t *testing.T) {
 		if got, want := q4kDotAVX(q4k, kq, kd, ks), dotQ4KGo(q4k, kq, kd, ks); got != want {
 			t.Fatalf("Q4_K nb=%d: asm %g, go %g", nb, got, want)
 		}
-		if got, want := q6kDotAVX(q6k, kq, kd, ks), dotQ6KGo(q6k, kq, kd); got != want {
+		if got, want := q6kDotAVX(q6k, kq, kd, kSums(gguf.TypeQ6_K, kq, nil)), dotQ6KGo(q6k, kq, kd); got != want {
 			t.Fatalf("Q6_K nb=%d: asm %g, go %g", nb, got, want)
 		}
 	}
@@ -603,6 +603,7 @@ func TestAsmKRows(t *testing.T) {
 			w := mustWeight(t, tc.typ, rows, cols, randVec(rng, rows*cols))
 			xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
 			quantizeQ8KGo(randVec(rng, cols), xq, xd, xs)
+			xs = kSums(tc.typ, xq, xs)
 			out := make([]float32, rows-1)
 			tc.rows(w.Data, rb, 1, xq, xd, xs, out)
 			for i, got := range out {
@@ -610,6 +611,28 @@ func TestAsmKRows(t *testing.T) {
 				if want := tc.dot(w.Data[r*rb:(r+1)*rb], xq, xd, xs); got != want {
 					t.Fatalf("%s nb=%d row %d: rows kernel %g, row dot %g", tc.typ, nb, r, got, want)
 				}
+			}
+		}
+	}
+}
+
+// TestAsmQ6KPairSums requires q6kPairSums (assembly for the multiples of 32
+// codes, Go for the rest) to equal q6kPairSumsGo, extremes included.
+func TestAsmQ6KPairSums(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(63, 64))
+	for _, n := range []int{32, 64, 96, 256, 288} {
+		xq := make([]int8, n)
+		for i := range xq {
+			xq[i] = int8(rng.IntN(256) - 128)
+		}
+		xq[0], xq[1], xq[2], xq[3] = -128, -128, 127, 127
+		got, want := make([]int16, n/2), make([]int16, n/2)
+		q6kPairSums(xq, got)
+		q6kPairSumsGo(xq, want)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("n=%d pair %d (%d, %d): asm %d, go %d", n, i, xq[2*i], xq[2*i+1], got[i], want[i])
 			}
 		}
 	}

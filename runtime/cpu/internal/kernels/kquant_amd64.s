@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q6k_amd64.h"
 
 // K-quant dot products against Q8_K activations (256 int8 codes, one float32
 // scale and sixteen int16 sums of 16 codes per super-block).
@@ -10,18 +11,6 @@ DATA kmask4<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA kmask4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA kmask4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL kmask4<>(SB), RODATA|NOPTR, $32
-
-DATA kmask2<>+0(SB)/8, $0x0303030303030303
-DATA kmask2<>+8(SB)/8, $0x0303030303030303
-DATA kmask2<>+16(SB)/8, $0x0303030303030303
-DATA kmask2<>+24(SB)/8, $0x0303030303030303
-GLOBL kmask2<>(SB), RODATA|NOPTR, $32
-
-DATA kmask32<>+0(SB)/8, $0x2020202020202020
-DATA kmask32<>+8(SB)/8, $0x2020202020202020
-DATA kmask32<>+16(SB)/8, $0x2020202020202020
-DATA kmask32<>+24(SB)/8, $0x2020202020202020
-GLOBL kmask32<>(SB), RODATA|NOPTR, $32
 
 // func q4kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
 // Block layout in quant.go: f16 d, f16 dmin, 12 bytes of packed 6-bit
@@ -135,109 +124,59 @@ q4kdone:
 	VZEROUPPER
 	RET
 
+// kmask30 keeps bits 4-5 of each byte: a Q6_K code's two high bits.
+DATA kmask30<>+0(SB)/8, $0x3030303030303030
+DATA kmask30<>+8(SB)/8, $0x3030303030303030
+DATA kmask30<>+16(SB)/8, $0x3030303030303030
+DATA kmask30<>+24(SB)/8, $0x3030303030303030
+GLOBL kmask30<>(SB), RODATA|NOPTR, $32
+
+// kq6scale repeats, for quarter q of a Q6_K half, scale word 2q in the low
+// 128-bit lane and word 2q+1 in the high one (VPSHUFB controls).
+DATA kq6scale<>+0(SB)/8, $0x0100010001000100
+DATA kq6scale<>+8(SB)/8, $0x0100010001000100
+DATA kq6scale<>+16(SB)/8, $0x0302030203020302
+DATA kq6scale<>+24(SB)/8, $0x0302030203020302
+DATA kq6scale<>+32(SB)/8, $0x0504050405040504
+DATA kq6scale<>+40(SB)/8, $0x0504050405040504
+DATA kq6scale<>+48(SB)/8, $0x0706070607060706
+DATA kq6scale<>+56(SB)/8, $0x0706070607060706
+DATA kq6scale<>+64(SB)/8, $0x0908090809080908
+DATA kq6scale<>+72(SB)/8, $0x0908090809080908
+DATA kq6scale<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kq6scale<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA kq6scale<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kq6scale<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA kq6scale<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA kq6scale<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL kq6scale<>(SB), RODATA|NOPTR, $128
+
 // func q6kDotAVX(w []byte, xq []int8, xd []float32, xs []int16) float32
 // Block layout in quant.go: ql[128], qh[64], int8 scales[16], f16 d. The
 // arithmetic is ggml_vec_dot_q6_K_q8_K's (__AVX2__): unsigned codes q
 // times x, minus 32 times x, in each word of product pairs; words times
 // the scales into eight int32 lanes (lane i: elements 4i..4i+3 of each
 // 32-element run); per super-block the lanes to float, fused-multiply-added
-// with d*xd into eight float lanes; hsum_float_8 at the end. xs (the
-// activations' 16-element sums) is not used.
-TEXT ·q6kDotAVX(SB), NOSPLIT, $64-100
+// with d*xd into eight float lanes; hsum_float_8 at the end. xs holds the
+// activations' 32*(x[2i]+x[2i+1]) (q6kPairSums, 128 words per super-block):
+// the same words ggml's _mm256_maddubs_epi16(m32s, q8) makes for every
+// weight row, made once per activation row instead.
+TEXT ·q6kDotAVX(SB), NOSPLIT, $0-100
 	MOVQ w_base+0(FP), SI
 	MOVQ xq_base+24(FP), DI
 	MOVQ xd_base+48(FP), DX
 	MOVQ xd_len+56(FP), CX
+	MOVQ xs_base+72(FP), BX
 	VXORPS Y0, Y0, Y0
 	VMOVDQU kmask4<>(SB), Y15
-	VMOVDQU kmask2<>(SB), Y14
-	VMOVDQU kmask32<>(SB), Y7
+	VMOVDQU kmask30<>(SB), Y14
 
 q6kblock:
 	TESTQ CX, CX
 	JZ    q6kdone
-	VPMOVSXBW 192(SI), Y2      // 16 scales as words
-	VMOVDQU Y2, 0(SP)
 	VPXOR Y8, Y8, Y8           // eight int32 lanes, as ggml's sumi
-
-	MOVQ $0, R13               // half: 0 or 64 (ql offset)
-
-q6khalf:
-	MOVQ R13, R14
-	SHRQ $1, R14               // qh offset: 0 or 32
-	VMOVDQU (SI)(R13*1), Y4    // ql[l], l < 32
-	VMOVDQU 32(SI)(R13*1), Y5  // ql[l+32]
-	VMOVDQU 128(SI)(R14*1), Y6 // qh[l]
-
-	// q1 = ql[l]&15 | (qh&3)<<4   -> elements 0..31 of the half
-	VPAND Y15, Y4, Y9
-	VPAND Y14, Y6, Y10
-	VPSLLW $4, Y10, Y10
-	VPOR Y10, Y9, Y9
-	// q2 = ql[l+32]&15 | (qh>>2&3)<<4 -> 32..63
-	VPAND Y15, Y5, Y11
-	VPSRLW $2, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPSLLW $4, Y10, Y10
-	VPOR Y10, Y11, Y11
-	// q3 = ql[l]>>4 | (qh>>4&3)<<4 -> 64..95
-	VPSRLW $4, Y4, Y12
-	VPAND Y15, Y12, Y12
-	VPSRLW $4, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPSLLW $4, Y10, Y10
-	VPOR Y10, Y12, Y12
-	// q4 = ql[l+32]>>4 | (qh>>6&3)<<4 -> 96..127
-	VPSRLW $4, Y5, Y13
-	VPAND Y15, Y13, Y13
-	VPSRLW $6, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPSLLW $4, Y10, Y10
-	VPOR Y10, Y13, Y13
-
-	// activations of this half start at DI + 2*R13 (0 or 128); as ggml,
-	// the offset 32 leaves each pair of products in the same word:
-	// q*x + q'*x' - (32*x + 32*x')
-	VPMADDUBSW (DI)(R13*2), Y7, Y1
-	VPMADDUBSW (DI)(R13*2), Y9, Y9
-	VPSUBW Y1, Y9, Y9
-	VPMADDUBSW 32(DI)(R13*2), Y7, Y10
-	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
-	VPSUBW Y10, Y11, Y11
-	VPMADDUBSW 64(DI)(R13*2), Y7, Y1
-	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
-	VPSUBW Y1, Y12, Y12
-	VPMADDUBSW 96(DI)(R13*2), Y7, Y10
-	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
-	VPSUBW Y10, Y13, Y13
-
-	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
-	MOVQ R13, R14
-	SHRQ $2, R14               // byte offset of word 8*half: 0 or 16
-	VPBROADCASTW 0(SP)(R14*1), X2
-	VPBROADCASTW 2(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y9, Y9
-	VPBROADCASTW 4(SP)(R14*1), X2
-	VPBROADCASTW 6(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y11, Y11
-	VPBROADCASTW 8(SP)(R14*1), X2
-	VPBROADCASTW 10(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y12, Y12
-	VPBROADCASTW 12(SP)(R14*1), X2
-	VPBROADCASTW 14(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y13, Y13
-	VPADDD Y9, Y8, Y8
-	VPADDD Y11, Y8, Y8
-	VPADDD Y12, Y8, Y8
-	VPADDD Y13, Y8, Y8
-
-	ADDQ $64, R13
-	CMPQ R13, $128
-	JB   q6khalf
+	Q6KROWHALF(0, 32, 128, 0, 192, kq6scale<>)
+	Q6KROWHALF(64, 96, 160, 128, 200, kq6scale<>)
 
 	MOVWLZX 208(SI), R8        // d is the block's last 2 bytes: load only those
 	VMOVD R8, X3
@@ -249,6 +188,7 @@ q6khalf:
 
 	ADDQ $210, SI
 	ADDQ $256, DI
+	ADDQ $256, BX
 	ADDQ $4, DX
 	DECQ CX
 	JMP  q6kblock

@@ -22,7 +22,23 @@ func kTileInputs(t *testing.T, rng *rand.Rand, typ gguf.TensorType, nb int) (*We
 	x := randVec(rng, 4*cols)
 	xq, xd, xs := make([]int8, 4*cols), make([]float32, 4*nb), make([]int16, 4*16*nb)
 	quantizeQ8KGo(x, xq, xd, xs)
-	return w, xq, xd, xs
+	return w, xq, xd, kSums(typ, xq, xs)
+}
+
+// kSums is the sums argument typ's kernels take for activation codes xq
+// with 16-code sums xs: xs itself, or for Q6_K the pair sums.
+func kSums(typ gguf.TensorType, xq []int8, xs []int16) []int16 {
+	if typ != gguf.TypeQ6_K {
+		return xs
+	}
+	return q6kSumsOf(xq)
+}
+
+// q6kSumsOf returns the pair sums (q6kPairSums) of activation codes xq.
+func q6kSumsOf(xq []int8) []int16 {
+	xm := make([]int16, len(xq)/2)
+	q6kPairSums(xq, xm)
+	return xm
 }
 
 // TestKTileGoMatchesRowDot requires the Go tiles to equal dotQ4KGo,
@@ -95,9 +111,10 @@ func checkKTile(t *testing.T, typ gguf.TensorType, nb int, w []byte, xq []int8, 
 	cols := 256 * nb
 	const os = 5
 	out := make([]float32, 3*os+1)
+	ns := len(xs) / 4 // sums per activation row
 	tile(w, xq, xd, xs, nb, out, os)
 	for a := 0; a < 4; a++ {
-		want := dot(w, xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*16*nb:(a+1)*16*nb])
+		want := dot(w, xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*ns:(a+1)*ns])
 		if got := out[a*os]; got != want {
 			t.Fatalf("%s nb=%d act %d: tile %g, row dot %g", typ, nb, a, got, want)
 		}
@@ -157,6 +174,7 @@ func benchKQuantPrefill(b *testing.B, rng *rand.Rand, typ gguf.TensorType, rows,
 	n := batch * cols
 	j.xq, j.xd, j.xs = make([]int8, n), make([]float32, n/256), make([]int16, n/16)
 	quantizeQ8KGo(x, j.xq, j.xd, j.xs)
+	j.xm = kSums(gguf.TypeQ6_K, j.xq, nil)
 	paths := []struct {
 		name string
 		run  func()
@@ -166,7 +184,7 @@ func benchKQuantPrefill(b *testing.B, rng *rand.Rand, typ gguf.TensorType, rows,
 				xq, xd := j.quantAct(b, 256)
 				xs := j.xs[b*cols/16 : (b+1)*cols/16]
 				if typ == gguf.TypeQ6_K {
-					return dotQ6K(row, xq, xd, xs)
+					return dotQ6K(row, xq, xd, j.xm[b*cols/2:(b+1)*cols/2])
 				}
 				return dotQ4K(row, xq, xd, xs)
 			})
@@ -217,6 +235,7 @@ func BenchmarkKQuantDecode(b *testing.B) {
 			rb, nb := w.rowBytes(), cols/256
 			xq, xd, xs := make([]int8, cols), make([]float32, nb), make([]int16, 16*nb)
 			quantizeQ8KGo(randVec(rng, cols), xq, xd, xs)
+			xs = kSums(tc.typ, xq, xs)
 			out := make([]float32, rows)
 			for _, path := range []struct {
 				name string

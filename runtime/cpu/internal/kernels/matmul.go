@@ -21,6 +21,9 @@ type matmulJob struct {
 	xd  []float32
 	xd8 []float32 // xd with every scale repeated 8 times (Q8_0/Q4_0 only)
 	xs  []int16
+	// xm is 32 times the sum of every pair of codes of xq (Q6_K only,
+	// q6kPairSums): ggml's offset terms, made once for all weight rows.
+	xm []int16
 	// xs1 is the Q8_1 sum term of every 32-element block (Q5_1 only).
 	xs1 []float32
 	// xc is -128 times the sum of every four codes of xq (Q8_0 weights on
@@ -112,6 +115,10 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 		j.xd = grow(j.xd, n/256)
 		j.xs = grow(j.xs, n/16)
 		quantizeQ8KGo(x[:n], j.xq, j.xd, j.xs)
+		if w.Type == gguf.TypeQ6_K {
+			j.xm = grow(j.xm, n/2)
+			q6kPairSums(j.xq[:n], j.xm)
+		}
 	case gguf.TypeF16:
 		j.xr = grow(j.xr, n)
 		roundToF16(j.xr, x[:n])

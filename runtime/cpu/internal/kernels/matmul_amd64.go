@@ -475,7 +475,8 @@ func matmulBF16(j *matmulJob, r0, r1 int) {
 }
 
 // dotQ4K and dotQ6K are the K-quant row dot products against Q8_K
-// activations.
+// activations; xs is the 16-code sums for Q4_K and the pair sums
+// (q6kPairSums) for Q6_K.
 func dotQ4K(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 	if !haveAsm {
 		return dotQ4KGo(w, xq, xd, xs)
@@ -487,6 +488,7 @@ func dotQ6K(w []byte, xq []int8, xd []float32, xs []int16) float32 {
 	if !haveAsm {
 		return dotQ6KGo(w, xq, xd)
 	}
+	_ = xs[128*len(xd)-1] // the assembly reads the pair sums unchecked
 	return q6kDotAVX(w, xq, xd, xs)
 }
 
@@ -658,10 +660,24 @@ func q6kTile(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float3
 		return
 	}
 	// bounds: the assembly does not check
-	_, _, _, _ = w[nb*blockQ6_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*16*nb-1]
+	_, _, _, _ = w[nb*blockQ6_K-1], xq[4*256*nb-1], xd[4*nb-1], xs[4*128*nb-1]
 	_ = out[3*os]
 	q6kTile1x4(w, xq, xd, xs, nb, out, os)
 }
+
+// q6kPairSums is q6kPairSumsGo, 32 codes per instruction where there is
+// assembly (a VPMADDUBSW with 32 in every byte, as ggml makes them).
+func q6kPairSums(xq []int8, xm []int16) {
+	n32 := len(xq) &^ 31
+	if haveAsm && n32 > 0 {
+		_ = xm[n32/2-1] // the assembly does not check
+		q6kPairSumsAVX(xq[:n32], xm)
+	}
+	q6kPairSumsGo(xq[n32:], xm[n32/2:])
+}
+
+//go:noescape
+func q6kPairSumsAVX(xq []int8, xm []int16)
 
 // q4kRowDots and q6kRowDots set out[i] to the product of row r0+i of a
 // Q4_K or Q6_K matrix (rows of rb bytes) with one activation row: one
@@ -672,7 +688,7 @@ func q4kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out [
 		kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ4KGo)
 		return
 	}
-	if checkRowDots(w, rb, blockQ4_K, r0, xq, xd, xs, out) {
+	if checkRowDots(w, rb, blockQ4_K, 16, r0, xq, xd, xs, out) {
 		q4kRows(w[r0*rb:], rb, xq, xd, xs, out)
 	}
 }
@@ -682,19 +698,20 @@ func q6kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out [
 		kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ6K)
 		return
 	}
-	if checkRowDots(w, rb, blockQ6_K, r0, xq, xd, xs, out) {
+	if checkRowDots(w, rb, blockQ6_K, 128, r0, xq, xd, xs, out) {
 		q6kRows(w[r0*rb:], rb, xq, xd, xs, out)
 	}
 }
 
 // checkRowDots does the bounds checks the assembly does not, and reports
-// whether there are rows to compute.
-func checkRowDots(w []byte, rb, blockBytes, r0 int, xq []int8, xd []float32, xs []int16, out []float32) bool {
+// whether there are rows to compute; sums is the number of xs words per
+// super-block.
+func checkRowDots(w []byte, rb, blockBytes, sums, r0 int, xq []int8, xd []float32, xs []int16, out []float32) bool {
 	if len(out) == 0 {
 		return false
 	}
 	nb := len(xd)
-	_, _, _ = w[(r0+len(out))*rb-1], xq[256*nb-1], xs[16*nb-1]
+	_, _, _ = w[(r0+len(out))*rb-1], xq[256*nb-1], xs[sums*nb-1]
 	if rb != nb*blockBytes {
 		panic("kernels: K-quant row size does not match the activations")
 	}

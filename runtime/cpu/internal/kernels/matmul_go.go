@@ -34,6 +34,7 @@ func SiLU(x []float32) { siluGo(x) }
 
 func dotQ4K(w []byte, xq []int8, xd []float32, xs []int16) float32 { return dotQ4KGo(w, xq, xd, xs) }
 func dotQ6K(w []byte, xq []int8, xd []float32, _ []int16) float32  { return dotQ6KGo(w, xq, xd) }
+func q6kPairSums(xq []int8, xm []int16)                            { q6kPairSumsGo(xq, xm) }
 
 // DotRows sets out[j] = Dot(x, m[j*stride:j*stride+len(x)]) for j <
 // len(out): the scores of one query against a run of cached keys in one call.

@@ -219,7 +219,7 @@ func matmulQ5K(j *matmulJob, r0, r1 int) {
 		q5kRowDots(j.w.Data, j.rowBytes, r0, j.xq[:256*nb], j.xd[:nb], j.xs[:16*nb], j.out[r0:r1])
 		return
 	}
-	matmulKTiles(j, r0, r1, q5kTile, nil, dotQ5K)
+	matmulKTiles(j, r0, r1, j.xs, 16, q5kTile, nil, dotQ5K)
 }
 
 // quantBlockQ5_0 stores 32 values like ggml's reference quantizer (which

@@ -65,7 +65,7 @@ func q5kRowDots(w []byte, rb, r0 int, xq []int8, xd []float32, xs []int16, out [
 		kRowDotsGo(w, rb, r0, xq, xd, xs, out, dotQ5KGo)
 		return
 	}
-	if checkRowDots(w, rb, blockQ5_K, r0, xq, xd, xs, out) {
+	if checkRowDots(w, rb, blockQ5_K, 16, r0, xq, xd, xs, out) {
 		q5kRows(w[r0*rb:], rb, xq, xd, xs, out)
 	}
 }

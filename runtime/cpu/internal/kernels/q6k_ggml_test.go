@@ -71,13 +71,14 @@ func TestQ6KMatchesGgml(t *testing.T) {
 			}
 			quantizeQ8KGo(x, xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*16*nb:(a+1)*16*nb])
 		}
+		xs = q6kSumsOf(xq)
 		tile := make([]float32, kTileActs)
 		q6kTile(w, xq, xd, xs, nb, tile, 1)
 		tileGo := make([]float32, kTileActs)
 		q6kTile1x4Go(w, xq, xd, xs, nb, tileGo, 1)
 		for a, bits := range tc.Dots {
 			want := math.Float32frombits(bits)
-			aq, ad, as := xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*16*nb:(a+1)*16*nb]
+			aq, ad, as := xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*128*nb:(a+1)*128*nb]
 			rows := make([]float32, 1)
 			q6kRowDots(w, blockQ6_K*nb, 0, aq, ad, as, rows)
 			for _, got := range []struct {
@@ -101,8 +102,8 @@ func TestQ6KMatchesGgml(t *testing.T) {
 
 // TestQ6KKernelsAgreeAtExtremes requires the Q6_K kernels to agree bit for
 // bit where their integer tricks are tightest: codes 0 and 63, scales -128
-// and 127, and activation codes -128 and 127 (the tile offsets them to
-// unsigned, the row kernels subtract 32 times their pair sums), the
+// and 127, and activation codes -128 and 127 (every kernel subtracts 32
+// times their pair sums, q6kPairSums, from words of product pairs), the
 // patterns mixed per element.
 func TestQ6KKernelsAgreeAtExtremes(t *testing.T) {
 	const nb = 2
@@ -139,11 +140,12 @@ func TestQ6KKernelsAgreeAtExtremes(t *testing.T) {
 				xs[a*16*nb+g] = s
 			}
 		}
+		xs = q6kSumsOf(xq)
 		tile, tileGo := make([]float32, kTileActs), make([]float32, kTileActs)
 		q6kTile(w, xq, xd, xs, nb, tile, 1)
 		q6kTile1x4Go(w, xq, xd, xs, nb, tileGo, 1)
 		for a := 0; a < kTileActs; a++ {
-			aq, ad, as := xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*16*nb:(a+1)*16*nb]
+			aq, ad, as := xq[a*cols:(a+1)*cols], xd[a*nb:(a+1)*nb], xs[a*128*nb:(a+1)*128*nb]
 			rows := make([]float32, 1)
 			q6kRowDots(w, blockQ6_K*nb, 0, aq, ad, as, rows)
 			want := dotQ6KGo(w, aq, ad)

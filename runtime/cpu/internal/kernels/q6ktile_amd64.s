@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q6k_amd64.h"
 
 // Q6_K batch tile: one weight row against four Q8_K activation rows, so the
 // 6-bit codes and the scales of each super-block are unpacked once for four
@@ -13,11 +14,11 @@ DATA q6ktmask4<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA q6ktmask4<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
 GLOBL q6ktmask4<>(SB), RODATA|NOPTR, $32
 
-DATA q6ktmask2<>+0(SB)/8, $0x0303030303030303
-DATA q6ktmask2<>+8(SB)/8, $0x0303030303030303
-DATA q6ktmask2<>+16(SB)/8, $0x0303030303030303
-DATA q6ktmask2<>+24(SB)/8, $0x0303030303030303
-GLOBL q6ktmask2<>(SB), RODATA|NOPTR, $32
+DATA q6ktmask30<>+0(SB)/8, $0x3030303030303030
+DATA q6ktmask30<>+8(SB)/8, $0x3030303030303030
+DATA q6ktmask30<>+16(SB)/8, $0x3030303030303030
+DATA q6ktmask30<>+24(SB)/8, $0x3030303030303030
+GLOBL q6ktmask30<>(SB), RODATA|NOPTR, $32
 
 DATA q6ktm32<>+0(SB)/8, $0x2020202020202020
 DATA q6ktm32<>+8(SB)/8, $0x2020202020202020
@@ -25,115 +26,95 @@ DATA q6ktm32<>+16(SB)/8, $0x2020202020202020
 DATA q6ktm32<>+24(SB)/8, $0x2020202020202020
 GLOBL q6ktm32<>(SB), RODATA|NOPTR, $32
 
-DATA q6ktm80<>+0(SB)/8, $0x8080808080808080
-DATA q6ktm80<>+8(SB)/8, $0x8080808080808080
-DATA q6ktm80<>+16(SB)/8, $0x8080808080808080
-DATA q6ktm80<>+24(SB)/8, $0x8080808080808080
-GLOBL q6ktm80<>(SB), RODATA|NOPTR, $32
+// q6ktscale: VPSHUFB controls, as kq6scale in kquant_amd64.s.
+DATA q6ktscale<>+0(SB)/8, $0x0100010001000100
+DATA q6ktscale<>+8(SB)/8, $0x0100010001000100
+DATA q6ktscale<>+16(SB)/8, $0x0302030203020302
+DATA q6ktscale<>+24(SB)/8, $0x0302030203020302
+DATA q6ktscale<>+32(SB)/8, $0x0504050405040504
+DATA q6ktscale<>+40(SB)/8, $0x0504050405040504
+DATA q6ktscale<>+48(SB)/8, $0x0706070607060706
+DATA q6ktscale<>+56(SB)/8, $0x0706070607060706
+DATA q6ktscale<>+64(SB)/8, $0x0908090809080908
+DATA q6ktscale<>+72(SB)/8, $0x0908090809080908
+DATA q6ktscale<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6ktscale<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6ktscale<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6ktscale<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6ktscale<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q6ktscale<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q6ktscale<>(SB), RODATA|NOPTR, $128
 
-// Frame: 0..31 the 16 scales as words; 32+32k (k = 4*half + quarter) the
-// scale pair of codes register k, sc[2k] in the low 128 bits and sc[2k+1]
-// in the high ones; 288+32a the 8-lane float sum of activation a.
+// Frame: 32a the 8-lane float sum of activation a.
 
-// Q6KSCALES builds the scale pair of codes register k at 32+32k(SP).
-#define Q6KSCALES(LO, HI, DST) \
-	VPBROADCASTW LO(SP), X2; \
-	VPBROADCASTW HI(SP), X3; \
-	VINSERTI128 $1, X3, Y2, Y2; \
-	VMOVDQU Y2, DST(SP)
+// Q6KSCALES puts the scale pairs of half h's four codes registers (scales
+// at byte SOFF of the block) in Y6, Y7, Y8, Y10: sc[8h+2q] in the low 128
+// bits and sc[8h+2q+1] in the high ones for quarter q.
+#define Q6KSCALES(SOFF) \
+	VPMOVSXBW SOFF(SI), X4; \
+	VINSERTI128 $1, X4, Y4, Y4; \
+	VPSHUFB q6ktscale<>+0(SB), Y4, Y6; \
+	VPSHUFB q6ktscale<>+32(SB), Y4, Y7; \
+	VPSHUFB q6ktscale<>+64(SB), Y4, Y8; \
+	VPSHUFB q6ktscale<>+96(SB), Y4, Y10
 
-// The tile takes ggml's integer lanes another way than q6kDotAVX (which
-// does as ggml: unsigned codes q times the activations x, minus 32 times
-// the activations' pair sums): it multiplies the signed codes c = q-32 by
-// the activations offset to unsigned, x+128, and takes 128 times the codes'
-// pair sums off once per super-block and weight row, for all four
-// activations. Both give sc*sum(c*x) over the same four elements in each
-// int32 lane, and integer sums do not depend on the order, so the lanes,
-// and with them the float results, are ggml's exactly. Words stay within
-// int16: |255*32*2| < 32768.
+// The tile forms ggml's integer lanes as q6kDotAVX does: unsigned codes
+// q times the activations x, minus the activations' pair sums
+// 32*(x+x') (q6kPairSums, made once per MatMul call), in each word; so
+// the words, the lanes and the float results are ggml's exactly.
 
-// Q6KMUL adds one activation's 128 codes of the half (XA..XD, four runs of 32
-// codes) times the signed codes Y9, Y11, Y12, Y13 and their scale pairs at
-// SA..SD to IACC; Y10 holds 0x80 in every byte.
-#define Q6KMUL(XA, XB, XC, XD, SA, SB, SC, SD, IACC) \
-	VPXOR XA, Y10, Y4; \
-	VPXOR XB, Y10, Y5; \
-	VPMADDUBSW Y9, Y4, Y4; \
-	VPMADDUBSW Y11, Y5, Y5; \
-	VPMADDWD SA(SP), Y4, Y4; \
-	VPMADDWD SB(SP), Y5, Y5; \
+// Q6KMUL adds one activation's 128 codes of the half (XA..XD, four runs of
+// 32 codes; PA..PD their pair sums) times the unsigned codes Y9, Y11, Y12,
+// Y13 and their scale pairs Y6, Y7, Y8, Y10 to IACC.
+#define Q6KMUL(XA, XB, XC, XD, PA, PB, PC, PD, IACC) \
+	VPMADDUBSW XA, Y9, Y4; \
+	VPMADDUBSW XB, Y11, Y5; \
+	VPSUBW PA, Y4, Y4; \
+	VPSUBW PB, Y5, Y5; \
+	VPMADDWD Y6, Y4, Y4; \
+	VPMADDWD Y7, Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC; \
-	VPXOR XC, Y10, Y4; \
-	VPXOR XD, Y10, Y5; \
-	VPMADDUBSW Y12, Y4, Y4; \
-	VPMADDUBSW Y13, Y5, Y5; \
-	VPMADDWD SC(SP), Y4, Y4; \
-	VPMADDWD SD(SP), Y5, Y5; \
+	VPMADDUBSW XC, Y12, Y4; \
+	VPMADDUBSW XD, Y13, Y5; \
+	VPSUBW PC, Y4, Y4; \
+	VPSUBW PD, Y5, Y5; \
+	VPMADDWD Y8, Y4, Y4; \
+	VPMADDWD Y10, Y5, Y5; \
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC
 
-// Q6KCORR takes 128 * sc * (pair sums of the half's signed codes) off the
-// four activations' lanes Y0..Y3: the x+128 offset's share.
-#define Q6KCORR(SA, SB, SC, SD) \
-	VPMADDUBSW Y9, Y10, Y6; \
-	VPMADDWD SA(SP), Y6, Y6; \
-	VPMADDUBSW Y11, Y10, Y7; \
-	VPMADDWD SB(SP), Y7, Y7; \
-	VPADDD Y7, Y6, Y6; \
-	VPMADDUBSW Y12, Y10, Y7; \
-	VPMADDWD SC(SP), Y7, Y7; \
-	VPADDD Y7, Y6, Y6; \
-	VPMADDUBSW Y13, Y10, Y7; \
-	VPMADDWD SD(SP), Y7, Y7; \
-	VPADDD Y7, Y6, Y6; \
-	VPSUBD Y6, Y0, Y0; \
-	VPSUBD Y6, Y1, Y1; \
-	VPSUBD Y6, Y2, Y2; \
-	VPSUBD Y6, Y3, Y3
-
 // Q6KUNPACK unpacks half h's 128 codes (ql at QL, qh at QH) into Y9, Y11,
-// Y12, Y13 as q6kDotAVX does, then makes them signed (q-32).
+// Y12, Y13 as q6kDotAVX does (Y14: 0x30 in every byte).
 #define Q6KUNPACK(QL, QL32, QH) \
 	VMOVDQU QL(SI), Y4; \
 	VMOVDQU QL32(SI), Y5; \
 	VMOVDQU QH(SI), Y6; \
 	VPAND Y15, Y4, Y9; \
-	VPAND Y14, Y6, Y10; \
-	VPSLLW $4, Y10, Y10; \
+	VPSLLW $4, Y6, Y10; \
+	VPAND Y14, Y10, Y10; \
 	VPOR Y10, Y9, Y9; \
 	VPAND Y15, Y5, Y11; \
-	VPSRLW $2, Y6, Y10; \
+	VPSLLW $2, Y6, Y10; \
 	VPAND Y14, Y10, Y10; \
-	VPSLLW $4, Y10, Y10; \
 	VPOR Y10, Y11, Y11; \
 	VPSRLW $4, Y4, Y12; \
 	VPAND Y15, Y12, Y12; \
-	VPSRLW $4, Y6, Y10; \
-	VPAND Y14, Y10, Y10; \
-	VPSLLW $4, Y10, Y10; \
+	VPAND Y14, Y6, Y10; \
 	VPOR Y10, Y12, Y12; \
 	VPSRLW $4, Y5, Y13; \
 	VPAND Y15, Y13, Y13; \
-	VPSRLW $6, Y6, Y10; \
+	VPSRLW $2, Y6, Y10; \
 	VPAND Y14, Y10, Y10; \
-	VPSLLW $4, Y10, Y10; \
-	VPOR Y10, Y13, Y13; \
-	VMOVDQU q6ktm32<>(SB), Y10; \
-	VPSUBB Y10, Y9, Y9; \
-	VPSUBB Y10, Y11, Y11; \
-	VPSUBB Y10, Y12, Y12; \
-	VPSUBB Y10, Y13, Y13
+	VPOR Y10, Y13, Y13
 
-// Q6KHALF runs half h (activation codes from offset XO) for all four
-// activations; S0 is the frame offset of its first scale pair.
-#define Q6KHALF(XO0, XO1, XO2, XO3, S0, S1, S2, S3) \
-	VMOVDQU q6ktm80<>(SB), Y10; \
-	Q6KCORR(S0, S1, S2, S3); \
-	Q6KMUL(XO0(DI), XO1(DI), XO2(DI), XO3(DI), S0, S1, S2, S3, Y0); \
-	Q6KMUL(XO0(DI)(R8*1), XO1(DI)(R8*1), XO2(DI)(R8*1), XO3(DI)(R8*1), S0, S1, S2, S3, Y1); \
-	Q6KMUL(XO0(DI)(R8*2), XO1(DI)(R8*2), XO2(DI)(R8*2), XO3(DI)(R8*2), S0, S1, S2, S3, Y2); \
-	Q6KMUL(XO0(R9)(R8*2), XO1(R9)(R8*2), XO2(R9)(R8*2), XO3(R9)(R8*2), S0, S1, S2, S3, Y3)
+// Q6KHALF runs half h (activation codes and pair sums from offset XO)
+// for all four activations.
+#define Q6KHALF(XO0, XO1, XO2, XO3) \
+	Q6KMUL(XO0(DI), XO1(DI), XO2(DI), XO3(DI), XO0(BX), XO1(BX), XO2(BX), XO3(BX), Y0); \
+	Q6KMUL(XO0(DI)(R8*1), XO1(DI)(R8*1), XO2(DI)(R8*1), XO3(DI)(R8*1), XO0(BX)(R8*1), XO1(BX)(R8*1), XO2(BX)(R8*1), XO3(BX)(R8*1), Y1); \
+	Q6KMUL(XO0(DI)(R8*2), XO1(DI)(R8*2), XO2(DI)(R8*2), XO3(DI)(R8*2), XO0(BX)(R8*2), XO1(BX)(R8*2), XO2(BX)(R8*2), XO3(BX)(R8*2), Y2); \
+	Q6KMUL(XO0(R9)(R8*2), XO1(R9)(R8*2), XO2(R9)(R8*2), XO3(R9)(R8*2), XO0(R11)(R8*2), XO1(R11)(R8*2), XO2(R11)(R8*2), XO3(R11)(R8*2), Y3)
 
 // Q6KACT adds activation a's super-block part d*xd*IACC to its float sum.
 #define Q6KACT(XD, IACC, ACC) \
@@ -157,9 +138,9 @@ GLOBL q6ktm80<>(SB), RODATA|NOPTR, $32
 
 // func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
 // w is one row of nb super-blocks; xq, xd and xs hold four activation rows
-// one after the other (256*nb codes, nb scales and 16*nb sums each); the
-// product with activation a goes to out[a*os].
-TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
+// one after the other (256*nb codes, nb scales and 128*nb pair sums,
+// q6kPairSums, each); the product with activation a goes to out[a*os].
+TEXT ·q6kTile1x4(SB), NOSPLIT, $128-136
 	MOVQ w_base+0(FP), SI
 	MOVQ xq_base+24(FP), DI
 	MOVQ xd_base+48(FP), DX
@@ -167,52 +148,47 @@ TEXT ·q6kTile1x4(SB), NOSPLIT, $416-136
 	MOVQ CX, R8
 	SHLQ $8, R8                // activation stride in codes
 	LEAQ (DI)(R8*1), R9        // activation 1; activation 3 is (R9)(R8*2)
+	MOVQ xs_base+72(FP), BX    // pair sums: 256*nb bytes per activation too
+	LEAQ (BX)(R8*1), R11
 	MOVQ CX, R10
 	SHLQ $2, R10               // activation stride in scale bytes
 	VMOVDQU q6ktmask4<>(SB), Y15
-	VMOVDQU q6ktmask2<>(SB), Y14
+	VMOVDQU q6ktmask30<>(SB), Y14
 	VXORPS Y0, Y0, Y0
-	VMOVUPS Y0, 288(SP)
-	VMOVUPS Y0, 320(SP)
-	VMOVUPS Y0, 352(SP)
-	VMOVUPS Y0, 384(SP)
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
 
 q6ktblock:
 	TESTQ CX, CX
 	JZ    q6ktdone
-	VPMOVSXBW 192(SI), Y2      // 16 scales as words
-	VMOVDQU Y2, 0(SP)
-	Q6KSCALES(0, 2, 32)
-	Q6KSCALES(4, 6, 64)
-	Q6KSCALES(8, 10, 96)
-	Q6KSCALES(12, 14, 128)
-	Q6KSCALES(16, 18, 160)
-	Q6KSCALES(20, 22, 192)
-	Q6KSCALES(24, 26, 224)
-	Q6KSCALES(28, 30, 256)
-
 	VPXOR Y0, Y0, Y0           // the four activations' int32 lanes
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 
 	Q6KUNPACK(0, 32, 128)
-	Q6KHALF(0, 32, 64, 96, 32, 64, 96, 128)
+	Q6KSCALES(192)
+	Q6KHALF(0, 32, 64, 96)
 	Q6KUNPACK(64, 96, 160)
-	Q6KHALF(128, 160, 192, 224, 160, 192, 224, 256)
+	Q6KSCALES(200)
+	Q6KHALF(128, 160, 192, 224)
 
 	MOVWLZX 208(SI), R12       // d is the block's last 2 bytes: load only those
 	VMOVD R12, X6
 	VCVTPH2PS X6, X6
-	Q6KACT((DX), Y0, 288)
-	Q6KACT((DX)(R10*1), Y1, 320)
-	Q6KACT((DX)(R10*2), Y2, 352)
+	Q6KACT((DX), Y0, 0)
+	Q6KACT((DX)(R10*1), Y1, 32)
+	Q6KACT((DX)(R10*2), Y2, 64)
 	LEAQ (DX)(R10*2), AX
-	Q6KACT((AX)(R10*1), Y3, 384)
+	Q6KACT((AX)(R10*1), Y3, 96)
 
 	ADDQ $210, SI
 	ADDQ $256, DI
 	ADDQ $256, R9
+	ADDQ $256, BX
+	ADDQ $256, R11
 	ADDQ $4, DX
 	DECQ CX
 	JMP  q6ktblock
@@ -221,11 +197,11 @@ q6ktdone:
 	MOVQ out_base+104(FP), DI
 	MOVQ os+128(FP), R8
 	SHLQ $2, R8
-	Q6KSUM(288, (DI))
-	Q6KSUM(320, (DI)(R8*1))
-	Q6KSUM(352, (DI)(R8*2))
+	Q6KSUM(0, (DI))
+	Q6KSUM(32, (DI)(R8*1))
+	Q6KSUM(64, (DI)(R8*2))
 	LEAQ (DI)(R8*2), DI
-	Q6KSUM(384, (DI)(R8*1))
+	Q6KSUM(96, (DI)(R8*1))
 	VZEROUPPER
 	RET
 
@@ -233,15 +209,14 @@ q6ktdone:
 // out[r] = the product of row r of w (rows of rb bytes) with one Q8_K
 // activation row, for r < len(out): decode's loop over the rows without a
 // call per row. The row body is q6kDotAVX's, so out[r] equals q6kDotAVX of
-// that row bit for bit.
-TEXT ·q6kRows(SB), NOSPLIT, $32-128
+// that row bit for bit; xs is its q6kPairSums.
+TEXT ·q6kRows(SB), NOSPLIT, $0-128
 	MOVQ w_base+0(FP), R9
 	MOVQ rb+24(FP), R10
 	MOVQ out_base+104(FP), R11
 	MOVQ out_len+112(FP), R12
 	VMOVDQU q6ktmask4<>(SB), Y15
-	VMOVDQU q6ktmask2<>(SB), Y14
-	VMOVDQU q6ktm32<>(SB), Y7
+	VMOVDQU q6ktmask30<>(SB), Y14
 
 q6krow:
 	TESTQ R12, R12
@@ -250,93 +225,15 @@ q6krow:
 	MOVQ xq_base+32(FP), DI
 	MOVQ xd_base+56(FP), DX
 	MOVQ xd_len+64(FP), CX
+	MOVQ xs_base+80(FP), BX
 	VXORPS Y0, Y0, Y0
 
 q6krblock:
 	TESTQ CX, CX
 	JZ    q6krsum
-	VPMOVSXBW 192(SI), Y2      // 16 scales as words
-	VMOVDQU Y2, 0(SP)
 	VPXOR Y8, Y8, Y8           // eight int32 lanes, as ggml's sumi
-
-	MOVQ $0, R13               // half: 0 or 64 (ql offset)
-
-q6krhalf:
-	MOVQ R13, R14
-	SHRQ $1, R14               // qh offset: 0 or 32
-	VMOVDQU (SI)(R13*1), Y4    // ql[l], l < 32
-	VMOVDQU 32(SI)(R13*1), Y5  // ql[l+32]
-	VMOVDQU 128(SI)(R14*1), Y6 // qh[l]
-
-	// q1 = ql[l]&15 | (qh&3)<<4   -> elements 0..31 of the half
-	VPAND Y15, Y4, Y9
-	VPAND Y14, Y6, Y10
-	VPSLLW $4, Y10, Y10
-	VPOR Y10, Y9, Y9
-	// q2 = ql[l+32]&15 | (qh>>2&3)<<4 -> 32..63
-	VPAND Y15, Y5, Y11
-	VPSRLW $2, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPSLLW $4, Y10, Y10
-	VPOR Y10, Y11, Y11
-	// q3 = ql[l]>>4 | (qh>>4&3)<<4 -> 64..95
-	VPSRLW $4, Y4, Y12
-	VPAND Y15, Y12, Y12
-	VPSRLW $4, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPSLLW $4, Y10, Y10
-	VPOR Y10, Y12, Y12
-	// q4 = ql[l+32]>>4 | (qh>>6&3)<<4 -> 96..127
-	VPSRLW $4, Y5, Y13
-	VPAND Y15, Y13, Y13
-	VPSRLW $6, Y6, Y10
-	VPAND Y14, Y10, Y10
-	VPSLLW $4, Y10, Y10
-	VPOR Y10, Y13, Y13
-
-	// activations of this half start at DI + 2*R13 (0 or 128); as ggml,
-	// the offset 32 leaves each pair of products in the same word:
-	// q*x + q'*x' - (32*x + 32*x')
-	VPMADDUBSW (DI)(R13*2), Y7, Y1
-	VPMADDUBSW (DI)(R13*2), Y9, Y9
-	VPSUBW Y1, Y9, Y9
-	VPMADDUBSW 32(DI)(R13*2), Y7, Y10
-	VPMADDUBSW 32(DI)(R13*2), Y11, Y11
-	VPSUBW Y10, Y11, Y11
-	VPMADDUBSW 64(DI)(R13*2), Y7, Y1
-	VPMADDUBSW 64(DI)(R13*2), Y12, Y12
-	VPSUBW Y1, Y12, Y12
-	VPMADDUBSW 96(DI)(R13*2), Y7, Y10
-	VPMADDUBSW 96(DI)(R13*2), Y13, Y13
-	VPSUBW Y10, Y13, Y13
-
-	// scale words: group g = 8*half + 2*quarter (+1 for the upper 16)
-	MOVQ R13, R14
-	SHRQ $2, R14               // byte offset of word 8*half: 0 or 16
-	VPBROADCASTW 0(SP)(R14*1), X2
-	VPBROADCASTW 2(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y9, Y9
-	VPBROADCASTW 4(SP)(R14*1), X2
-	VPBROADCASTW 6(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y11, Y11
-	VPBROADCASTW 8(SP)(R14*1), X2
-	VPBROADCASTW 10(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y12, Y12
-	VPBROADCASTW 12(SP)(R14*1), X2
-	VPBROADCASTW 14(SP)(R14*1), X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPMADDWD Y2, Y13, Y13
-	VPADDD Y9, Y8, Y8
-	VPADDD Y11, Y8, Y8
-	VPADDD Y12, Y8, Y8
-	VPADDD Y13, Y8, Y8
-
-	ADDQ $64, R13
-	CMPQ R13, $128
-	JB   q6krhalf
+	Q6KROWHALF(0, 32, 128, 0, 192, q6ktscale<>)
+	Q6KROWHALF(64, 96, 160, 128, 200, q6ktscale<>)
 
 	MOVWLZX 208(SI), R8        // d is the block's last 2 bytes: load only those
 	VMOVD R8, X3
@@ -348,6 +245,7 @@ q6krhalf:
 
 	ADDQ $210, SI
 	ADDQ $256, DI
+	ADDQ $256, BX
 	ADDQ $4, DX
 	DECQ CX
 	JMP  q6krblock
@@ -366,5 +264,29 @@ q6krsum:
 	JMP  q6krow
 
 q6krowsdone:
+	VZEROUPPER
+	RET
+
+// func q6kPairSumsAVX(xq []int8, xm []int16)
+// xm[i] = 32*(xq[2i]+xq[2i+1]) for len(xq) a multiple of 32: the words
+// ggml's Q6_K dot product makes with _mm256_maddubs_epi16(m32s, q8).
+TEXT ·q6kPairSumsAVX(SB), NOSPLIT, $0-48
+	MOVQ xq_base+0(FP), SI
+	MOVQ xq_len+8(FP), CX
+	MOVQ xm_base+24(FP), DI
+	SHRQ $5, CX
+	VMOVDQU q6ktm32<>(SB), Y1
+
+q6kpairs:
+	TESTQ CX, CX
+	JZ    q6kpairsdone
+	VPMADDUBSW (SI), Y1, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JMP  q6kpairs
+
+q6kpairsdone:
 	VZEROUPPER
 	RET

@@ -328,3 +328,15 @@ func quantBlockQ6K(x []float32, blk []byte) {
 	}
 	binary.LittleEndian.PutUint16(blk[208:], dH)
 }
+
+// q6kPairSumsGo sets xm[i] = 32*(xq[2i]+xq[2i+1]): the words ggml's AVX2
+// Q6_K dot product subtracts from each pair of products to take the codes'
+// offset 32 off (_mm256_maddubs_epi16(m32s, q8)). They depend only on the
+// activations, so MatMul makes them once per call (q6kPairSums) instead of
+// each weight row making them again. |32*(x+x')| <= 8192 fits int16.
+func q6kPairSumsGo(xq []int8, xm []int16) {
+	xm = xm[:len(xq)/2]
+	for i := range xm {
+		xm[i] = 32 * (int16(xq[2*i]) + int16(xq[2*i+1]))
+	}
+}

@@ -369,3 +369,17 @@ func TestActivationQuantizersRoundLikeGGML(t *testing.T) {
 		}
 	})
 }
+
+// TestQ6KPairSums requires q6kPairSums to give 32*(x[2i]+x[2i+1]) for
+// every pair, the extremes included (they must not wrap int16).
+func TestQ6KPairSums(t *testing.T) {
+	xq := []int8{-128, -128, 127, 127, -128, 127, 0, 1, 5, -7}
+	want := []int16{-8192, 8128, -32, 32, -64}
+	got := make([]int16, len(xq)/2)
+	q6kPairSums(xq, got)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("pair %d (%d, %d): %d, want %d", i, xq[2*i], xq[2*i+1], got[i], want[i])
+		}
+	}
+}
