@@ -121,8 +121,10 @@ func TestKVF16KernelsMatchGo(t *testing.T) {
 			}
 		}
 	}
-	for _, hd := range []int{16, 32, 64, 80, 128} {
-		for _, rows := range []int{1, 3, 4, 7, 33, 64, 100} {
+	// Row counts on both sides of the four-row tile and of 8 and 16, head
+	// dims of the presets (48: 24m, 64: 134m, 128).
+	for _, hd := range []int{16, 32, 48, 64, 80, 128} {
+		for _, rows := range []int{1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 64, 100} {
 			for _, gemm := range []bool{false, true} {
 				if gemm && hd%16 != 0 {
 					continue
@@ -135,8 +137,8 @@ func TestKVF16KernelsMatchGo(t *testing.T) {
 			}
 		}
 	}
-	for _, hd := range []int{4, 6, 64, 66} {
-		for _, nkv := range []int{32, 64, 96, 160} {
+	for _, hd := range []int{1, 4, 6, 9, 48, 64, 66, 128} {
+		for _, nkv := range []int{32, 64, 96, 160, 288} {
 			stride := nkv + 32
 			vT := f16(hd*stride, 3)
 			p := rounded(nkv)
@@ -148,7 +150,7 @@ func TestKVF16KernelsMatchGo(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []int{1, 7, 8, 9, 64, 100} {
+	for _, n := range []int{1, 7, 8, 9, 16, 17, 48, 64, 100, 128} {
 		src := make([]float32, n)
 		for i := range src {
 			src[i] = float32(rng.NormFloat64() * math.Pow(10, float64(i%12-6)))
@@ -160,6 +162,24 @@ func TestKVF16KernelsMatchGo(t *testing.T) {
 		for i := range want {
 			if got[i] != want[i] {
 				t.Fatalf("ToF16(%g) = %#x, Go %#x", src[i], got[i], want[i])
+			}
+		}
+		// The strided store: every element its own row, the cells between
+		// untouched.
+		for _, stride := range []int{1, 3, 32, 288} {
+			dst := make([]uint16, (n-1)*stride+2)
+			for i := range dst {
+				dst[i] = 0xabcd
+			}
+			ToF16Strided(dst, stride, src)
+			for i := range dst {
+				w := uint16(0xabcd)
+				if i%stride == 0 && i/stride < n {
+					w = want[i/stride]
+				}
+				if dst[i] != w {
+					t.Fatalf("ToF16Strided(n=%d, stride %d): [%d] = %#x, want %#x", n, stride, i, dst[i], w)
+				}
 			}
 		}
 	}

@@ -1,0 +1,63 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestF16Gemm4x1LoopMatchesTile holds the looping kernel to the one-tile
+// kernel it repeats, bit for bit: every tile of the loop must equal a
+// separate f16Gemm4x1AVX call on the same rows, for key-shaped (rows hd
+// apart, tiles 4*hd apart) and value-shaped (rows stride apart) inputs,
+// and the loop must write nothing past its tiles.
+func TestF16Gemm4x1LoopMatchesTile(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(17, 18))
+	f16 := func(n int) []uint16 {
+		out := make([]uint16, n)
+		for i := range out {
+			out[i] = F32ToF16(float32(rng.NormFloat64() * 2))
+		}
+		return out
+	}
+	check := func(what string, w []uint16, ws, gs, groups int, x []float32, n int) {
+		t.Helper()
+		got := make([]float32, 4*groups+1)
+		got[4*groups] = 42 // sentinel past the last tile
+		f16Gemm4x1LoopAVX(w, ws, gs, groups, x, n, got[:4*groups])
+		if got[4*groups] != 42 {
+			t.Fatalf("%s: wrote past out", what)
+		}
+		for g := range groups {
+			var want [4]float32
+			f16Gemm4x1AVX(w[g*gs:g*gs+3*ws+n], ws, x, n, want[:])
+			for r := range 4 {
+				if math.Float32bits(got[4*g+r]) != math.Float32bits(want[r]) {
+					t.Fatalf("%s: tile %d row %d = %g, one-tile kernel %g", what, g, r, got[4*g+r], want[r])
+				}
+			}
+		}
+	}
+	for _, hd := range []int{16, 48, 64, 128} {
+		for _, groups := range []int{0, 1, 2, 3, 8, 25} {
+			x := make([]float32, hd)
+			for i := range x {
+				x[i] = F16ToF32(F32ToF16(float32(rng.NormFloat64())))
+			}
+			check("keys", f16(4*groups*hd), hd, 4*hd, groups, x, hd)
+		}
+	}
+	for _, nkv := range []int{32, 96, 288} {
+		for _, groups := range []int{1, 2, 12, 32} {
+			stride := nkv + 32
+			p := make([]float32, nkv)
+			for i := range p {
+				p[i] = F16ToF32(F32ToF16(rng.Float32()))
+			}
+			check("values", f16((4*groups-1)*stride+nkv), stride, 4*stride, groups, p, nkv)
+		}
+	}
+}
