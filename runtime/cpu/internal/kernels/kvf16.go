@@ -82,15 +82,42 @@ func SoftmaxGGML(x []float32, n, nkv int, scale float32) {
 // ValuesF16 writes out[d] = vT[d*stride : d*stride+nkv] · p[:nkv] for
 // every d < len(out): the product of the transposed value cache (row d
 // holds head dimension d of every cell, rows stride cells apart) with the
-// F16-rounded probabilities, over all nkv cells as ggml's order requires
-// (the masked cells have probability zero; their cached values must be
-// finite, as everything F32ToF16 stores from finite activations below
-// 65504 is). batch is the number of tokens in the forward pass.
-func ValuesF16(out, p []float32, vT []uint16, stride, nkv, batch int) {
+// F16-rounded probabilities, over nkv cells in ggml's order, the cells
+// from n on being masked (probability +0). batch is the number of tokens
+// in the forward pass.
+//
+// The masked cells are skipped where ggml's order lets that change no bit
+// (valueCells): their products are ±0 (for finite values, as everything
+// F32ToF16 stores from finite activations below 65504 is), and adding ±0
+// leaves any accumulator that is not -0 unchanged. No accumulator is ever
+// -0: each starts at +0, and a sum is -0 only when both addends are (an
+// exact cancellation gives +0). In a prompt chunk each token attends to
+// its own prefix but n_kv covers the whole chunk, so this halves the
+// value work there.
+func ValuesF16(out, p []float32, vT []uint16, stride, n, nkv, batch int) {
 	if len(out) == 0 {
 		return
 	}
-	valuesF16(out, p[:nkv], vT[:(len(out)-1)*stride+nkv], stride, f16Gemm(len(out), nkv, batch))
+	gemm := f16Gemm(len(out), nkv, batch)
+	cells := valueCells(n, nkv, gemm)
+	valuesF16(out, p[:cells], vT[:(len(out)-1)*stride+cells], stride, gemm)
+}
+
+// valueCells is how many of nkv cells, the first n attended, the value
+// product must visit to add what ggml's does. tinyBLAS (gemm) gives cell c
+// to lane c%16 of one float32 sum, so whole groups of 16 masked cells add
+// nothing. ggml_vec_dot_f16 sums the first nkv&^63 cells in 64 float32
+// lanes and the rest one by one in float64: if the attended cells end
+// within the 64-lane part, the masked groups of 64 after them and the
+// masked float64 tail add nothing; otherwise all nkv cells keep the split.
+func valueCells(n, nkv int, gemm bool) int {
+	if gemm {
+		return min(nkv, (n+f16GemmLanes-1)/f16GemmLanes*f16GemmLanes)
+	}
+	if c := (n + f16VecLanes - 1) / f16VecLanes * f16VecLanes; c <= nkv&^(f16VecLanes-1) {
+		return c
+	}
+	return nkv
 }
 
 func keyScoresF16Go(dst, q []float32, keys []uint16, hd int, gemm bool) {

@@ -214,3 +214,48 @@ func TestPaddedKV(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesF16SkipsMaskedCells holds ValuesF16, which skips masked cells
+// where ggml's order allows, to the full product over all nkv cells, bit
+// for bit, in both orders, for every attended count around the 16- and
+// 64-lane boundaries. Values include -0 and probabilities include +0
+// among the attended cells, the signed zeros the skipping argument is
+// about.
+func TestValuesF16SkipsMaskedCells(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, hd := range []int{4, 6, 48, 64} {
+		for _, nkv := range []int{32, 64, 96, 128, 160, 288} {
+			stride := nkv + 32
+			vT := make([]uint16, (hd-1)*stride+nkv)
+			for i := range vT {
+				switch rng.IntN(8) {
+				case 0:
+					vT[i] = 0x8000 // -0
+				case 1:
+					vT[i] = 0
+				default:
+					vT[i] = F32ToF16(float32(rng.NormFloat64() * 3))
+				}
+			}
+			for n := 1; n <= nkv; n++ {
+				p := make([]float32, nkv)
+				for i := range p[:n] {
+					if rng.IntN(5) > 0 {
+						p[i] = F16ToF32(F32ToF16(rng.Float32()))
+					}
+				}
+				for _, batch := range []int{1, 8} {
+					got, want := make([]float32, hd), make([]float32, hd)
+					ValuesF16(got, p, vT, stride, n, nkv, batch)
+					valuesF16Go(want, p, vT, stride, f16Gemm(hd, nkv, batch))
+					for d := range want {
+						if math.Float32bits(got[d]) != math.Float32bits(want[d]) {
+							t.Fatalf("hd %d nkv %d n %d batch %d: out[%d] = %g (%#x), all cells %g (%#x)",
+								hd, nkv, n, batch, d, got[d], math.Float32bits(got[d]), want[d], math.Float32bits(want[d]))
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -51,6 +51,19 @@ hgltile:
 hglloop:
 	CMPQ AX, CX
 	JAE  hglsum
+	// The next tile's rows, fetched while this one computes: a value
+	// tile's four rows lie far apart and are a few cache lines each, too
+	// short for the hardware prefetcher to pick up, and profiles show
+	// each row's first load stalling. Prefetching past the last tile
+	// reads nothing and cannot fault.
+	LEAQ (SI)(R9*1), BX
+	PREFETCHT0 (BX)(AX*1)
+	LEAQ (R11)(R9*1), BX
+	PREFETCHT0 (BX)(AX*1)
+	LEAQ (R12)(R9*1), BX
+	PREFETCHT0 (BX)(AX*1)
+	LEAQ (R13)(R9*1), BX
+	PREFETCHT0 (BX)(AX*1)
 	VMOVUPS (DI)(AX*2), Y8
 	VMOVUPS 32(DI)(AX*2), Y9
 	VCVTPH2PS (SI)(AX*1), Y10

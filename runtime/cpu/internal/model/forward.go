@@ -606,7 +606,7 @@ func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, b
 		kernels.KeyScoresF16(p[:n4], q16, keys, hd, batch)
 		kernels.SoftmaxGGML(p, n, nkv, scale)
 		kernels.RoundF16(p[:n], p[:n])
-		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, nkv, batch)
+		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, n, nkv, batch)
 	}
 }
 
