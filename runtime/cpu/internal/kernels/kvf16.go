@@ -61,20 +61,32 @@ func SoftmaxGGML(x []float32, n, nkv int, scale float32) {
 		mx = max(mx, x[i])
 	}
 	ninf := float32(math.Inf(-1))
-	for i := n; i < nkv; i++ {
+	n16 := nkv &^ 15
+	// Only the groups of 16 that hold attended cells are exponentiated. A
+	// masked cell's exponential is +0, a group of them sums to +0, and
+	// adding +0 leaves the float64 sum (never -0) as it was, so the
+	// masked groups are written as zeros without changing a bit; in a
+	// prompt chunk they are about half of n_kv.
+	e16 := min(n16, (n+15)&^15)
+	for i := n; i < e16; i++ {
 		x[i] = ninf
 	}
-	n16 := nkv &^ 15
-	sum := expSumGGML(x[:n16], mx)
+	sum := expSumGGML(x[:e16], mx)
+	clear(x[e16:n16])
 	for i := n16; i < nkv; i++ {
 		// ggml's scalar tail calls libm's expf; n_kv is a multiple of 32
 		// in attention, so this runs only for other callers.
+		if i >= n {
+			x[i] = 0
+			continue
+		}
 		v := float32(math.Exp(float64(x[i] - mx)))
 		x[i] = v
 		sum += float64(v)
 	}
+	// The masked probabilities are +0 already, as ggml's 0·(1/sum).
 	inv := float32(1 / sum)
-	for i := range x {
+	for i := range x[:n] {
 		x[i] *= inv
 	}
 }

@@ -259,3 +259,53 @@ func TestValuesF16SkipsMaskedCells(t *testing.T) {
 		}
 	}
 }
+
+// softmaxGGMLAllCells is SoftmaxGGML as ggml computes it, exponentiating
+// and scaling every one of the nkv cells, masked ones included: the
+// reference for the version that skips the masked groups.
+func softmaxGGMLAllCells(x []float32, n, nkv int, scale float32) {
+	x = x[:nkv]
+	mx := float32(math.Inf(-1))
+	for i := range n {
+		x[i] *= scale
+		mx = max(mx, x[i])
+	}
+	for i := n; i < nkv; i++ {
+		x[i] = float32(math.Inf(-1))
+	}
+	n16 := nkv &^ 15
+	sum := expSumGGML(x[:n16], mx)
+	for i := n16; i < nkv; i++ {
+		v := float32(math.Exp(float64(x[i] - mx)))
+		x[i] = v
+		sum += float64(v)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// TestSoftmaxGGMLSkipsMaskedGroups requires SoftmaxGGML's bits to be those
+// of the softmax over all nkv cells, for every attended count, whatever
+// the masked cells held before (they are overwritten), n_kv multiples of
+// 32 as in attention and others that leave a scalar tail.
+func TestSoftmaxGGMLSkipsMaskedGroups(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, nkv := range []int{16, 32, 40, 64, 96, 100, 288} {
+		for n := 1; n <= nkv; n++ {
+			x := make([]float32, nkv)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64() * 8)
+			}
+			want := append([]float32(nil), x...)
+			SoftmaxGGML(x, n, nkv, 0.125)
+			softmaxGGMLAllCells(want, n, nkv, 0.125)
+			for i := range want {
+				if math.Float32bits(x[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("nkv %d n %d: p[%d] = %g, all cells %g", nkv, n, i, x[i], want[i])
+				}
+			}
+		}
+	}
+}
