@@ -55,11 +55,7 @@ func KeyScoresF16(dst, q []float32, keys []uint16, hd, batch int) {
 // x[:nkv] (zero for the masked cells). len(x) must be at least nkv.
 func SoftmaxGGML(x []float32, n, nkv int, scale float32) {
 	x = x[:nkv]
-	mx := float32(math.Inf(-1))
-	for i := range n {
-		x[i] *= scale
-		mx = max(mx, x[i])
-	}
+	mx := scaleMax(x[:n], scale)
 	ninf := float32(math.Inf(-1))
 	n16 := nkv &^ 15
 	// Only the groups of 16 that hold attended cells are exponentiated. A
@@ -85,10 +81,17 @@ func SoftmaxGGML(x []float32, n, nkv int, scale float32) {
 		sum += float64(v)
 	}
 	// The masked probabilities are +0 already, as ggml's 0·(1/sum).
-	inv := float32(1 / sum)
-	for i := range x[:n] {
-		x[i] *= inv
+	scaleF32(x[:n], float32(1/sum))
+}
+
+// scaleMaxGo multiplies x by scale in place and returns the largest
+// product, or mx if that is larger.
+func scaleMaxGo(x []float32, scale, mx float32) float32 {
+	for i := range x {
+		x[i] *= scale
+		mx = max(mx, x[i])
 	}
+	return mx
 }
 
 // ValuesF16 writes out[d] = vT[d*stride : d*stride+nkv] · p[:nkv] for

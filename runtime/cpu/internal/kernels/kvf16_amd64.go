@@ -2,6 +2,8 @@
 
 package kernels
 
+import "math"
+
 // The F16 attention kernels on the F16 weight kernels' assembly
 // (f16_amd64.s), which adds in ggml's two orders bit for bit: four key
 // rows, or four value rows, against one query or probability vector.
@@ -14,6 +16,12 @@ func f32ToF16AVX(dst []uint16, src []float32)
 
 //go:noescape
 func f32ToF16StridedAVX(dst []uint16, stride int, src []float32)
+
+//go:noescape
+func scaleMaxAVX(x []float32, scale float32) float32
+
+//go:noescape
+func scaleAVX(x []float32, a float32)
 
 //go:noescape
 func f16Gemm4x1LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
@@ -90,4 +98,29 @@ func expSumGGML(x []float32, m float32) float64 {
 		return expSumGGMLGo(x, m)
 	}
 	return expSumGGMLAVX(x, m)
+}
+
+func scaleMax(x []float32, scale float32) float32 {
+	mx := float32(math.Inf(-1))
+	n8 := 0
+	if haveAsm {
+		n8 = len(x) &^ 7
+	}
+	if n8 > 0 {
+		mx = scaleMaxAVX(x[:n8], scale)
+	}
+	return scaleMaxGo(x[n8:], scale, mx)
+}
+
+func scaleF32(x []float32, a float32) {
+	n8 := 0
+	if haveAsm {
+		n8 = len(x) &^ 7
+	}
+	if n8 > 0 {
+		scaleAVX(x[:n8], a)
+	}
+	for i := range x[n8:] {
+		x[n8+i] *= a
+	}
 }

@@ -2,6 +2,8 @@
 
 package kernels
 
+import "math"
+
 func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool) {
 	keyScoresF16Go(dst, q, keys, hd, gemm)
 }
@@ -26,5 +28,15 @@ func ToF16Strided(dst []uint16, stride int, src []float32) {
 	dst = dst[:(len(src)-1)*stride+1]
 	for i, x := range src {
 		dst[i*stride] = F32ToF16(x)
+	}
+}
+
+func scaleMax(x []float32, scale float32) float32 {
+	return scaleMaxGo(x, scale, float32(math.Inf(-1)))
+}
+
+func scaleF32(x []float32, a float32) {
+	for i := range x {
+		x[i] *= a
 	}
 }

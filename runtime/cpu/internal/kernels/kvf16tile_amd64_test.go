@@ -61,3 +61,32 @@ func TestF16Gemm4x1LoopMatchesTile(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleMaxMatchesGo holds the softmax's vectorized scaling and maximum
+// to the scalar loop, bit for bit, for lengths around the eight-lane step.
+func TestScaleMaxMatchesGo(t *testing.T) {
+	skipNoAsm(t)
+	rng := rand.New(rand.NewPCG(19, 20))
+	for n := range 70 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * 30)
+		}
+		if n > 3 {
+			x[3] = float32(math.Copysign(0, -1))
+		}
+		got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+		gm := scaleMax(got, 0.14433756)
+		wm := scaleMaxGo(want, 0.14433756, float32(math.Inf(-1)))
+		if math.Float32bits(gm) != math.Float32bits(wm) {
+			t.Fatalf("n %d: max %g, Go %g", n, gm, wm)
+		}
+		scaleF32(got, 1/3.7)
+		for i := range want {
+			want[i] *= 1 / 3.7
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n %d: [%d] = %g, Go %g", n, i, got[i], want[i])
+			}
+		}
+	}
+}
