@@ -24,6 +24,9 @@ func scaleMaxAVX(x []float32, scale float32) float32
 func scaleAVX(x []float32, a float32)
 
 //go:noescape
+func f16DotVec4LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
+
+//go:noescape
 func f16Gemm4x1LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
 
 // ToF16 converts src to half precision in dst[:len(src)], rounding to
@@ -59,15 +62,15 @@ func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool) {
 		keyScoresF16Go(dst, q, keys, hd, gemm)
 		return
 	}
+	// All tiles in one call: a tile of hd-long keys is a few vector steps,
+	// less than the call and the re-slicing cost.
 	j := len(dst) &^ 3
-	if gemm && j > 0 {
-		// All tiles in one call: a tile of hd-long keys is a few vector
-		// steps, less than the call and the re-slicing cost.
-		f16Gemm4x1LoopAVX(keys[:j*hd], hd, 4*hd, j/4, q[:hd], hd, dst[:j])
-	} else {
-		for i := 0; i < j; i += 4 {
-			f16DotVec4AVX(keys[i*hd:(i+4)*hd], hd, q, hd, dst[i:i+4])
+	if j > 0 {
+		tiles := f16DotVec4LoopAVX
+		if gemm {
+			tiles = f16Gemm4x1LoopAVX
 		}
+		tiles(keys[:j*hd], hd, 4*hd, j/4, q[:hd], hd, dst[:j])
 	}
 	if j < len(dst) {
 		keyScoresF16Go(dst[j:], q, keys[j*hd:], hd, gemm)
@@ -81,12 +84,12 @@ func valuesF16(out, p []float32, vT []uint16, stride int, gemm bool) {
 	}
 	nkv := len(p)
 	d := len(out) &^ 3
-	if gemm && d > 0 {
-		f16Gemm4x1LoopAVX(vT[:(d-1)*stride+nkv], stride, 4*stride, d/4, p, nkv, out[:d])
-	} else {
-		for i := 0; i < d; i += 4 {
-			f16DotVec4AVX(vT[i*stride:(i+3)*stride+nkv], stride, p, nkv, out[i:i+4])
+	if d > 0 {
+		tiles := f16DotVec4LoopAVX
+		if gemm {
+			tiles = f16Gemm4x1LoopAVX
 		}
+		tiles(vT[:(d-1)*stride+nkv], stride, 4*stride, d/4, p, nkv, out[:d])
 	}
 	if d < len(out) {
 		valuesF16Go(out[d:], p, vT[d*stride:], stride, gemm)
