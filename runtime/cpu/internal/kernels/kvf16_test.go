@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -314,9 +315,17 @@ func TestSoftmaxGGMLSkipsMaskedGroups(t *testing.T) {
 // the 24m preset runs it at c=8: eight sequences of 200 cached positions,
 // six layers of six 48-wide heads, 16 MiB of F16 keys and values in all,
 // more than a core's share of the last-level cache, so the step streams
-// them as the engine does.
+// them as the engine does. batch=1 is ggml's one-token order over the
+// same cells (at c=1 the weights streamed between steps evict the cache
+// just as well).
 func BenchmarkAttentionF16Decode(b *testing.B) {
-	const seqs, heads, hd, capPos, n, batch = 8, 36, 48, 288, 200, 8
+	for _, batch := range []int{8, 1} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) { benchAttentionF16(b, batch) })
+	}
+}
+
+func benchAttentionF16(b *testing.B, batch int) {
+	const seqs, heads, hd, capPos, n = 8, 36, 48, 288, 200
 	nkv := PaddedKV(n - 1)
 	rng := rand.New(rand.NewPCG(1, 2))
 	keys := make([][]uint16, seqs*heads)
