@@ -65,12 +65,10 @@ func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool) {
 	// All tiles in one call: a tile of hd-long keys is a few vector steps,
 	// less than the call and the re-slicing cost.
 	j := len(dst) &^ 3
-	if j > 0 {
-		tiles := f16DotVec4LoopAVX
-		if gemm {
-			tiles = f16Gemm4x1LoopAVX
-		}
-		tiles(keys[:j*hd], hd, 4*hd, j/4, q[:hd], hd, dst[:j])
+	if j > 0 && gemm {
+		f16Gemm4x1LoopAVX(keys[:j*hd], hd, 4*hd, j/4, q[:hd], hd, dst[:j])
+	} else if j > 0 {
+		f16DotVec4LoopAVX(keys[:j*hd], hd, 4*hd, j/4, q[:hd], hd, dst[:j])
 	}
 	if j < len(dst) {
 		keyScoresF16Go(dst[j:], q, keys[j*hd:], hd, gemm)
@@ -84,12 +82,11 @@ func valuesF16(out, p []float32, vT []uint16, stride int, gemm bool) {
 	}
 	nkv := len(p)
 	d := len(out) &^ 3
-	if d > 0 {
-		tiles := f16DotVec4LoopAVX
-		if gemm {
-			tiles = f16Gemm4x1LoopAVX
-		}
-		tiles(vT[:(d-1)*stride+nkv], stride, 4*stride, d/4, p, nkv, out[:d])
+	// Direct calls: through a func value Go adds an ABI wrapper per call.
+	if d > 0 && gemm {
+		f16Gemm4x1LoopAVX(vT[:(d-1)*stride+nkv], stride, 4*stride, d/4, p, nkv, out[:d])
+	} else if d > 0 {
+		f16DotVec4LoopAVX(vT[:(d-1)*stride+nkv], stride, 4*stride, d/4, p, nkv, out[:d])
 	}
 	if d < len(out) {
 		valuesF16Go(out[d:], p, vT[d*stride:], stride, gemm)
