@@ -55,42 +55,84 @@ func KeyScoresF16(dst, q []float32, keys []uint16, hd, batch int) {
 // x[:nkv] (zero for the masked cells). len(x) must be at least nkv.
 func SoftmaxGGML(x []float32, n, nkv int, scale float32) {
 	x = x[:nkv]
-	mx := float32(math.Inf(-1))
-	for i := range n {
-		x[i] *= scale
-		mx = max(mx, x[i])
-	}
+	mx := scaleMax(x[:n], scale)
 	ninf := float32(math.Inf(-1))
-	for i := n; i < nkv; i++ {
+	n16 := nkv &^ 15
+	// Only the groups of 16 that hold attended cells are exponentiated. A
+	// masked cell's exponential is +0, a group of them sums to +0, and
+	// adding +0 leaves the float64 sum (never -0) as it was, so the
+	// masked groups are written as zeros without changing a bit; in a
+	// prompt chunk they are about half of n_kv.
+	e16 := min(n16, (n+15)&^15)
+	for i := n; i < e16; i++ {
 		x[i] = ninf
 	}
-	n16 := nkv &^ 15
-	sum := expSumGGML(x[:n16], mx)
+	sum := expSumGGML(x[:e16], mx)
+	clear(x[e16:n16])
 	for i := n16; i < nkv; i++ {
 		// ggml's scalar tail calls libm's expf; n_kv is a multiple of 32
 		// in attention, so this runs only for other callers.
+		if i >= n {
+			x[i] = 0
+			continue
+		}
 		v := float32(math.Exp(float64(x[i] - mx)))
 		x[i] = v
 		sum += float64(v)
 	}
-	inv := float32(1 / sum)
+	// The masked probabilities are +0 already, as ggml's 0·(1/sum).
+	scaleF32(x[:n], float32(1/sum))
+}
+
+// scaleMaxGo multiplies x by scale in place and returns the largest
+// product, or mx if that is larger.
+func scaleMaxGo(x []float32, scale, mx float32) float32 {
 	for i := range x {
-		x[i] *= inv
+		x[i] *= scale
+		mx = max(mx, x[i])
 	}
+	return mx
 }
 
 // ValuesF16 writes out[d] = vT[d*stride : d*stride+nkv] · p[:nkv] for
 // every d < len(out): the product of the transposed value cache (row d
 // holds head dimension d of every cell, rows stride cells apart) with the
-// F16-rounded probabilities, over all nkv cells as ggml's order requires
-// (the masked cells have probability zero; their cached values must be
-// finite, as everything F32ToF16 stores from finite activations below
-// 65504 is). batch is the number of tokens in the forward pass.
-func ValuesF16(out, p []float32, vT []uint16, stride, nkv, batch int) {
+// F16-rounded probabilities, over nkv cells in ggml's order, the cells
+// from n on being masked (probability +0). batch is the number of tokens
+// in the forward pass.
+//
+// The masked cells are skipped where ggml's order lets that change no bit
+// (valueCells): their products are ±0 (for finite values, as everything
+// F32ToF16 stores from finite activations below 65504 is), and adding ±0
+// leaves any accumulator that is not -0 unchanged. No accumulator is ever
+// -0: each starts at +0, and a sum is -0 only when both addends are (an
+// exact cancellation gives +0). In a prompt chunk each token attends to
+// its own prefix but n_kv covers the whole chunk, so this halves the
+// value work there.
+func ValuesF16(out, p []float32, vT []uint16, stride, n, nkv, batch int) {
 	if len(out) == 0 {
 		return
 	}
-	valuesF16(out, p[:nkv], vT[:(len(out)-1)*stride+nkv], stride, f16Gemm(len(out), nkv, batch))
+	gemm := f16Gemm(len(out), nkv, batch)
+	cells := valueCells(n, nkv, gemm)
+	valuesF16(out, p[:cells], vT[:(len(out)-1)*stride+cells], stride, gemm)
+}
+
+// valueCells is how many of nkv cells, the first n attended, the value
+// product must visit to add what ggml's does. tinyBLAS (gemm) gives cell c
+// to lane c%16 of one float32 sum, so whole groups of 16 masked cells add
+// nothing. ggml_vec_dot_f16 sums the first nkv&^63 cells in 64 float32
+// lanes and the rest one by one in float64: if the attended cells end
+// within the 64-lane part, the masked groups of 64 after them and the
+// masked float64 tail add nothing; otherwise all nkv cells keep the split.
+func valueCells(n, nkv int, gemm bool) int {
+	if gemm {
+		return min(nkv, (n+f16GemmLanes-1)/f16GemmLanes*f16GemmLanes)
+	}
+	if c := (n + f16VecLanes - 1) / f16VecLanes * f16VecLanes; c <= nkv&^(f16VecLanes-1) {
+		return c
+	}
+	return nkv
 }
 
 func keyScoresF16Go(dst, q []float32, keys []uint16, hd int, gemm bool) {

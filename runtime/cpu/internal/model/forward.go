@@ -144,9 +144,6 @@ func (c *Cache) head(l, h, n int) (keys, vals []float32) {
 	return c.k[l][base : base+n*c.hd], c.v[l][base : base+n*c.hd]
 }
 
-// maxHeadDim bounds Config.HeadDim (readConfig refuses more).
-const maxHeadDim = 1024
-
 // head16 returns layer l's keys of key/value head h for the first n
 // positions (n×headDim) and its transposed values (headDim rows, capPos
 // apart) of an F16 cache.
@@ -166,12 +163,9 @@ func (c *Cache) store(l, pos int, k, v []float32) {
 			continue
 		}
 		kernels.ToF16(c.k16[l][at:at+hd], k[h*hd:(h+1)*hd])
-		var half [maxHeadDim]uint16
-		kernels.ToF16(half[:hd], v[h*hd:(h+1)*hd])
-		vT := c.v16[l][h*hd*c.capPos:]
-		for d, x := range half[:hd] {
-			vT[d*c.capPos+pos] = x
-		}
+		// Values are stored transposed: dimension d of this position is
+		// row d's cell pos.
+		kernels.ToF16Strided(c.v16[l][h*hd*c.capPos+pos:], c.capPos, v[h*hd:(h+1)*hd])
 	}
 }
 
@@ -612,7 +606,7 @@ func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, b
 		kernels.KeyScoresF16(p[:n4], q16, keys, hd, batch)
 		kernels.SoftmaxGGML(p, n, nkv, scale)
 		kernels.RoundF16(p[:n], p[:n])
-		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, nkv, batch)
+		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, n, nkv, batch)
 	}
 }
 
