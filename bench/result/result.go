@@ -203,8 +203,10 @@ type Agreement struct {
 	// TTFTMinusPromptMs is client TTFT minus the server's prompt_ms: the
 	// transport, the queue and the first token's decode.
 	TTFTMinusPromptMs *float64 `json:"median_ttft_minus_server_prompt_ms"`
-	// TPOTMinusServerMs is client TPOT minus the server's predicted_ms /
-	// predicted_n.
+	// TPOTMinusServerMs is client TPOT minus the server's time per token,
+	// predicted_ms / (predicted_n - 1): llama.cpp starts predicted_ms at
+	// the first generated token, so it spans predicted_n - 1 gaps, as
+	// TPOT does.
 	TPOTMinusServerMs *float64 `json:"median_tpot_minus_server_per_token_ms"`
 	// TPOTRatio is client TPOT over the server's time per token.
 	TPOTRatio *float64 `json:"median_tpot_ratio"`
@@ -227,8 +229,8 @@ func serverAgreement(reqs []metrics.Request) *Agreement {
 		if first, ok := q.TTFT(); ok {
 			ttft = append(ttft, first*1000-st.PromptMS)
 		}
-		if st.PredictedN > 0 && q.OutputTokens > 1 {
-			server := st.PredictedMS / float64(st.PredictedN)
+		if st.PredictedN > 1 && q.OutputTokens > 1 {
+			server := st.PredictedMS / float64(st.PredictedN-1)
 			client := (q.Latency() - q.ChunkTimesS[0]) * 1000 / float64(q.OutputTokens-1)
 			tpot = append(tpot, client-server)
 			if server > 0 {
