@@ -9,7 +9,8 @@
 # tg128) and the peak RSS of each process (of the run with the first PP size
 # and tg128; the other sizes run apart); served: `ttisd serve` against `llama-server -np N`,
 # both measured by `ttisctl bench --url` (random prompts, ignore_eos, greedy
-# decoding for both servers) at each concurrency. Every repetition runs the two engines back to back, alternating
+# decoding for both servers) at each concurrency, and llama-server with one
+# slot (-np 1) at c=1, its best single-stream configuration. Every repetition runs the two engines back to back, alternating
 # which goes first, and the table shows medians and their ratios (ttis/llama).
 #
 # Environment (defaults in brackets):
@@ -126,9 +127,9 @@ wait_health() { # url, pid
 	return 1
 }
 
-served() { # engine, spec, url, concurrency
+served() { # engine, spec, url, concurrency (a number, then an optional label for the table)
 	"$TTISCTL" bench --url "$3" --name "$1" --state-dir "$WORK/state" --no-progress -o json \
-		--max-concurrency "$4" --num-prompts "$PROMPTS" --isl "$ISL" --osl "$OSL" >"$WORK/out" 2>"$WORK/err" ||
+		--max-concurrency "${4%% *}" --num-prompts "$PROMPTS" --isl "$ISL" --osl "$OSL" >"$WORK/out" 2>"$WORK/err" ||
 		{ cat "$WORK/err" >&2; return 1; }
 	python3 - "$1" "$2" "$4" "$WORK/out" >>"$RESULTS" <<'EOF'
 import json, sys
@@ -188,6 +189,21 @@ EOF
 	printf 'llama\t%s\tserved rss_mib\t%s\n' "$spec" "$(peak_rss "$llama_pid")" >>"$RESULTS"
 	kill "$ttis_pid" "$llama_pid"
 	wait "$ttis_pid" "$llama_pid" 2>/dev/null || true
+	# llama-server's KV cache is one pool for all its slots, and a token
+	# attends over every cell any slot still holds: with -np 16, a lone
+	# request pays for fifteen idle slots' cached prompts. The fair single-
+	# stream figure is llama-server with one slot, run here beside ttis's
+	# (whose slots each have their own cache) as its own row.
+	"$LLAMA_BIN/llama-server" -m "$f" -t "$THREADS" -np 1 -c "$ctx" --host 127.0.0.1 --port $((port + 1)) >"$WORK/llama-server-np1.log" 2>&1 &
+	llama_pid=$!
+	PIDS+=("$llama_pid")
+	wait_health "http://127.0.0.1:$((port + 1))" "$llama_pid"
+	for rep in $(seq "$REPS"); do
+		echo "served $spec c=1 llama-server -np 1 rep $rep/$REPS" >&2
+		served llama "$spec" "http://127.0.0.1:$((port + 1))" "1 (llama -np 1)"
+	done
+	kill "$llama_pid"
+	wait "$llama_pid" 2>/dev/null || true
 	port=$((port + 2))
 done
 
@@ -203,18 +219,20 @@ for line in open(path):
         order.append((spec, test))
     vals[(engine, spec, test)].append(float(v))
 print(f"\nttis cpu runtime vs llama.cpp: {threads} threads, medians of {reps} interleaved repetitions (ratio = ttis / llama.cpp)\n")
-print(f"| {'model':<12} | {'test':<16} | {'ttis':>10} | {'llama.cpp':>10} | {'ratio':>6} |")
-print(f"|{'-'*14}|{'-'*18}|{'-'*12}|{'-'*12}|{'-'*8}|")
+print(f"| {'model':<12} | {'test':<26} | {'ttis':>10} | {'llama.cpp':>10} | {'ratio':>6} |")
+print(f"|{'-'*14}|{'-'*28}|{'-'*12}|{'-'*12}|{'-'*8}|")
 for spec, test in order:
     a, b = vals.get(("ttis", spec, test)), vals.get(("llama", spec, test))
+    if not a and "(llama -np 1)" in test:
+        a = vals.get(("ttis", spec, test.replace(" (llama -np 1)", "")))
     if not a or not b:
         continue
     if test.endswith(("failed", "retried")):
-        print(f"| {spec:<12} | {test:<16} | {sum(a):>10.0f} | {sum(b):>10.0f} | {'sum':>6} |")
+        print(f"| {spec:<12} | {test:<26} | {sum(a):>10.0f} | {sum(b):>10.0f} | {'sum':>6} |")
         continue
     ma, mb = statistics.median(a), statistics.median(b)
     ratio = f"{ma / mb:.2f}" if mb else "-"
-    print(f"| {spec:<12} | {test:<16} | {ma:>10.1f} | {mb:>10.1f} | {ratio:>6} |")
+    print(f"| {spec:<12} | {test:<26} | {ma:>10.1f} | {mb:>10.1f} | {ratio:>6} |")
 agree = [(spec, test) for spec, test in order if test.endswith("client/server") and ("llama", spec, test) in vals]
 if agree:
     print("\nllama-server's own timings against the client's (median client TPOT / server time per token; 1.00 = agreement)\n")
