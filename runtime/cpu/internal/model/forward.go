@@ -20,6 +20,7 @@ type Cache struct {
 	kv       KVType
 	k, v     [][]float32 // F32, per layer: heads blocks of capPos×headDim
 	k16, v16 [][]uint16  // F16, per layer: keys as k; values heads blocks of headDim×capPos
+	mem      *kvMemory   // holds k, v or k16, v16 (kvmem.go)
 	layers   int
 	n        int // positions filled
 	next     int // positions filled once the running Forward completes
@@ -47,6 +48,7 @@ func (m *Model) NewKVCache(maxLen int, kv KVType) *Cache {
 	} else {
 		c.k, c.v = make([][]float32, c.layers), make([][]float32, c.layers)
 	}
+	c.mem = newKVMemory(c)
 	return c
 }
 
@@ -116,23 +118,32 @@ func (c *Cache) Reserve(n int) {
 		// Attention reads n_kv cells (a multiple of 32) of every value row.
 		size = (size + kernels.KVPad - 1) / kernels.KVPad * kernels.KVPad
 	}
+	// One mapping for every layer's keys and values; the old one is
+	// released once its positions are copied.
+	per := c.heads * size * c.hd
+	mem := allocKV(c.layers * 2 * per * int(c.kv.ElemBytes()))
+	rest := mem
 	for l := range c.layers {
 		if c.kv == KVF32 {
-			c.k[l], c.v[l] = growRows(c.k[l], c.heads, c.capPos, size, c.n*c.hd, c.hd), growRows(c.v[l], c.heads, c.capPos, size, c.n*c.hd, c.hd)
+			c.k[l] = growRows(carve[float32](&rest, per), c.k[l], c.heads, c.capPos, size, c.n*c.hd, c.hd)
+			c.v[l] = growRows(carve[float32](&rest, per), c.v[l], c.heads, c.capPos, size, c.n*c.hd, c.hd)
 			continue
 		}
-		c.k16[l] = growRows(c.k16[l], c.heads, c.capPos, size, c.n*c.hd, c.hd)
-		c.v16[l] = growRows(c.v16[l], c.heads*c.hd, c.capPos, size, c.n, 1)
+		c.k16[l] = growRows(carve[uint16](&rest, per), c.k16[l], c.heads, c.capPos, size, c.n*c.hd, c.hd)
+		c.v16[l] = growRows(carve[uint16](&rest, per), c.v16[l], c.heads*c.hd, c.capPos, size, c.n, 1)
 	}
+	c.mem.adopt(mem)
 	c.capPos = size
 }
 
 // growRows copies the first used elements of each of blocks blocks of
-// oldCap×width elements into a new buffer of blocks of size×width.
-func growRows[T float32 | uint16](old []T, blocks, oldCap, size, used, width int) []T {
-	buf := make([]T, blocks*size*width)
-	for b := range blocks {
-		copy(buf[b*size*width:], old[b*oldCap*width:b*oldCap*width+used])
+// oldCap×width elements of old into buf, blocks of size×width, and
+// returns buf.
+func growRows[T float32 | uint16](buf, old []T, blocks, oldCap, size, used, width int) []T {
+	if used > 0 {
+		for b := range blocks {
+			copy(buf[b*size*width:], old[b*oldCap*width:b*oldCap*width+used])
+		}
 	}
 	return buf
 }
