@@ -87,7 +87,7 @@ func TestAsmF32(t *testing.T) {
 func TestAsmF16(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(27, 28))
-	// Scale 1 keeps the vec leftovers on f16DotVec4AVX's vectorized path;
+	// Scale 1 keeps the vec leftovers on f16DotVec4LoopAVX's vectorized path;
 	// scale 64 with tiny activations (F16 subnormals, so products near
 	// 2^-40) among the leftovers fails both of its exactness tests and
 	// takes the sequential float64 loop.
@@ -106,9 +106,9 @@ func TestAsmF16(t *testing.T) {
 		}
 		roundToF16Go(x, x)
 		out41 := make([]float32, 4)
-		f16Gemm4x1AVX(w, stride, x, n, out41)
+		f16Gemm4x1LoopAVX(w, stride, 4*stride, 1, x, n, out41)
 		vec4 := make([]float32, 4)
-		f16DotVec4AVX(w, stride, x, n-3, vec4)
+		f16DotVec4LoopAVX(w, stride, 4*stride, 1, x, n-3, vec4)
 		rows := make([]float32, 4)
 		if n%f16VecLanes == 0 {
 			f16VecRows(w, stride, x, n, rows)
@@ -124,10 +124,10 @@ func TestAsmF16(t *testing.T) {
 			wr := w[r*stride : r*stride+n]
 			want := dotF16GemmGo(wr, x[:n])
 			if math.Float32bits(out41[r]) != math.Float32bits(want) {
-				t.Errorf("n=%d f16Gemm4x1AVX row %d = %g, dotF16GemmGo %g", n, r, out41[r], want)
+				t.Errorf("n=%d f16Gemm4x1LoopAVX row %d = %g, dotF16GemmGo %g", n, r, out41[r], want)
 			}
 			if want := dotF16VecGo(wr[:n-3], x[:n-3]); math.Float32bits(vec4[r]) != math.Float32bits(want) {
-				t.Errorf("n=%d f16DotVec4AVX row %d = %g, dotF16VecGo %g", n-3, r, vec4[r], want)
+				t.Errorf("n=%d f16DotVec4LoopAVX row %d = %g, dotF16VecGo %g", n-3, r, vec4[r], want)
 			}
 			for _, m := range []int{n, n - 3, n &^ 63} {
 				got, want := f16DotVecAVX(wr[:m], x[:m]), dotF16VecGo(wr[:m], x[:m])

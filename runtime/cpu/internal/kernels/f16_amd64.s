@@ -92,27 +92,38 @@ hvdone:
 	VZEROUPPER
 	RET
 
-// func f16DotVec4AVX(w []uint16, ws int, x []float32, n int, out []float32)
-// f16DotVecAVX for the four rows w[r*ws:r*ws+n], r < 4, into out[r]: the
-// 64-lane parts one row after the other (each parked in out[r]) with the
-// leftovers summed vectorized where that is provably exact (see below);
-// otherwise the four float64 leftover chains side by side, which hides the
-// latency of their dependent additions.
-TEXT ·f16DotVec4AVX(SB), NOSPLIT, $0-88
+// func f16DotVec4LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
+// f16DotVecAVX for groups tiles of four rows, tile g's rows starting at
+// w[g*gs] and ws apart, into out[4g:4g+4]: in each tile, the 64-lane parts
+// one row after the other (each parked in out) with the leftovers summed
+// vectorized where that is provably exact (see below); otherwise the four
+// float64 leftover chains side by side, which hides the latency of their
+// dependent additions. One call serves a whole weight matrix (decode) or
+// a whole head of keys (attention), whose tiles are only a few steps.
+TEXT ·f16DotVec4LoopAVX(SB), NOSPLIT, $16-104
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
-	MOVQ x_base+32(FP), DI
-	MOVQ n+56(FP), CX
-	MOVQ out_base+64(FP), DX
+	MOVQ gs+32(FP), AX
+	SHLQ $1, AX
+	MOVQ AX, 0(SP)             // tile stride in bytes
+	MOVQ groups+40(FP), AX
+	MOVQ AX, 8(SP)             // tiles left
+	MOVQ x_base+48(FP), DI
+	MOVQ n+72(FP), CX
+	MOVQ out_base+80(FP), DX
 	SHLQ $1, R8                // row stride in bytes
 	SHLQ $1, CX                // n in weight bytes
 	MOVQ CX, BX
 	ANDQ $-128, BX             // bytes of whole 64-element steps
+
+hvltile:
+	CMPQ 8(SP), $0
+	JE   hvlend
 	XORQ R10, R10              // row
 	XORQ R14, R14              // rows whose leftovers need the sequential loop
 	MOVQ SI, R11               // row pointer
 
-hv4row:
+hvlrow:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -123,9 +134,9 @@ hv4row:
 	VXORPS Y7, Y7, Y7
 	XORQ AX, AX
 
-hv4main:
+hvlmain:
 	CMPQ AX, BX
-	JAE  hv4red
+	JAE  hvlred
 	VCVTPH2PS (R11)(AX*1), Y8
 	VCVTPH2PS 16(R11)(AX*1), Y9
 	VCVTPH2PS 32(R11)(AX*1), Y10
@@ -143,9 +154,9 @@ hv4main:
 	VFMADD231PS 192(DI)(AX*2), Y10, Y6
 	VFMADD231PS 224(DI)(AX*2), Y11, Y7
 	ADDQ $128, AX
-	JMP  hv4main
+	JMP  hvlmain
 
-hv4red:
+hvlred:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
 	VADDPS Y6, Y2, Y2
@@ -178,10 +189,10 @@ hv4red:
 	VPCMPEQD Y7, Y7, Y7        // -1 in every dword
 	MOVQ BX, AX
 
-hv4fast8:
+hvlfast8:
 	LEAQ 16(AX), R9
 	CMPQ R9, CX
-	JA   hv4fast1
+	JA   hvlfast1
 	VCVTPH2PS (R11)(AX*1), Y8
 	VMULPS (DI)(AX*2), Y8, Y8
 	VPSLLD $1, Y8, Y11
@@ -198,9 +209,9 @@ hv4fast8:
 	VADDPD Y9, Y3, Y3
 	VADDPD Y10, Y3, Y3
 	ADDQ $16, AX
-	JMP  hv4fast8
+	JMP  hvlfast8
 
-hv4fast1:
+hvlfast1:
 	VEXTRACTF128 $1, Y2, X8
 	VADDPD X8, X2, X2
 	VPERMILPD $1, X2, X8
@@ -216,9 +227,9 @@ hv4fast1:
 	VPSHUFD $0xB1, X4, X11
 	VPMINUD X11, X4, X4
 
-hv4fast1loop:
+hvlfast1loop:
 	CMPQ AX, CX
-	JAE  hv4fastend
+	JAE  hvlfastend
 	MOVWLZX (R11)(AX*1), R9
 	VMOVD R9, X8
 	VCVTPH2PS X8, X8
@@ -232,29 +243,29 @@ hv4fast1loop:
 	VANDPD X5, X8, X8
 	VADDSD X8, X3, X3
 	ADDQ $2, AX
-	JMP  hv4fast1loop
+	JMP  hvlfast1loop
 
-hv4fastend:
+hvlfastend:
 	VADDSD X0, X2, X2          // the total
 	VANDPD X5, X0, X0
 	VADDSD X0, X3, X3          // its bound
 	VMOVQ X3, R9
 	MOVQ $0x4040000000000000, R13 // 32.0; non-negative float64s order as their bits, NaN above
 	CMPQ R9, R13
-	JB   hv4fastok
+	JB   hvlfastok
 	SHRQ $52, R9               // biased float64 exponent of B (2047 for NaN)
 	VMOVD X4, R13              // zero-extends
 	CMPL R12, R13
-	JAE  hv4minok
+	JAE  hvlminok
 	MOVL R12, R13
 
-hv4minok:
+hvlminok:
 	ADDQ $927, R13             // B < 2^(e-97) holds when B's exponent field < (e-1) + 927
 	CMPQ R9, R13
-	JB   hv4fastok
+	JB   hvlfastok
 	INCQ R14
 
-hv4fastok:
+hvlfastok:
 	VMOVAPD X14, X15           // rotate: after four rows X15 holds row 0, X12 row 3
 	VMOVAPD X13, X14
 	VMOVAPD X12, X13
@@ -262,10 +273,10 @@ hv4fastok:
 	ADDQ R8, R11
 	INCQ R10
 	CMPQ R10, $4
-	JB   hv4row
+	JB   hvlrow
 
 	TESTQ R14, R14
-	JNZ  hv4seq
+	JNZ  hvlseq
 	VCVTSD2SS X15, X15, X15
 	VMOVSS X15, (DX)
 	VCVTSD2SS X14, X14, X14
@@ -274,10 +285,9 @@ hv4fastok:
 	VMOVSS X13, 8(DX)
 	VCVTSD2SS X12, X12, X12
 	VMOVSS X12, 12(DX)
-	VZEROUPPER
-	RET
+	JMP  hvlnext
 
-hv4seq:
+hvlseq:
 	VMOVSS (DX), X12
 	VCVTSS2SD X12, X12, X12
 	VMOVSS 4(DX), X13
@@ -291,9 +301,9 @@ hv4seq:
 	LEAQ (R11)(R8*2), R13
 	MOVQ BX, AX
 
-hv4tail:
+hvltail:
 	CMPQ AX, CX
-	JAE  hv4done
+	JAE  hvldone
 	VMOVSS (DI)(AX*2), X8
 	MOVWLZX (SI)(AX*1), R9
 	VMOVD R9, X0
@@ -320,9 +330,9 @@ hv4tail:
 	VADDSD X2, X14, X14
 	VADDSD X3, X15, X15
 	ADDQ $2, AX
-	JMP  hv4tail
+	JMP  hvltail
 
-hv4done:
+hvldone:
 	VCVTSD2SS X12, X12, X12
 	VMOVSS X12, (DX)
 	VCVTSD2SS X13, X13, X13
@@ -331,20 +341,39 @@ hv4done:
 	VMOVSS X14, 8(DX)
 	VCVTSD2SS X15, X15, X15
 	VMOVSS X15, 12(DX)
+	JMP  hvlnext
+
+hvlnext:
+	ADDQ 0(SP), SI
+	ADDQ $16, DX
+	DECQ 8(SP)
+	JMP  hvltile
+
+hvlend:
 	VZEROUPPER
 	RET
 
-// func f16Gemm4x1AVX(w []uint16, ws int, x []float32, n int, out []float32)
-// tinyBLAS's 16 lanes: out[r] = sum_{c<n} f32(w[r*ws+c])*x[c] for r < 4; n
-// must be a multiple of 16. Row r's lanes are in Y(2r) (0-7) and Y(2r+1).
-TEXT ·f16Gemm4x1AVX(SB), NOSPLIT, $0-88
+// func f16Gemm4x1LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
+// tinyBLAS's 16 lanes for groups tiles of four rows, tile g's rows starting
+// at w[g*gs] and ws apart: out[4g+r] = sum_{c<n} f32(w[g*gs+r*ws+c])*x[c]
+// for r < 4; n must be a multiple of 16. Row r's lanes are in Y(2r) (0-7)
+// and Y(2r+1). The next tile's rows are prefetched: attention's keys are
+// a few vector steps per tile, and each row's first load stalled.
+TEXT ·f16Gemm4x1LoopAVX(SB), NOSPLIT, $0-104
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
-	MOVQ x_base+32(FP), DI
-	MOVQ n+56(FP), CX
-	MOVQ out_base+64(FP), DX
+	MOVQ gs+32(FP), R9
+	MOVQ groups+40(FP), R10
+	MOVQ x_base+48(FP), DI
+	MOVQ n+72(FP), CX
+	MOVQ out_base+80(FP), DX
 	SHLQ $1, R8
+	SHLQ $1, R9
 	SHLQ $1, CX                // n in weight bytes
+
+hgltile:
+	TESTQ R10, R10
+	JZ    hgldone
 	LEAQ (SI)(R8*1), R11
 	LEAQ (SI)(R8*2), R12
 	LEAQ (R11)(R8*2), R13
@@ -358,9 +387,22 @@ TEXT ·f16Gemm4x1AVX(SB), NOSPLIT, $0-88
 	VXORPS Y7, Y7, Y7
 	XORQ AX, AX                // weight byte offset; x offset is twice it
 
-hg41:
+hglloop:
 	CMPQ AX, CX
-	JAE  hg41sum
+	JAE  hglsum
+	// The next tile's rows, fetched while this one computes: a value
+	// tile's four rows lie far apart and are a few cache lines each, too
+	// short for the hardware prefetcher to pick up, and profiles show
+	// each row's first load stalling. Prefetching past the last tile
+	// reads nothing and cannot fault.
+	LEAQ (SI)(R9*1), BX
+	PREFETCHT0 (BX)(AX*1)
+	LEAQ (R11)(R9*1), BX
+	PREFETCHT0 (BX)(AX*1)
+	LEAQ (R12)(R9*1), BX
+	PREFETCHT0 (BX)(AX*1)
+	LEAQ (R13)(R9*1), BX
+	PREFETCHT0 (BX)(AX*1)
 	VMOVUPS (DI)(AX*2), Y8
 	VMOVUPS 32(DI)(AX*2), Y9
 	VCVTPH2PS (SI)(AX*1), Y10
@@ -380,9 +422,9 @@ hg41:
 	VFMADD231PS Y8, Y12, Y6
 	VFMADD231PS Y9, Y13, Y7
 	ADDQ $32, AX
-	JMP  hg41
+	JMP  hglloop
 
-hg41sum:
+hglsum:
 	REDUCE16(Y0, Y1, X0, X1)
 	VMOVSS X0, (DX)
 	REDUCE16(Y2, Y3, X2, X3)
@@ -391,6 +433,12 @@ hg41sum:
 	VMOVSS X4, 8(DX)
 	REDUCE16(Y6, Y7, X6, X7)
 	VMOVSS X6, 12(DX)
+	ADDQ R9, SI
+	ADDQ $16, DX
+	DECQ R10
+	JMP  hgltile
+
+hgldone:
 	VZEROUPPER
 	RET
 

@@ -23,12 +23,6 @@ func scaleMaxAVX(x []float32, scale float32) float32
 //go:noescape
 func scaleAVX(x []float32, a float32)
 
-//go:noescape
-func f16DotVec4LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
-
-//go:noescape
-func f16Gemm4x1LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
-
 // ToF16 converts src to half precision in dst[:len(src)], rounding to
 // nearest even: the F16 cache's stores.
 func ToF16(dst []uint16, src []float32) {

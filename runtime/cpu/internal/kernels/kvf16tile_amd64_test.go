@@ -8,12 +8,11 @@ import (
 	"testing"
 )
 
-// TestF16Gemm4x1LoopMatchesTile holds the looping kernel to the one-tile
-// kernel it repeats, bit for bit: every tile of the loop must equal a
-// separate f16Gemm4x1AVX call on the same rows, for key-shaped (rows hd
-// apart, tiles 4*hd apart) and value-shaped (rows stride apart) inputs,
-// and the loop must write nothing past its tiles.
-func TestF16Gemm4x1LoopMatchesTile(t *testing.T) {
+// TestF16TileLoopsMatchGo holds the four-row F16 kernels to the pure-Go
+// dot products in their orders, bit for bit, over many tiles per call: key-
+// shaped (rows hd apart, tiles 4*hd apart) and value-shaped (rows stride
+// apart) inputs, and nothing written past the last tile.
+func TestF16TileLoopsMatchGo(t *testing.T) {
 	skipNoAsm(t)
 	rng := rand.New(rand.NewPCG(17, 18))
 	// Scales from small to large so that the vector kernel takes both
@@ -30,16 +29,16 @@ func TestF16Gemm4x1LoopMatchesTile(t *testing.T) {
 		}
 		return out
 	}
-	type kernel func(w []uint16, ws int, x []float32, n int, out []float32)
 	type loop func(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
+	// The pure-Go dot products in each kernel's order, one row at a time.
 	pairs := []struct {
 		name  string
 		loop  loop
-		tile  kernel
+		dot   func(w []uint16, x []float32) float32
 		lanes int // n must be a multiple
 	}{
-		{"gemm", f16Gemm4x1LoopAVX, f16Gemm4x1AVX, 16},
-		{"vec", f16DotVec4LoopAVX, f16DotVec4AVX, 1},
+		{"gemm", f16Gemm4x1LoopAVX, dotF16GemmGo, 16},
+		{"vec", f16DotVec4LoopAVX, dotF16VecGo, 1},
 	}
 	check := func(what string, w []uint16, ws, gs, groups int, x []float32, n int) {
 		t.Helper()
@@ -54,11 +53,10 @@ func TestF16Gemm4x1LoopMatchesTile(t *testing.T) {
 				t.Fatalf("%s %s: wrote past out", k.name, what)
 			}
 			for g := range groups {
-				var want [4]float32
-				k.tile(w[g*gs:g*gs+3*ws+n], ws, x, n, want[:])
 				for r := range 4 {
-					if math.Float32bits(got[4*g+r]) != math.Float32bits(want[r]) {
-						t.Fatalf("%s %s: tile %d row %d = %g, one-tile kernel %g", k.name, what, g, r, got[4*g+r], want[r])
+					row := w[g*gs+r*ws : g*gs+r*ws+n]
+					if want := k.dot(row, x[:n]); math.Float32bits(got[4*g+r]) != math.Float32bits(want) {
+						t.Fatalf("%s %s: tile %d row %d = %g, Go %g", k.name, what, g, r, got[4*g+r], want)
 					}
 				}
 			}

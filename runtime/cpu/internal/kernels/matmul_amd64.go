@@ -113,11 +113,15 @@ func roundF16AVX(dst, src []float32)
 //go:noescape
 func f16VecRows(w []uint16, ws int, x []float32, n int, out []float32)
 
+// f16DotVec4LoopAVX and f16Gemm4x1LoopAVX run groups tiles of four rows,
+// tile g's rows from w[g*gs], ws apart, into out[4g:4g+4] (f16_amd64.s):
+// ggml_vec_dot_f16's order and tinyBLAS's 16-lane order.
+//
 //go:noescape
-func f16DotVec4AVX(w []uint16, ws int, x []float32, n int, out []float32)
+func f16DotVec4LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
 
 //go:noescape
-func f16Gemm4x1AVX(w []uint16, ws int, x []float32, n int, out []float32)
+func f16Gemm4x1LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
 
 //go:noescape
 func f16Gemm4x3AVX(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
@@ -399,7 +403,7 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 				f16Gemm4x3AVX(wr, cols, x[b*cols:(b+3)*cols], cols, cols, out[b*rows+r:(b+2)*rows+r+4], rows)
 			}
 			for ; b < batch; b++ {
-				f16Gemm4x1AVX(wr, cols, x[b*cols:(b+1)*cols], cols, out[b*rows+r:b*rows+r+4])
+				f16Gemm4x1LoopAVX(wr, cols, 4*cols, 1, x[b*cols:(b+1)*cols], cols, out[b*rows+r:b*rows+r+4])
 			}
 		}
 		for ; r < r1; r++ { // rows%4 == 0 makes r1-r0 a multiple of 4; kept for safety
@@ -415,10 +419,10 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 			f16VecRows(w[r0*cols:r1*cols], cols, xb, cols, out[b*rows+r0:b*rows+r1])
 			continue
 		}
-		r := r0
-		for ; r+4 <= r1; r += 4 {
-			f16DotVec4AVX(w[r*cols:(r+4)*cols], cols, xb, cols, out[b*rows+r:b*rows+r+4])
-		}
+		// Every whole tile of four rows in one call.
+		tiles := (r1 - r0) / 4
+		r := r0 + 4*tiles
+		f16DotVec4LoopAVX(w[r0*cols:r*cols], cols, 4*cols, tiles, xb, cols, out[b*rows+r0:b*rows+r])
 		for ; r < r1; r++ {
 			out[b*rows+r] = f16DotVecAVX(w[r*cols:(r+1)*cols], xb)
 		}
