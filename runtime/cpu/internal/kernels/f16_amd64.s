@@ -20,6 +20,48 @@
 	VMOVSHDUP xlo, xhi; \
 	VADDSS xhi, xlo, xlo
 
+// CLEARY0Y7 zeroes the accumulators Y0..Y7 of every kernel below.
+#define CLEARY0Y7 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+// ggml_vec_dot_f16's 64 lanes, shared by the row kernels: Y0..Y7 hold lanes
+// 0-7, ..., 56-63. VEC64STEP adds the 64 products of the weights at row+AX
+// (F16, widened as loaded) and the activations at DI+2*AX; VEC64FOLD folds
+// them into Y0 and Y1 as ggml does, lane l+32 onto
+// l, then l+16 onto l: ((l + l+32) + (l+16 + l+48)). Y8..Y11 are clobbered.
+#define VEC64STEP(row) \
+	VCVTPH2PS (row)(AX*1), Y8; \
+	VCVTPH2PS 16(row)(AX*1), Y9; \
+	VCVTPH2PS 32(row)(AX*1), Y10; \
+	VCVTPH2PS 48(row)(AX*1), Y11; \
+	VFMADD231PS (DI)(AX*2), Y8, Y0; \
+	VFMADD231PS 32(DI)(AX*2), Y9, Y1; \
+	VFMADD231PS 64(DI)(AX*2), Y10, Y2; \
+	VFMADD231PS 96(DI)(AX*2), Y11, Y3; \
+	VCVTPH2PS 64(row)(AX*1), Y8; \
+	VCVTPH2PS 80(row)(AX*1), Y9; \
+	VCVTPH2PS 96(row)(AX*1), Y10; \
+	VCVTPH2PS 112(row)(AX*1), Y11; \
+	VFMADD231PS 128(DI)(AX*2), Y8, Y4; \
+	VFMADD231PS 160(DI)(AX*2), Y9, Y5; \
+	VFMADD231PS 192(DI)(AX*2), Y10, Y6; \
+	VFMADD231PS 224(DI)(AX*2), Y11, Y7
+
+#define VEC64FOLD \
+	VADDPS Y4, Y0, Y0; \
+	VADDPS Y5, Y1, Y1; \
+	VADDPS Y6, Y2, Y2; \
+	VADDPS Y7, Y3, Y3; \
+	VADDPS Y2, Y0, Y0; \
+	VADDPS Y3, Y1, Y1
+
 // func f16DotVecAVX(w []uint16, x []float32) float32
 // ggml_vec_dot_f16: 64 lanes over the first len(w)&^63 elements, folded and
 // reduced to one float32, then the leftover products added one by one in
@@ -32,45 +74,17 @@ TEXT ·f16DotVecAVX(SB), NOSPLIT, $0-52
 	MOVQ CX, DX
 	ANDQ $-128, DX             // bytes of whole 64-element steps
 	XORQ AX, AX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	CLEARY0Y7
 
 hv64:
 	CMPQ AX, DX
 	JAE  hvsum
-	VCVTPH2PS (SI)(AX*1), Y8
-	VCVTPH2PS 16(SI)(AX*1), Y9
-	VCVTPH2PS 32(SI)(AX*1), Y10
-	VCVTPH2PS 48(SI)(AX*1), Y11
-	VFMADD231PS (DI)(AX*2), Y8, Y0
-	VFMADD231PS 32(DI)(AX*2), Y9, Y1
-	VFMADD231PS 64(DI)(AX*2), Y10, Y2
-	VFMADD231PS 96(DI)(AX*2), Y11, Y3
-	VCVTPH2PS 64(SI)(AX*1), Y8
-	VCVTPH2PS 80(SI)(AX*1), Y9
-	VCVTPH2PS 96(SI)(AX*1), Y10
-	VCVTPH2PS 112(SI)(AX*1), Y11
-	VFMADD231PS 128(DI)(AX*2), Y8, Y4
-	VFMADD231PS 160(DI)(AX*2), Y9, Y5
-	VFMADD231PS 192(DI)(AX*2), Y10, Y6
-	VFMADD231PS 224(DI)(AX*2), Y11, Y7
+	VEC64STEP(SI)
 	ADDQ $128, AX
 	JMP  hv64
 
 hvsum:
-	// Lane l+32 onto l, then l+16 onto l: ((l + l+32) + (l+16 + l+48)).
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
+	VEC64FOLD
 	REDUCE16(Y0, Y1, X0, X1)
 	VCVTSS2SD X0, X0, X0
 
@@ -124,45 +138,18 @@ hvltile:
 	MOVQ SI, R11               // row pointer
 
 hvlrow:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	CLEARY0Y7
 	XORQ AX, AX
 
 hvlmain:
 	CMPQ AX, BX
 	JAE  hvlred
-	VCVTPH2PS (R11)(AX*1), Y8
-	VCVTPH2PS 16(R11)(AX*1), Y9
-	VCVTPH2PS 32(R11)(AX*1), Y10
-	VCVTPH2PS 48(R11)(AX*1), Y11
-	VFMADD231PS (DI)(AX*2), Y8, Y0
-	VFMADD231PS 32(DI)(AX*2), Y9, Y1
-	VFMADD231PS 64(DI)(AX*2), Y10, Y2
-	VFMADD231PS 96(DI)(AX*2), Y11, Y3
-	VCVTPH2PS 64(R11)(AX*1), Y8
-	VCVTPH2PS 80(R11)(AX*1), Y9
-	VCVTPH2PS 96(R11)(AX*1), Y10
-	VCVTPH2PS 112(R11)(AX*1), Y11
-	VFMADD231PS 128(DI)(AX*2), Y8, Y4
-	VFMADD231PS 160(DI)(AX*2), Y9, Y5
-	VFMADD231PS 192(DI)(AX*2), Y10, Y6
-	VFMADD231PS 224(DI)(AX*2), Y11, Y7
+	VEC64STEP(R11)
 	ADDQ $128, AX
 	JMP  hvlmain
 
 hvlred:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
+	VEC64FOLD
 	REDUCE16(Y0, Y1, X0, X1)
 	VMOVSS X0, (DX)(R10*4)     // parked for the sequential leftovers
 
@@ -377,14 +364,7 @@ hgltile:
 	LEAQ (SI)(R8*1), R11
 	LEAQ (SI)(R8*2), R12
 	LEAQ (R11)(R8*2), R13
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	CLEARY0Y7
 	XORQ AX, AX                // weight byte offset; x offset is twice it
 
 hglloop:
@@ -469,14 +449,7 @@ TEXT ·f16Gemm4x3AVX(SB), NOSPLIT, $384-104
 	XORQ R14, R14              // pass: 0 for lanes 0-7, 16 (weight bytes) for 8-15
 
 h43pass:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	CLEARY0Y7
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
@@ -612,45 +585,18 @@ TEXT ·f16VecRows(SB), NOSPLIT, $0-88
 hrrow:
 	TESTQ BX, BX
 	JZ    hrdone
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	CLEARY0Y7
 	XORQ   AX, AX
 
 hrloop:
 	CMPQ AX, CX
 	JAE  hrsum
-	VCVTPH2PS (SI)(AX*1), Y8
-	VCVTPH2PS 16(SI)(AX*1), Y9
-	VCVTPH2PS 32(SI)(AX*1), Y10
-	VCVTPH2PS 48(SI)(AX*1), Y11
-	VFMADD231PS (DI)(AX*2), Y8, Y0
-	VFMADD231PS 32(DI)(AX*2), Y9, Y1
-	VFMADD231PS 64(DI)(AX*2), Y10, Y2
-	VFMADD231PS 96(DI)(AX*2), Y11, Y3
-	VCVTPH2PS 64(SI)(AX*1), Y8
-	VCVTPH2PS 80(SI)(AX*1), Y9
-	VCVTPH2PS 96(SI)(AX*1), Y10
-	VCVTPH2PS 112(SI)(AX*1), Y11
-	VFMADD231PS 128(DI)(AX*2), Y8, Y4
-	VFMADD231PS 160(DI)(AX*2), Y9, Y5
-	VFMADD231PS 192(DI)(AX*2), Y10, Y6
-	VFMADD231PS 224(DI)(AX*2), Y11, Y7
+	VEC64STEP(SI)
 	ADDQ $128, AX
 	JMP  hrloop
 
 hrsum:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
+	VEC64FOLD
 	REDUCE16(Y0, Y1, X0, X1)
 	VMOVSS X0, (DX)
 	ADDQ   $4, DX
