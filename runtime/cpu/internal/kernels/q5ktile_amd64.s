@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "kscales_amd64.h"
 
 // Q5_K batch tile: one weight row against four Q8_K activation rows, so the
 // scales, the mins and the five-bit codes of each super-block are unpacked
@@ -131,32 +132,7 @@ q5ktblock:
 	TESTQ CX, CX
 	JZ    q5ktdone
 	// scales and mins, unpacked as in q5kDotAVX
-	MOVL 12(SI), R12           // u2
-	MOVL 4(SI), AX             // u0
-	MOVL AX, R13
-	SHRL $6, R13
-	ANDL $0x03030303, R13
-	SHLL $4, R13
-	MOVL R12, R14
-	ANDL $0x0f0f0f0f, R14
-	ORL  R13, R14              // scales 4..7
-	ANDL $0x3f3f3f3f, AX       // scales 0..3
-	SHLQ $32, R14
-	ORQ  R14, AX
-	VMOVQ AX, X2
-	MOVL 8(SI), AX             // u1
-	MOVL AX, R13
-	SHRL $6, R13
-	ANDL $0x03030303, R13
-	SHLL $4, R13
-	SHRL $4, R12
-	ANDL $0x0f0f0f0f, R12
-	ORL  R13, R12              // mins 4..7
-	ANDL $0x3f3f3f3f, AX       // mins 0..3
-	SHLQ $32, R12
-	ORQ  R12, AX
-	VPINSRQ $1, AX, X2, X2
-	VPMOVZXBW X2, Y2
+	KSCALESMINS
 	VMOVDQU Y2, 0(SP)
 
 	VMOVDQU 16(SI), Y4         // qh, shifted right by 2 per chunk
