@@ -88,6 +88,91 @@ GLOBL q5ones16<>(SB), RODATA|NOPTR, $32
 	VMOVSHDUP x, tmp; \
 	VADDSS tmp, x, x
 
+// Q5KBLOCKHEAD starts a Q5_K super-block of q5kDotAVX and q5kRows: the
+// scales (bytes 0..7) and mins (8..15) unpacked as for Q4_K in general
+// registers (no store-forwarding stall), scales to 16(SP), mins in X13;
+// d*xd broadcast in Y4, dmin*xd in X5; the mins' part, sum_j m_j *
+// (bsum[2j] + bsum[2j+1]) as one integer, subtracted from X1 as
+// dmin*xd*that, fused; qh loaded into Y13 (shifted right by 2 per chunk),
+// the int32 lanes Y8 cleared and the chunk offset R13 zeroed.
+#define Q5KBLOCKHEAD \
+	MOVL 4(SI), R8; \
+	MOVL 8(SI), R9; \
+	MOVL 12(SI), R10; \
+	MOVL R8, AX; \
+	ANDL $0x3f3f3f3f, AX; \
+	MOVL R10, R11; \
+	ANDL $0x0f0f0f0f, R11; \
+	MOVL R8, R12; \
+	SHRL $6, R12; \
+	ANDL $0x03030303, R12; \
+	SHLL $4, R12; \
+	ORL  R12, R11; \
+	SHLQ $32, R11; \
+	ORQ  R11, AX; \
+	MOVL R9, R8; \
+	ANDL $0x3f3f3f3f, R8; \
+	MOVL R10, R11; \
+	SHRL $4, R11; \
+	ANDL $0x0f0f0f0f, R11; \
+	MOVL R9, R12; \
+	SHRL $6, R12; \
+	ANDL $0x03030303, R12; \
+	SHLL $4, R12; \
+	ORL  R12, R11; \
+	SHLQ $32, R11; \
+	ORQ  R11, R8; \
+	VMOVQ AX, X2; \
+	VPINSRQ $1, R8, X2, X2; \
+	VPMOVZXBW X2, Y2; \
+	VMOVDQU Y2, 16(SP); \
+	VEXTRACTI128 $1, Y2, X13; \
+	VCVTPH2PS (SI), X3; \
+	VBROADCASTSS (DX), X4; \
+	VMULPS X4, X3, X3; \
+	VBROADCASTSS X3, Y4; \
+	VMOVSHDUP X3, X5; \
+	VBROADCASTSS X5, X5; \
+	VMOVDQU (BX), Y6; \
+	VEXTRACTI128 $1, Y6, X8; \
+	VPHADDW X8, X6, X6; \
+	VPMADDWD X13, X6, X6; \
+	VPHADDD X6, X6, X6; \
+	VPHADDD X6, X6, X6; \
+	VCVTDQ2PS X6, X6; \
+	VFNMADD231SS X6, X5, X1; \
+	VMOVDQU 16(SI), Y13; \
+	VPXOR Y8, Y8, Y8; \
+	MOVQ $0, R13
+
+// Q5KCHUNKSTEP adds chunk R13 (32 bytes of nibbles: sub-blocks 2k, low
+// nibbles, and 2k+1, high nibbles, each with its fifth bit from qh) times
+// the activations and the sub-blocks' scales to the lanes Y8, and
+// advances R13.
+#define Q5KCHUNKSTEP \
+	VMOVDQU 48(SI)(R13*1), Y9; \
+	VPSRLW $4, Y9, Y10; \
+	VPAND Y15, Y9, Y9; \
+	VPAND Y15, Y10, Y10; \
+	VPAND Y14, Y13, Y11; \
+	VPSLLW $4, Y11, Y11; \
+	VPOR Y11, Y9, Y9; \
+	VPAND Y7, Y13, Y12; \
+	VPSLLW $3, Y12, Y12; \
+	VPOR Y12, Y10, Y10; \
+	VPSRLW $2, Y13, Y13; \
+	VPMADDUBSW (DI)(R13*2), Y9, Y9; \
+	VPMADDUBSW 32(DI)(R13*2), Y10, Y10; \
+	MOVQ R13, R14; \
+	SHRQ $3, R14; \
+	VPBROADCASTW 16(SP)(R14*1), Y11; \
+	VPBROADCASTW 18(SP)(R14*1), Y12; \
+	VPMADDWD Y11, Y9, Y9; \
+	VPMADDWD Y12, Y10, Y10; \
+	VPADDD Y9, Y8, Y8; \
+	VPADDD Y10, Y8, Y8; \
+	ADDQ $32, R13
+
 // func q5_0DotAVX(w []byte, xq []int8, xd []float32) float32
 // Q5_0 blocks (22 bytes: f16 d, qh, 16 nibble bytes) against Q8_0
 // activations: codes q-16 are made signed (0xf0 where the fifth bit is
@@ -204,85 +289,10 @@ TEXT ·q5kDotAVX(SB), NOSPLIT, $64-100
 q5kblock:
 	TESTQ CX, CX
 	JZ    q5kdone
-	// unpack scales (bytes 0..7) and mins (bytes 8..15) as for Q4_K, in
-	// general registers (no store-forwarding stall)
-	MOVL 4(SI), R8
-	MOVL 8(SI), R9
-	MOVL 12(SI), R10
-	MOVL R8, AX
-	ANDL $0x3f3f3f3f, AX
-	MOVL R10, R11
-	ANDL $0x0f0f0f0f, R11
-	MOVL R8, R12
-	SHRL $6, R12
-	ANDL $0x03030303, R12
-	SHLL $4, R12
-	ORL  R12, R11
-	SHLQ $32, R11
-	ORQ  R11, AX
-	MOVL R9, R8
-	ANDL $0x3f3f3f3f, R8
-	MOVL R10, R11
-	SHRL $4, R11
-	ANDL $0x0f0f0f0f, R11
-	MOVL R9, R12
-	SHRL $6, R12
-	ANDL $0x03030303, R12
-	SHLL $4, R12
-	ORL  R12, R11
-	SHLQ $32, R11
-	ORQ  R11, R8
-	VMOVQ AX, X2
-	VPINSRQ $1, R8, X2, X2
-	VPMOVZXBW X2, Y2
-	VMOVDQU Y2, 16(SP)
-	VEXTRACTI128 $1, Y2, X13   // the mins (Y13 is loaded with qh below)
-
-	VCVTPH2PS (SI), X3         // lanes: d, dmin
-	VBROADCASTSS (DX), X4
-	VMULPS X4, X3, X3
-	VBROADCASTSS X3, Y4        // d*xd
-	VMOVSHDUP X3, X5
-	VBROADCASTSS X5, X5        // dmin*xd
-
-	// mins: sum_j m_j * (bsum[2j] + bsum[2j+1]) as one integer, then
-	// sum -= dmin*xd*that, fused
-	VMOVDQU (BX), Y6
-	VEXTRACTI128 $1, Y6, X8
-	VPHADDW X8, X6, X6
-	VPMADDWD X13, X6, X6
-	VPHADDD X6, X6, X6
-	VPHADDD X6, X6, X6
-	VCVTDQ2PS X6, X6
-	VFNMADD231SS X6, X5, X1
-
-	VMOVDQU 16(SI), Y13        // qh, shifted right by 2 per chunk
-	VPXOR Y8, Y8, Y8
-	MOVQ $0, R13
+	Q5KBLOCKHEAD
 
 q5kchunk:
-	VMOVDQU 48(SI)(R13*1), Y9
-	VPSRLW $4, Y9, Y10
-	VPAND Y15, Y9, Y9          // low nibbles: sub-block 2k
-	VPAND Y15, Y10, Y10        // high nibbles: sub-block 2k+1
-	VPAND Y14, Y13, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y9, Y9
-	VPAND Y7, Y13, Y12
-	VPSLLW $3, Y12, Y12
-	VPOR Y12, Y10, Y10
-	VPSRLW $2, Y13, Y13
-	VPMADDUBSW (DI)(R13*2), Y9, Y9
-	VPMADDUBSW 32(DI)(R13*2), Y10, Y10
-	MOVQ R13, R14
-	SHRQ $3, R14
-	VPBROADCASTW 16(SP)(R14*1), Y11
-	VPBROADCASTW 18(SP)(R14*1), Y12
-	VPMADDWD Y11, Y9, Y9
-	VPMADDWD Y12, Y10, Y10
-	VPADDD Y9, Y8, Y8
-	VPADDD Y10, Y8, Y8
-	ADDQ $32, R13
+	Q5KCHUNKSTEP
 	CMPQ R13, $128
 	JB   q5kchunk
 
@@ -451,85 +461,10 @@ q5krow:
 q5krblock:
 	TESTQ CX, CX
 	JZ    q5krsum
-	// unpack scales (bytes 0..7) and mins (bytes 8..15) as for Q4_K, in
-	// general registers (no store-forwarding stall)
-	MOVL 4(SI), R8
-	MOVL 8(SI), R9
-	MOVL 12(SI), R10
-	MOVL R8, AX
-	ANDL $0x3f3f3f3f, AX
-	MOVL R10, R11
-	ANDL $0x0f0f0f0f, R11
-	MOVL R8, R12
-	SHRL $6, R12
-	ANDL $0x03030303, R12
-	SHLL $4, R12
-	ORL  R12, R11
-	SHLQ $32, R11
-	ORQ  R11, AX
-	MOVL R9, R8
-	ANDL $0x3f3f3f3f, R8
-	MOVL R10, R11
-	SHRL $4, R11
-	ANDL $0x0f0f0f0f, R11
-	MOVL R9, R12
-	SHRL $6, R12
-	ANDL $0x03030303, R12
-	SHLL $4, R12
-	ORL  R12, R11
-	SHLQ $32, R11
-	ORQ  R11, R8
-	VMOVQ AX, X2
-	VPINSRQ $1, R8, X2, X2
-	VPMOVZXBW X2, Y2
-	VMOVDQU Y2, 16(SP)
-	VEXTRACTI128 $1, Y2, X13   // the mins (Y13 is loaded with qh below)
-
-	VCVTPH2PS (SI), X3         // lanes: d, dmin
-	VBROADCASTSS (DX), X4
-	VMULPS X4, X3, X3
-	VBROADCASTSS X3, Y4        // d*xd
-	VMOVSHDUP X3, X5
-	VBROADCASTSS X5, X5        // dmin*xd
-
-	// mins: sum_j m_j * (bsum[2j] + bsum[2j+1]) as one integer, then
-	// sum -= dmin*xd*that, fused
-	VMOVDQU (BX), Y6
-	VEXTRACTI128 $1, Y6, X8
-	VPHADDW X8, X6, X6
-	VPMADDWD X13, X6, X6
-	VPHADDD X6, X6, X6
-	VPHADDD X6, X6, X6
-	VCVTDQ2PS X6, X6
-	VFNMADD231SS X6, X5, X1
-
-	VMOVDQU 16(SI), Y13        // qh, shifted right by 2 per chunk
-	VPXOR Y8, Y8, Y8
-	MOVQ $0, R13
+	Q5KBLOCKHEAD
 
 q5krchunk:
-	VMOVDQU 48(SI)(R13*1), Y9
-	VPSRLW $4, Y9, Y10
-	VPAND Y15, Y9, Y9          // low nibbles: sub-block 2k
-	VPAND Y15, Y10, Y10        // high nibbles: sub-block 2k+1
-	VPAND Y14, Y13, Y11
-	VPSLLW $4, Y11, Y11
-	VPOR Y11, Y9, Y9
-	VPAND Y7, Y13, Y12
-	VPSLLW $3, Y12, Y12
-	VPOR Y12, Y10, Y10
-	VPSRLW $2, Y13, Y13
-	VPMADDUBSW (DI)(R13*2), Y9, Y9
-	VPMADDUBSW 32(DI)(R13*2), Y10, Y10
-	MOVQ R13, R14
-	SHRQ $3, R14
-	VPBROADCASTW 16(SP)(R14*1), Y11
-	VPBROADCASTW 18(SP)(R14*1), Y12
-	VPMADDWD Y11, Y9, Y9
-	VPMADDWD Y12, Y10, Y10
-	VPADDD Y9, Y8, Y8
-	VPADDD Y10, Y8, Y8
-	ADDQ $32, R13
+	Q5KCHUNKSTEP
 	CMPQ R13, $128
 	JB   q5krchunk
 
