@@ -84,13 +84,13 @@ func (s *Sampler) Accept(id int) {
 // modify.
 func (s *Sampler) Sample(logits []float32) int {
 	if s.p.Temperature <= 0 && !s.penalised() {
-		return argmax(logits)
+		return kernels.Argmax(logits)
 	}
 	w := s.work[:len(logits)]
 	copy(w, logits)
 	s.applyPenalties(w)
 	if s.p.Temperature <= 0 {
-		return argmax(w)
+		return kernels.Argmax(w)
 	}
 	return s.sampleTruncated(w)
 }
@@ -125,7 +125,7 @@ func (s *Sampler) applyPenalties(w []float32) {
 // from what is left.
 func (s *Sampler) sampleTruncated(w []float32) int {
 	// Softmax at temperature: w becomes probabilities.
-	top := argmax(w)
+	top := kernels.Argmax(w)
 	kernels.Scale(w, 1/s.p.Temperature)
 	kernels.Softmax(w)
 	pmax := w[top]
@@ -250,19 +250,9 @@ func (s *Sampler) sampleTruncated(w []float32) int {
 	return int(c[len(c)-1])
 }
 
-func argmax(w []float32) int {
-	best := 0
-	for i, v := range w {
-		if v > w[best] {
-			best = i
-		}
-	}
-	return best
-}
-
 // LogSumExp returns log Σ exp(logits), the normaliser of log-softmax.
 func LogSumExp(logits []float32) float32 {
-	maxv := logits[argmax(logits)]
+	maxv := logits[kernels.Argmax(logits)]
 	var sum float64
 	for _, v := range logits {
 		sum += math.Exp(float64(v - maxv))
