@@ -109,16 +109,6 @@ func decodeVocab(t *testing.T, f *gguf.File, ids []int) string {
 	return b.String()
 }
 
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
-}
-
 // greedy runs the prompt in chunks of chunk tokens, then n greedy steps.
 func greedy(t *testing.T, r *Runner, c *Cache, prompt []int, n, chunk int) (ids []int, first []float32) {
 	t.Helper()
@@ -137,7 +127,7 @@ func greedy(t *testing.T, r *Runner, c *Cache, prompt []int, n, chunk int) (ids 
 	}
 	first = append([]float32(nil), logits...)
 	for range n {
-		next := argmax(logits)
+		next := kernels.Argmax(logits)
 		ids = append(ids, next)
 		b.Reset()
 		b.Add(c, next, c.Len(), true)
@@ -268,7 +258,7 @@ func TestBatchedDecodeMatchesSingle(t *testing.T) {
 			for step := range steps {
 				b.Reset()
 				for i := range seqs {
-					next := argmax(logits[i*vocab : (i+1)*vocab])
+					next := kernels.Argmax(logits[i*vocab : (i+1)*vocab])
 					batched[i] = append(batched[i], next)
 					b.Add(caches[i], next, caches[i].Len(), true)
 				}
