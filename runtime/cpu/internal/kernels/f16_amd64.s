@@ -1,24 +1,13 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Half-precision weights are widened with VCVTPH2PS as they are loaded. The
 // activations are F16 values too (rounded by roundF16AVX), so every product
 // is exact in float32 and only the order of the additions matters: these
 // kernels add in the order of ggml's AVX-512 build, which f16order.go
 // describes and dotF16VecGo/dotF16GemmGo implement lane for lane.
-
-// REDUCE16 sums 16 lanes, lanes 0-7 in ylo and 8-15 in yhi, the way GCC's
-// _mm512_reduce_add_ps does: 8+8, 4+4, lanes 2,3 onto 0,1, lane 1 onto 0.
-// The sum ends in the low lane of xlo; yhi is clobbered.
-#define REDUCE16(ylo, yhi, xlo, xhi) \
-	VADDPS yhi, ylo, ylo; \
-	VEXTRACTF128 $1, ylo, xhi; \
-	VADDPS xhi, xlo, xlo; \
-	VPERMILPS $0x4E, xlo, xhi; \
-	VADDPS xhi, xlo, xlo; \
-	VMOVSHDUP xlo, xhi; \
-	VADDSS xhi, xlo, xlo
 
 // CLEARY0Y7 zeroes the accumulators Y0..Y7 of every kernel below.
 #define CLEARY0Y7 \
