@@ -67,3 +67,17 @@
 #define HSUMROWS4(a, b, c, d, xa, tmp) \
 	HADDROWS4(a, b, c, d); \
 	HALVES8TO(a, xa, tmp, xa)
+
+// REDUCE16Z is REDUCE16's order for the 16 lanes of one Z register, zreg,
+// in AVX-512's encodings (the generated 512-bit tiles): the sum ends in the
+// low lane of xlo; ylo/xlo are zreg's low halves, yhi/xhi a scratch
+// register's.
+#define REDUCE16Z(zreg, ylo, xlo, yhi, xhi) \
+	VEXTRACTF64X4 $1, zreg, yhi; \
+	VADDPS yhi, ylo, ylo; \
+	VEXTRACTF32X4 $1, ylo, xhi; \
+	VADDPS xhi, xlo, xlo; \
+	VPERMILPS $0x4E, xlo, xhi; \
+	VADDPS xhi, xlo, xlo; \
+	VMOVSHDUP xlo, xhi; \
+	VADDSS xhi, xlo, xlo
