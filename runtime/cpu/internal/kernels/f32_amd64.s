@@ -41,10 +41,7 @@ dot8:
 	JMP  dot8
 
 dotsum:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HADDSUM8(Y0, X0, X1)
+	HADDSUM32(Y0, Y1, Y2, Y3, X0, X1)
 	VMOVSS X0, ret+48(FP)
 	VZEROUPPER
 	RET
@@ -405,14 +402,7 @@ frloop:
 	JMP  frloop
 
 frsum:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	// The 16 remaining lanes as _mm512_reduce_add_ps: 8+8, 4+4, 2+2, 1+1.
-	REDUCE16(Y0, Y1, X0, X1)
+	REDUCE64
 	VMOVSS X0, (DX)
 	ADDQ   $4, DX
 	ADDQ   R8, SI

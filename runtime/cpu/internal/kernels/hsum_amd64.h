@@ -24,6 +24,14 @@
 	HALVES8TO(y, x, tmp, x); \
 	HADD4(x)
 
+// HADDSUM32 sums the 32 lanes of a, b, c and d into every lane of xa (a's
+// low half): lane-wise (a+b)+(c+d), then HADDSUM8.
+#define HADDSUM32(a, b, c, d, xa, tmp) \
+	VADDPS b, a, a; \
+	VADDPS d, c, c; \
+	VADDPS c, a, a; \
+	HADDSUM8(a, xa, tmp)
+
 // HADDSUBSUM8 is HADDSUM8 with the four lanes of sub subtracted after the
 // halves are added (Q4_K: the scales' sum less the mins' part).
 #define HADDSUBSUM8(y, x, sub, tmp) \
@@ -53,6 +61,25 @@
 	VADDPS xhi, xlo, xlo; \
 	VMOVSHDUP xlo, xhi; \
 	VADDSS xhi, xlo, xlo
+
+// VEC64FOLD folds the 64 lanes of ggml's GGML_F32_STEP-64 accumulators,
+// lanes 0-7, ..., 56-63 in Y0..Y7, into 16 in Y0 and Y1 as
+// GGML_F32x16_REDUCE does: lane l+32 onto l, then l+16 onto l, that is
+// ((l + l+32) + (l+16 + l+48)).
+#define VEC64FOLD \
+	VADDPS Y4, Y0, Y0; \
+	VADDPS Y5, Y1, Y1; \
+	VADDPS Y6, Y2, Y2; \
+	VADDPS Y7, Y3, Y3; \
+	VADDPS Y2, Y0, Y0; \
+	VADDPS Y3, Y1, Y1
+
+// REDUCE64 sums those 64 lanes to the low lane of X0 as ggml's AVX-512
+// build of ggml_vec_dot_f32/f16 does: VEC64FOLD, then the 16 lanes left as
+// _mm512_reduce_add_ps (REDUCE16). X1 is clobbered.
+#define REDUCE64 \
+	VEC64FOLD; \
+	REDUCE16(Y0, Y1, X0, X1)
 
 // HADDROWS4 sums the eight lanes of each of a, b, c and d pairwise with
 // VHADDPS into a: [a b c d | the same of the upper halves], each lane the

@@ -76,10 +76,7 @@ rdot8:
 	JMP  rdot8
 
 rdotsum:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HADDSUM8(Y0, X0, X1)
+	HADDSUM32(Y0, Y1, Y2, Y3, X0, X1)
 
 	VMOVSS X0, (R13)
 	ADDQ R9, R8
