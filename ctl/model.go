@@ -222,7 +222,7 @@ func modelInfoCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "context", Usage: "context window the KV cache line assumes, as a unit's limits.max_context (0: the model's)"},
 			&cli.IntFlag{Name: "slots", Value: cpu.DefaultMaxSeqs, Usage: "concurrent sequences the KV cache line assumes, as a unit's limits.max_concurrency"},
-			&cli.StringFlag{Name: "kv-type", Value: cpu.DefaultKVCacheType, Usage: "KV cache element type the KV cache line assumes, as a unit's [cpu] kv_cache_type: f16 or f32"},
+			kvTypeFlag("KV cache element type the KV cache line assumes, as a unit's [cpu] kv_cache_type"),
 		},
 		Action: func(c *cli.Context) error {
 			args, err := positional(c, 1, 1)
@@ -236,8 +236,8 @@ func modelInfoCommand() *cli.Command {
 			if c.Int("context") < 0 || c.Int("slots") < 1 {
 				return usageError(c, "--context must not be negative and --slots must be at least 1")
 			}
-			if kv := c.String("kv-type"); kv != "f16" && kv != "f32" {
-				return usageError(c, "--kv-type %q: want f16 or f32", kv)
+			if err := checkKVTypeFlag(c.String("kv-type")); err != nil {
+				return usageError(c, "%v", err)
 			}
 			info, err := readModelInfo(args[0], c.Int("context"), c.Int("slots"), c.String("kv-type"))
 			if err != nil {

@@ -31,7 +31,7 @@ func modelBenchCommand() *cli.Command {
 			&cli.IntFlag{Name: "n", Value: 128, Usage: "generated tokens of the tg tests (0 skips them)"},
 			&cli.StringFlag{Name: "batch", Value: "1,8", Usage: "comma-separated sequence counts of the tg tests (tgN@B for B > 1)"},
 			&cli.IntFlag{Name: "reps", Aliases: []string{"r"}, Value: 3, Usage: "measured repetitions per test"},
-			&cli.StringFlag{Name: "kv-type", Value: cpu.DefaultKVCacheType, Usage: "KV cache element type: f16 (llama.cpp's default, -ctk/-ctv f16) or f32"},
+			kvTypeFlag("KV cache element type, as llama-bench's -ctk/-ctv"),
 		},
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -51,8 +51,8 @@ func modelBenchCommand() *cli.Command {
 				return err
 			}
 			cfg := benchConfig{threads: c.Int("threads"), prompt: c.Int("p"), gen: c.Int("n"), reps: c.Int("reps"), kvType: c.String("kv-type")}
-			if cfg.kvType != "f16" && cfg.kvType != "f32" {
-				return benchUsage("--kv-type %q: want f16 or f32", cfg.kvType)
+			if err := checkKVTypeFlag(cfg.kvType); err != nil {
+				return benchUsage("%v", err)
 			}
 			if cfg.batches, err = parseBatches(c.String("batch")); err != nil {
 				return benchUsage("--batch: %v", err)

@@ -167,16 +167,13 @@ type Sim struct {
 	Seed int64 `toml:"seed" json:"seed"`
 }
 
-// DefaultKVCacheType is the cpu engine's key/value cache type when a unit
-// sets none: F16, llama.cpp's default.
-const DefaultKVCacheType = "f16"
-
 // CPU configures the pure-Go engine.
 type CPU struct {
 	// Threads is the number of worker threads; 0 uses every core.
 	Threads int `toml:"threads" json:"threads"`
-	// KVCacheType is the key/value cache's element type: "f16" (the
-	// default when empty; llama.cpp's default) or "f32" (twice the memory).
+	// KVCacheType is the key/value cache's element type, one of
+	// KVCacheTypes: "f16" (the default when empty; llama.cpp's default) or
+	// "f32" (twice the memory).
 	KVCacheType string `toml:"kv_cache_type" json:"kv_cache_type,omitempty"`
 }
 

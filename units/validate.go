@@ -550,8 +550,8 @@ func validateSections(c *errorsOf, u *Unit) {
 	if u.CPU.Threads < 0 {
 		c.add("cpu.threads", "must be ≥ 0 (0 uses every core), got %d", u.CPU.Threads)
 	}
-	if kv := u.CPU.KVCacheType; kv != "" && kv != "f16" && kv != "f32" {
-		c.add("cpu.kv_cache_type", "%q is not a cache type: want \"f16\" (the default) or \"f32\"", kv)
+	if kv := u.CPU.KVCacheType; kv != "" && !IsKVCacheType(kv) {
+		c.add("cpu.kv_cache_type", "%q is not a cache type: want %s", kv, KVCacheTypeChoices(quoteMarkingDefaultKV))
 	}
 	if p := u.Vllm.Port; p < 0 || p > 65535 {
 		c.add("vllm.port", "invalid port %d (want 1-65535, or 0 to pick one)", p)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
 	"github.com/ttis-dev/ttis/runtime/cpu/tokenizer"
+	"github.com/ttis-dev/ttis/units"
 )
 
 // The fixtures in testdata/llamacpp were produced by llama.cpp itself
@@ -113,8 +115,8 @@ func (c greedyCase) validate() error {
 		return fmt.Errorf("exact_tokens %d: all %d tokens must be required", c.ExactTokens, len(c.Tokens))
 	case c.LogprobTolerance <= 0 || c.LogprobTolerance > maxLogprobTolerance:
 		return fmt.Errorf("logprob_tolerance %g out of (0, %g]", c.LogprobTolerance, maxLogprobTolerance)
-	case c.KVCache != "f16" && c.KVCache != "f32":
-		return fmt.Errorf("kv_cache %q: want \"f16\" or \"f32\"", c.KVCache)
+	case !units.IsKVCacheType(c.KVCache):
+		return fmt.Errorf("kv_cache %q: want %s", c.KVCache, units.KVCacheTypeChoices(strconv.Quote))
 	}
 	return nil
 }

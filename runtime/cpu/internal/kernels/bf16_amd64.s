@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // BF16 products in the order of VDPBF16PS (bf16order.go): a dword of a
 // bfloat16 row holds the pair (2j, 2j+1); shifting it left by 16 gives the
@@ -24,17 +25,6 @@ GLOBL bf16hi<>(SB), RODATA|NOPTR, $4
 	VPAND t3, Y15, t3; \
 	VFMADD231PS t3, t1, acc; \
 	VFMADD231PS t2, t0, acc
-
-// BREDUCE16 sums 16 lanes, 0-7 in ylo and 8-15 in yhi, the way GCC's
-// _mm512_reduce_add_ps does; the sum ends in the low lane of xlo.
-#define BREDUCE16(ylo, yhi, xlo, xhi) \
-	VADDPS yhi, ylo, ylo; \
-	VEXTRACTF128 $1, ylo, xhi; \
-	VADDPS xhi, xlo, xlo; \
-	VPERMILPS $0x4E, xlo, xhi; \
-	VADDPS xhi, xlo, xlo; \
-	VMOVSHDUP xlo, xhi; \
-	VADDSS xhi, xlo, xlo
 
 // BF16W adds one row's 32 pairs at (wp) against the activation halves in
 // Y8..Y11 into acclo (lanes 0-7) and acchi (8-15); Y12..Y14 are clobbered.
@@ -81,8 +71,8 @@ bv64:
 	JMP  bv64
 
 bvsum:
-	BREDUCE16(Y0, Y1, X0, X1)
-	BREDUCE16(Y2, Y3, X2, X3)
+	REDUCE16(Y0, Y1, X0, X1)
+	REDUCE16(Y2, Y3, X2, X3)
 	VCVTSS2SD X0, X0, X0
 	VCVTSS2SD X2, X2, X2
 	VADDSD X2, X0, X0
@@ -158,13 +148,13 @@ bg41:
 	JMP  bg41
 
 bg41sum:
-	BREDUCE16(Y0, Y1, X0, X1)
+	REDUCE16(Y0, Y1, X0, X1)
 	VMOVSS X0, (DX)
-	BREDUCE16(Y2, Y3, X2, X3)
+	REDUCE16(Y2, Y3, X2, X3)
 	VMOVSS X2, 4(DX)
-	BREDUCE16(Y4, Y5, X4, X5)
+	REDUCE16(Y4, Y5, X4, X5)
 	VMOVSS X4, 8(DX)
-	BREDUCE16(Y6, Y7, X6, X7)
+	REDUCE16(Y6, Y7, X6, X7)
 	VMOVSS X6, 12(DX)
 	VZEROUPPER
 	RET
@@ -208,8 +198,8 @@ bv4main:
 	JMP  bv4main
 
 bv4red:
-	BREDUCE16(Y0, Y1, X0, X1)
-	BREDUCE16(Y2, Y3, X2, X3)
+	REDUCE16(Y0, Y1, X0, X1)
+	REDUCE16(Y2, Y3, X2, X3)
 	VCVTSS2SD X0, X0, X0
 	VCVTSS2SD X2, X2, X2
 	VADDSD X2, X0, X0

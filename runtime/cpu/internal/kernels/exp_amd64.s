@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Vector exp: the steps of expf in exp.go, eight lanes at a time. EXP8
 // replaces register X (a Y register) using Y8..Y11 as scratch and the
@@ -79,10 +80,8 @@ es8:
 	JMP  es8
 
 esdone:
-	VEXTRACTF128 $1, Y13, X1
-	VADDPS X1, X13, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HALVES8TO(Y13, X13, X1, X0)
+	HADD4(X0)
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET

@@ -1,24 +1,13 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Half-precision weights are widened with VCVTPH2PS as they are loaded. The
 // activations are F16 values too (rounded by roundF16AVX), so every product
 // is exact in float32 and only the order of the additions matters: these
 // kernels add in the order of ggml's AVX-512 build, which f16order.go
 // describes and dotF16VecGo/dotF16GemmGo implement lane for lane.
-
-// REDUCE16 sums 16 lanes, lanes 0-7 in ylo and 8-15 in yhi, the way GCC's
-// _mm512_reduce_add_ps does: 8+8, 4+4, lanes 2,3 onto 0,1, lane 1 onto 0.
-// The sum ends in the low lane of xlo; yhi is clobbered.
-#define REDUCE16(ylo, yhi, xlo, xhi) \
-	VADDPS yhi, ylo, ylo; \
-	VEXTRACTF128 $1, ylo, xhi; \
-	VADDPS xhi, xlo, xlo; \
-	VPERMILPS $0x4E, xlo, xhi; \
-	VADDPS xhi, xlo, xlo; \
-	VMOVSHDUP xlo, xhi; \
-	VADDSS xhi, xlo, xlo
 
 // CLEARY0Y7 zeroes the accumulators Y0..Y7 of every kernel below.
 #define CLEARY0Y7 \
@@ -33,9 +22,8 @@
 
 // ggml_vec_dot_f16's 64 lanes, shared by the row kernels: Y0..Y7 hold lanes
 // 0-7, ..., 56-63. VEC64STEP adds the 64 products of the weights at row+AX
-// (F16, widened as loaded) and the activations at DI+2*AX; VEC64FOLD folds
-// them into Y0 and Y1 as ggml does, lane l+32 onto
-// l, then l+16 onto l: ((l + l+32) + (l+16 + l+48)). Y8..Y11 are clobbered.
+// (F16, widened as loaded) and the activations at DI+2*AX; Y8..Y11 are
+// clobbered. VEC64FOLD and REDUCE64 (hsum_amd64.h) end the sum.
 #define VEC64STEP(row) \
 	VCVTPH2PS (row)(AX*1), Y8; \
 	VCVTPH2PS 16(row)(AX*1), Y9; \
@@ -53,14 +41,6 @@
 	VFMADD231PS 160(DI)(AX*2), Y9, Y5; \
 	VFMADD231PS 192(DI)(AX*2), Y10, Y6; \
 	VFMADD231PS 224(DI)(AX*2), Y11, Y7
-
-#define VEC64FOLD \
-	VADDPS Y4, Y0, Y0; \
-	VADDPS Y5, Y1, Y1; \
-	VADDPS Y6, Y2, Y2; \
-	VADDPS Y7, Y3, Y3; \
-	VADDPS Y2, Y0, Y0; \
-	VADDPS Y3, Y1, Y1
 
 // func f16DotVecAVX(w []uint16, x []float32) float32
 // ggml_vec_dot_f16: 64 lanes over the first len(w)&^63 elements, folded and
@@ -84,8 +64,7 @@ hv64:
 	JMP  hv64
 
 hvsum:
-	VEC64FOLD
-	REDUCE16(Y0, Y1, X0, X1)
+	REDUCE64
 	VCVTSS2SD X0, X0, X0
 
 hvtail:
@@ -596,8 +575,7 @@ hrloop:
 	JMP  hrloop
 
 hrsum:
-	VEC64FOLD
-	REDUCE16(Y0, Y1, X0, X1)
+	REDUCE64
 	VMOVSS X0, (DX)
 	ADDQ   $4, DX
 	ADDQ   R8, SI

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // func dotF32AVX(a, b []float32) float32
 // Requires len(a) to be a multiple of 8 and len(b) >= len(a).
@@ -40,13 +41,7 @@ dot8:
 	JMP  dot8
 
 dotsum:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HADDSUM32(Y0, Y1, Y2, Y3, X0, X1)
 	VMOVSS X0, ret+48(FP)
 	VZEROUPPER
 	RET
@@ -131,11 +126,7 @@ t41sum:
 	VADDPS Y5, Y1, Y1
 	VADDPS Y6, Y2, Y2
 	VADDPS Y7, Y3, Y3
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
+	HSUMROWS4(Y0, Y1, Y2, Y3, X0, X1)
 	VMOVUPS X0, (DX)
 	VZEROUPPER
 	RET
@@ -202,23 +193,11 @@ t43loop:
 t43sum:
 	// Accumulator 3r+b holds row r, batch b; fold each batch's four rows
 	// into one vector of four sums.
-	VHADDPS Y3, Y0, Y0
-	VHADDPS Y9, Y6, Y6
-	VHADDPS Y6, Y0, Y0
-	VEXTRACTF128 $1, Y0, X12
-	VADDPS X12, X0, X0
+	HSUMROWS4(Y0, Y3, Y6, Y9, X0, X12)
 	VMOVUPS X0, (DX)
-	VHADDPS Y4, Y1, Y1
-	VHADDPS Y10, Y7, Y7
-	VHADDPS Y7, Y1, Y1
-	VEXTRACTF128 $1, Y1, X12
-	VADDPS X12, X1, X1
+	HSUMROWS4(Y1, Y4, Y7, Y10, X1, X12)
 	VMOVUPS X1, (DX)(R10*1)
-	VHADDPS Y5, Y2, Y2
-	VHADDPS Y11, Y8, Y8
-	VHADDPS Y8, Y2, Y2
-	VEXTRACTF128 $1, Y2, X12
-	VADDPS X12, X2, X2
+	HSUMROWS4(Y2, Y5, Y8, Y11, X2, X12)
 	VMOVUPS X2, (DX)(R10*2)
 	VZEROUPPER
 	RET
@@ -268,12 +247,8 @@ t18loop:
 	JMP  t18loop
 
 t18sum:
-	VHADDPS Y1, Y0, Y0
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0         // [s0 s1 s2 s3 | upper halves]
-	VHADDPS Y5, Y4, Y4
-	VHADDPS Y7, Y6, Y6
-	VHADDPS Y6, Y4, Y4         // [s4 s5 s6 s7 | upper halves]
+	HADDROWS4(Y0, Y1, Y2, Y3)  // [s0 s1 s2 s3 | upper halves]
+	HADDROWS4(Y4, Y5, Y6, Y7)  // [s4 s5 s6 s7 | upper halves]
 	VPERM2F128 $0x20, Y4, Y0, Y9
 	VPERM2F128 $0x31, Y4, Y0, Y10
 	VADDPS Y10, Y9, Y9         // s0..s7
@@ -427,20 +402,7 @@ frloop:
 	JMP  frloop
 
 frsum:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	// The 16 remaining lanes as _mm512_reduce_add_ps: 8+8, 4+4, 2+2, 1+1.
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4E, X0, X1
-	VADDPS X1, X0, X0
-	VMOVSHDUP X0, X1
-	VADDSS X1, X0, X0
+	REDUCE64
 	VMOVSS X0, (DX)
 	ADDQ   $4, DX
 	ADDQ   R8, SI

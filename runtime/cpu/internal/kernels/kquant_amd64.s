@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "q6k_amd64.h"
+#include "hsum_amd64.h"
 
 // K-quant dot products against Q8_K activations (256 int8 codes, one float32
 // scale and sixteen int16 sums of 16 codes per super-block).
@@ -115,11 +116,7 @@ q4kchunk:
 	JMP  q4kblock
 
 q4kdone:
-	VEXTRACTF128 $1, Y0, X2
-	VADDPS X2, X0, X0
-	VSUBPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HADDSUBSUM8(Y0, X0, X1, X2)
 	VMOVSS X0, ret+96(FP)
 	VZEROUPPER
 	RET
@@ -194,13 +191,7 @@ q6kblock:
 	JMP  q6kblock
 
 q6kdone:
-	// ggml's hsum_float_8: halves, then lanes 0+2 and 1+3, then those two
-	VEXTRACTF128 $1, Y0, X2
-	VADDPS X2, X0, X0
-	VMOVHLPS X0, X0, X2
-	VADDPS X2, X0, X0
-	VMOVSHDUP X0, X2
-	VADDSS X2, X0, X0
+	HSUM8(Y0, X0, X2)
 	VMOVSS X0, ret+96(FP)
 	VZEROUPPER
 	RET

@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "kscales_amd64.h"
+#include "hsum_amd64.h"
 
 DATA q4ktmask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA q4ktmask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -67,12 +68,10 @@ GLOBL q4ktmask<>(SB), RODATA|NOPTR, $32
 // Q4KSUM writes the reduced sum of activation a, as q4kDotAVX reduces it.
 #define Q4KSUM(ACC0, ACC1, DST) \
 	VMOVUPS ACC0(SP), Y0; \
-	VEXTRACTF128 $1, Y0, X2; \
-	VADDPS X2, X0, X0; \
+	HALVES8TO(Y0, X0, X2, X0); \
 	VMOVUPS ACC1(SP), X1; \
 	VSUBPS X1, X0, X0; \
-	VHADDPS X0, X0, X0; \
-	VHADDPS X0, X0, X0; \
+	HADD4(X0); \
 	VMOVSS X0, DST
 
 // func q4kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
@@ -225,11 +224,7 @@ q4krblock:
 	JMP  q4krblock
 
 q4krsum:
-	VEXTRACTF128 $1, Y0, X2
-	VADDPS X2, X0, X0
-	VSUBPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HADDSUBSUM8(Y0, X0, X1, X2)
 	VMOVSS X0, (R10)
 	ADDQ R9, R8
 	ADDQ $4, R10

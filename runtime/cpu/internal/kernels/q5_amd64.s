@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Five-bit weight kernels (layouts in q5.go). The fifth bits of a Q5_0/Q5_1
 // block (a 32-bit word, bit j for element j) are spread to one byte per
@@ -76,17 +77,6 @@ GLOBL q5ones16<>(SB), RODATA|NOPTR, $32
 	VPSHUFB Y14, Y5, Y5; \
 	VPOR Y13, Y5, Y5; \
 	VPCMPEQB Y12, Y5, Y5
-
-// HSUM8(y, x, tmp) leaves the sum of y's eight lanes in the low lane of x
-// (y's low half), added in ggml's hsum_float_8 order: halves, then pairs
-// (0+2, 1+3), then those two.
-#define HSUM8(y, x, tmp) \
-	VEXTRACTF128 $1, y, tmp; \
-	VADDPS tmp, x, x; \
-	VMOVHLPS x, x, tmp; \
-	VADDPS tmp, x, x; \
-	VMOVSHDUP x, tmp; \
-	VADDSS tmp, x, x
 
 // Q5KBLOCKHEAD starts a Q5_K super-block of q5kDotAVX and q5kRows: the
 // scales (bytes 0..7) and mins (8..15) unpacked as for Q4_K in general

@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "kscales_amd64.h"
+#include "hsum_amd64.h"
 
 // Q5_K batch tile: one weight row against four Q8_K activation rows, so the
 // scales, the mins and the five-bit codes of each super-block are unpacked
@@ -90,12 +91,7 @@ GLOBL q5kt02<>(SB), RODATA|NOPTR, $32
 // (HSUM8, then the min parts).
 #define Q5KSUM(ACC0, ACC1, DST) \
 	VMOVUPS ACC0(SP), Y0; \
-	VEXTRACTF128 $1, Y0, X2; \
-	VADDPS X2, X0, X0; \
-	VMOVHLPS X0, X0, X2; \
-	VADDPS X2, X0, X0; \
-	VMOVSHDUP X0, X2; \
-	VADDSS X2, X0, X0; \
+	HSUM8(Y0, X0, X2); \
 	VMOVSS ACC1(SP), X1; \
 	VADDSS X1, X0, X0; \
 	VMOVSS X0, DST

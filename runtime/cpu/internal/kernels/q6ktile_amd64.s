@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "q6k_amd64.h"
+#include "hsum_amd64.h"
 
 // Q6_K batch tile: one weight row against four Q8_K activation rows, so the
 // 6-bit codes and the scales of each super-block are unpacked once for four
@@ -128,12 +129,7 @@ GLOBL q6ktscale<>(SB), RODATA|NOPTR, $128
 // Q6KSUM writes the reduced sum of activation a, as q6kDotAVX reduces it.
 #define Q6KSUM(ACC, DST) \
 	VMOVUPS ACC(SP), Y0; \
-	VEXTRACTF128 $1, Y0, X2; \
-	VADDPS X2, X0, X0; \
-	VMOVHLPS X0, X0, X2; \
-	VADDPS X2, X0, X0; \
-	VMOVSHDUP X0, X2; \
-	VADDSS X2, X0, X0; \
+	HSUM8(Y0, X0, X2); \
 	VMOVSS X0, DST
 
 // func q6kTile1x4(w []byte, xq []int8, xd []float32, xs []int16, nb int, out []float32, os int)
@@ -251,12 +247,7 @@ q6krblock:
 	JMP  q6krblock
 
 q6krsum:
-	VEXTRACTF128 $1, Y0, X2    // hsum_float_8, as q6kDotAVX
-	VADDPS X2, X0, X0
-	VMOVHLPS X0, X0, X2
-	VADDPS X2, X0, X0
-	VMOVSHDUP X0, X2
-	VADDSS X2, X0, X0
+	HSUM8(Y0, X0, X2)          // as q6kDotAVX
 	VMOVSS X0, (R11)
 	ADDQ R10, R9
 	ADDQ $4, R11

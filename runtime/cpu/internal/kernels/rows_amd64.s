@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Row-loop variants of the single-row dot products: one call computes a
 // whole chunk of rows (the Go call per row costs as much as a short row).
@@ -75,13 +76,7 @@ rdot8:
 	JMP  rdot8
 
 rdotsum:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HADDSUM32(Y0, Y1, Y2, Y3, X0, X1)
 
 	VMOVSS X0, (R13)
 	ADDQ R9, R8
@@ -163,10 +158,7 @@ rq8d1:
 
 rq8dsum:
 	VADDPS Y8, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HADDSUM8(Y0, X0, X1)
 
 	VMOVSS X0, (R13)
 	ADDQ R9, R8
@@ -260,10 +252,7 @@ rq4d1:
 
 rq4dsum:
 	VADDPS Y8, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HADDSUM8(Y0, X0, X1)
 
 	VMOVSS X0, (R13)
 	ADDQ R9, R8

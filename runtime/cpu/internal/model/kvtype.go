@@ -1,6 +1,11 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ttis-dev/ttis/units"
+)
 
 // KVType is the element type of a key/value cache.
 type KVType uint8
@@ -14,23 +19,27 @@ const (
 	KVF32
 )
 
-// ParseKVType reads "f16" or "f32" ("" is f16, the default).
+// ParseKVType reads one of units.KVCacheTypes, the names a unit's [cpu]
+// kv_cache_type takes ("" is units.DefaultKVCacheType).
 func ParseKVType(s string) (KVType, error) {
+	if s == "" {
+		s = units.DefaultKVCacheType
+	}
 	switch s {
-	case "", "f16":
+	case units.KVCacheF16:
 		return KVF16, nil
-	case "f32":
+	case units.KVCacheF32:
 		return KVF32, nil
 	}
-	return 0, fmt.Errorf("kv cache type %q: want \"f16\" or \"f32\"", s)
+	return 0, fmt.Errorf("kv cache type %q: want %s", s, units.KVCacheTypeChoices(strconv.Quote))
 }
 
 // String is the name ParseKVType reads.
 func (t KVType) String() string {
 	if t == KVF32 {
-		return "f32"
+		return units.KVCacheF32
 	}
-	return "f16"
+	return units.KVCacheF16
 }
 
 // ElemBytes is the size of one cached key or value element.
