@@ -257,9 +257,6 @@ func KVCacheShape(f *gguf.File, kvType string) (perToken int64, contextLength in
 	return cfg.KVBytesPerToken(kv), cfg.ContextLength, nil
 }
 
-// DefaultKVCacheType is the key/value cache type when none is set.
-const DefaultKVCacheType = units.DefaultKVCacheType
-
 // kvSize formats a byte count in KiB, MiB or GiB.
 func kvSize(n int64) string {
 	switch {
