@@ -143,17 +143,106 @@ vtdone:
 	VZEROUPPER
 	RET
 
+// q8Tile4x8VNNI's scratch holds, per block, the four weight rows' 32 codes
+// already offset to unsigned (4 x 32 bytes) and their scales as float32
+// (16 bytes): 144 bytes, in a ring of three blocks.
+#define Q8W_BLOCK 144
+
+// W8PREP(DST): the scratch block at DST from the weight block at SI, R9
+// (rows 0-1 and 2-3 at stride R8), which then move to the next block:
+// one 32-byte XOR per row (rather than one per broadcast dword, 8x the
+// vector work) and the four scales widened at once.
+#define W8PREP(DST) \
+	VPXORD 2(SI), Y8, Y28; \
+	VPXORD 2(SI)(R8*1), Y8, Y29; \
+	VPXORD 2(R9), Y8, Y30; \
+	VPXORD 2(R9)(R8*1), Y8, Y31; \
+	VMOVDQU32 Y28, 0(DST); \
+	VMOVDQU32 Y29, 32(DST); \
+	VMOVDQU32 Y30, 64(DST); \
+	VMOVDQU32 Y31, 96(DST); \
+	VPINSRW $0, (SI), X10, X10; \
+	VPINSRW $1, (SI)(R8*1), X10, X10; \
+	VPINSRW $2, (R9), X10, X10; \
+	VPINSRW $3, (R9)(R8*1), X10, X10; \
+	VCVTPH2PS X10, X15; \
+	VMOVUPS X15, 128(DST); \
+	ADDQ $34, SI; \
+	ADDQ $34, R9
+
+// W8ROW(OFF, ACCA, ACCB, FACC): weight row OFF/32 of the scratch block at
+// BX against the eight packed activation rows in Y0..Y7. Each weight dword
+// is broadcast to the eight lanes (one per activation row) by a load from
+// the scratch, already unsigned, and VPDPBUSD adds its products with that
+// dword of every row into two chains; ACCA starts from the corrections Y9.
+// The exact integer sums then go float(sum) * dx, fused with the row's
+// scale (broadcast from the scratch) into FACC.
+#define W8ROW(OFF, ACCA, ACCB, FACC) \
+	VMOVDQA32 Y9, ACCA; \
+	VPXORD ACCB, ACCB, ACCB; \
+	VPBROADCASTD OFF+0(BX), Y24; \
+	VPDPBUSD Y0, Y24, ACCA; \
+	VPBROADCASTD OFF+4(BX), Y25; \
+	VPDPBUSD Y1, Y25, ACCB; \
+	VPBROADCASTD OFF+8(BX), Y26; \
+	VPDPBUSD Y2, Y26, ACCA; \
+	VPBROADCASTD OFF+12(BX), Y27; \
+	VPDPBUSD Y3, Y27, ACCB; \
+	VPBROADCASTD OFF+16(BX), Y24; \
+	VPDPBUSD Y4, Y24, ACCA; \
+	VPBROADCASTD OFF+20(BX), Y25; \
+	VPDPBUSD Y5, Y25, ACCB; \
+	VPBROADCASTD OFF+24(BX), Y26; \
+	VPDPBUSD Y6, Y26, ACCA; \
+	VPBROADCASTD OFF+28(BX), Y27; \
+	VPDPBUSD Y7, Y27, ACCB; \
+	VPADDD ACCB, ACCA, ACCA; \
+	VCVTDQ2PS ACCA, ACCA; \
+	VMULPS (DX), ACCA, ACCA; \
+	VFMADD231PS.BCST 128+OFF/8(BX), ACCA, FACC
+
+// W8BLOCK: the block of scratch BX against activation block DI (codes),
+// R10 (corrections), DX (scales), which then move to the next block, and
+// the prefetch of the next tile's rows at R13 (each row here is too short
+// a stream for the hardware prefetchers).
+#define W8BLOCK \
+	PREFETCHT0 (R13); \
+	PREFETCHT0 64(R13); \
+	PREFETCHT0 128(R13); \
+	ADDQ $136, R13; \
+	VMOVDQU 0(DI), Y0; \
+	VMOVDQU 32(DI), Y1; \
+	VMOVDQU 64(DI), Y2; \
+	VMOVDQU 96(DI), Y3; \
+	VMOVDQU 128(DI), Y4; \
+	VMOVDQU 160(DI), Y5; \
+	VMOVDQU 192(DI), Y6; \
+	VMOVDQU 224(DI), Y7; \
+	VMOVDQU (R10), Y9; \
+	W8ROW(0, Y11, Y12, Y16); \
+	W8ROW(32, Y13, Y14, Y17); \
+	W8ROW(64, Y20, Y21, Y18); \
+	W8ROW(96, Y22, Y23, Y19); \
+	ADDQ $256, DI; \
+	ADDQ $32, R10; \
+	ADDQ $32, DX
+
 // func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
 // Four Q8_0 rows (stride ws bytes) times eight activation rows packed by
 // q8PackGo over nb blocks: out[b*os+r], r < 4, b < 8. Each 32-bit lane is
 // one activation row: per block, each weight dword (four codes, offset to
-// unsigned with XOR 0x80) is broadcast to the eight lanes and VPDPBUSD adds
-// its product with that dword of every activation row, so eight VPDPBUSD
-// give the block's integer dot products of one weight row with all eight
-// activation rows, with no horizontal sums. The lanes start from the
-// activations' corrections (-128 * sum of the block's codes), so they hold
-// the exact integer sums; each block then adds float(sum) * dx * dw.
-TEXT ·q8Tile4x8VNNI(SB), NOSPLIT, $0-144
+// unsigned) is broadcast to the eight lanes and VPDPBUSD adds its product
+// with that dword of every activation row, so eight VPDPBUSD give the
+// block's integer dot products of one weight row with all eight activation
+// rows, with no horizontal sums. The lanes start from the activations'
+// corrections (-128 * sum of the block's codes), so they hold the exact
+// integer sums; each block then adds float(sum) * dx * dw.
+//
+// The weight block is first offset and its scales widened into a scratch
+// block on the stack (W8PREP), one block ahead of the products (W8BLOCK),
+// so that work overlaps the products and the weight loads of one block
+// overlap the arithmetic of the one before.
+TEXT ·q8Tile4x8VNNI(SB), $432-144
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
 	MOVQ xp_base+32(FP), DI
@@ -162,167 +251,39 @@ TEXT ·q8Tile4x8VNNI(SB), NOSPLIT, $0-144
 	MOVQ nb+104(FP), CX
 	LEAQ (SI)(R8*2), R9        // weight rows 2, 3
 	LEAQ (SI)(R8*4), R13       // the next tile's rows, prefetched as we go
-	VPBROADCASTD bytes80<>(SB), Y8
+	VMOVDQU bytes80<>(SB), Y8
 	VPXORD Y16, Y16, Y16
 	VPXORD Y17, Y17, Y17
 	VPXORD Y18, Y18, Y18
 	VPXORD Y19, Y19, Y19
-
-v8block:
+	LEAQ 0(SP), BX             // the block in the products
+	LEAQ Q8W_BLOCK(SP), AX     // the next one, prepared
+	LEAQ (2*Q8W_BLOCK)(SP), R11 // the one after, in preparation
 	TESTQ CX, CX
 	JZ    v8sum
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	ADDQ $136, R13
-	VMOVDQU 0(DI), Y0
-	VMOVDQU 32(DI), Y1
-	VMOVDQU 64(DI), Y2
-	VMOVDQU 96(DI), Y3
-	VMOVDQU 128(DI), Y4
-	VMOVDQU 160(DI), Y5
-	VMOVDQU 192(DI), Y6
-	VMOVDQU 224(DI), Y7
-	VMOVDQU (R10), Y9
-	// weight row 0
-	VMOVDQA32 Y9, Y11
-	VPXORD Y12, Y12, Y12
-	VPBROADCASTD 2(SI), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y0, Y24, Y11
-	VPBROADCASTD 6(SI), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y1, Y25, Y12
-	VPBROADCASTD 10(SI), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y2, Y26, Y11
-	VPBROADCASTD 14(SI), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y3, Y27, Y12
-	VPBROADCASTD 18(SI), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y4, Y24, Y11
-	VPBROADCASTD 22(SI), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y5, Y25, Y12
-	VPBROADCASTD 26(SI), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y6, Y26, Y11
-	VPBROADCASTD 30(SI), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y7, Y27, Y12
-	VPADDD Y12, Y11, Y11
-	VCVTDQ2PS Y11, Y11
-	VMULPS (DX), Y11, Y11
-	VPBROADCASTW (SI), X15
-	VCVTPH2PS X15, Y15
-	VFMADD231PS Y15, Y11, Y16
-	// weight row 1
-	VMOVDQA32 Y9, Y13
-	VPXORD Y14, Y14, Y14
-	VPBROADCASTD 2(SI)(R8*1), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y0, Y24, Y13
-	VPBROADCASTD 6(SI)(R8*1), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y1, Y25, Y14
-	VPBROADCASTD 10(SI)(R8*1), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y2, Y26, Y13
-	VPBROADCASTD 14(SI)(R8*1), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y3, Y27, Y14
-	VPBROADCASTD 18(SI)(R8*1), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y4, Y24, Y13
-	VPBROADCASTD 22(SI)(R8*1), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y5, Y25, Y14
-	VPBROADCASTD 26(SI)(R8*1), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y6, Y26, Y13
-	VPBROADCASTD 30(SI)(R8*1), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y7, Y27, Y14
-	VPADDD Y14, Y13, Y13
-	VCVTDQ2PS Y13, Y13
-	VMULPS (DX), Y13, Y13
-	VPBROADCASTW (SI)(R8*1), X15
-	VCVTPH2PS X15, Y15
-	VFMADD231PS Y15, Y13, Y17
-	// weight row 2
-	VMOVDQA32 Y9, Y20
-	VPXORD Y21, Y21, Y21
-	VPBROADCASTD 2(R9), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y0, Y24, Y20
-	VPBROADCASTD 6(R9), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y1, Y25, Y21
-	VPBROADCASTD 10(R9), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y2, Y26, Y20
-	VPBROADCASTD 14(R9), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y3, Y27, Y21
-	VPBROADCASTD 18(R9), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y4, Y24, Y20
-	VPBROADCASTD 22(R9), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y5, Y25, Y21
-	VPBROADCASTD 26(R9), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y6, Y26, Y20
-	VPBROADCASTD 30(R9), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y7, Y27, Y21
-	VPADDD Y21, Y20, Y20
-	VCVTDQ2PS Y20, Y20
-	VMULPS (DX), Y20, Y20
-	VPBROADCASTW (R9), X15
-	VCVTPH2PS X15, Y15
-	VFMADD231PS Y15, Y20, Y18
-	// weight row 3
-	VMOVDQA32 Y9, Y22
-	VPXORD Y23, Y23, Y23
-	VPBROADCASTD 2(R9)(R8*1), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y0, Y24, Y22
-	VPBROADCASTD 6(R9)(R8*1), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y1, Y25, Y23
-	VPBROADCASTD 10(R9)(R8*1), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y2, Y26, Y22
-	VPBROADCASTD 14(R9)(R8*1), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y3, Y27, Y23
-	VPBROADCASTD 18(R9)(R8*1), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y4, Y24, Y22
-	VPBROADCASTD 22(R9)(R8*1), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y5, Y25, Y23
-	VPBROADCASTD 26(R9)(R8*1), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y6, Y26, Y22
-	VPBROADCASTD 30(R9)(R8*1), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y7, Y27, Y23
-	VPADDD Y23, Y22, Y22
-	VCVTDQ2PS Y22, Y22
-	VMULPS (DX), Y22, Y22
-	VPBROADCASTW (R9)(R8*1), X15
-	VCVTPH2PS X15, Y15
-	VFMADD231PS Y15, Y22, Y19
-	ADDQ $34, SI
-	ADDQ $34, R9
-	ADDQ $256, DI
-	ADDQ $32, R10
-	ADDQ $32, DX
+	W8PREP(BX)
+	CMPQ CX, $1
+	JEQ  v8last1
+	W8PREP(AX)
+	SUBQ $2, CX                // blocks left to prepare
+	JZ   v8last2
+
+v8block:
+	W8PREP(R11)
+	W8BLOCK
+	MOVQ BX, R12
+	MOVQ AX, BX
+	MOVQ R11, AX
+	MOVQ R12, R11
 	DECQ CX
-	JMP  v8block
+	JNZ  v8block
+
+v8last2:
+	W8BLOCK
+	MOVQ AX, BX
+
+v8last1:
+	W8BLOCK
 
 v8sum:
 	// Transpose the four row accumulators (lanes = activation rows) into
