@@ -98,9 +98,9 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 		quantizeQ8(x[:n], j.xq, j.xd, j.xd8)
 		if wide {
 			groups := (batch + 7) / 8
-			j.xp = grow(j.xp, groups*8*w.Cols)
-			j.xpc = grow(j.xpc, groups*8*w.Cols/32)
-			j.xpd = grow(j.xpd, groups*8*w.Cols/32)
+			j.xp = grow(j.xp, groups*q8PackRows*w.Cols)
+			j.xpc = grow(j.xpc, groups*q8PackRows*w.Cols/32)
+			j.xpd = grow(j.xpd, groups*q8PackRows*w.Cols/32)
 			q8PackGo(j.xq[:n], j.xd[:n/32], batch, w.Cols, j.xp, j.xpc, j.xpd)
 		} else if vnni {
 			j.xc = grow(j.xc, n/4)
@@ -145,42 +145,50 @@ func q8CorrGo(q []int8, corr []int32) {
 
 // q8PackGo lays out batch rows of Q8 activations (codes xq, per-block
 // scales xd, rows of cols codes) for the eight-row VNNI tiles, in groups of
-// eight rows, the last padded with zero rows: for group g and block k,
-// xp[(g*nb+k)*256 + 32*d + 4*b + i] is code 4*d+i of row 8g+b's block k
-// (each 32-bit lane one row, as VPDPBUSD adds them), xpc[(g*nb+k)*8 + b]
-// is -128 times the sum of that block's codes (the excess of offsetting
-// the weights to unsigned) and xpd[(g*nb+k)*8 + b] its scale.
+// eight rows, the last padded with zero rows, each row twice (the tile's
+// lanes pair every activation row with each of two weight rows): for group
+// g, block k and copy h < 2, xp[(g*nb+k)*512 + 64*d + 8*b + 4*h + i] is
+// code 4*d+i of row 8g+b's block k (each 32-bit lane one row, as VPDPBUSD
+// adds them), xpc[(g*nb+k)*16 + 2*b + h] is -128 times the sum of that
+// block's codes (the excess of offsetting the weights to unsigned) and
+// xpd[(g*nb+k)*16 + 2*b + h] its scale.
 func q8PackGo(xq []int8, xd []float32, batch, cols int, xp []int8, xpc []int32, xpd []float32) {
 	nb := cols / 32
 	groups := (batch + 7) / 8
-	xp, xpc, xpd = xp[:groups*8*cols], xpc[:groups*8*nb], xpd[:groups*8*nb]
+	xp, xpc, xpd = xp[:groups*q8PackRows*cols], xpc[:groups*q8PackRows*nb], xpd[:groups*q8PackRows*nb]
 	src32, dst32 := int8Words(xq[:batch*cols]), int8Words(xp)
 	for g := range groups {
 		for k := range nb {
-			blk := (g*nb + k) * 8
-			dst := (*[64]uint32)(dst32[blk*8 : blk*8+64])
+			blk := (g*nb + k) * q8PackRows
+			dst := (*[128]uint32)(dst32[blk*8 : blk*8+128])
 			for b := range 8 {
 				row := 8*g + b
 				if row >= batch {
 					for d := range 8 {
-						dst[8*d+b] = 0
+						dst[16*d+2*b], dst[16*d+2*b+1] = 0, 0
 					}
-					xpc[blk+b], xpd[blk+b] = 0, 0
+					xpc[blk+2*b], xpc[blk+2*b+1] = 0, 0
+					xpd[blk+2*b], xpd[blk+2*b+1] = 0, 0
 					continue
 				}
 				words := (*[8]uint32)(src32[(row*cols+32*k)/4:])
 				for d, v := range words {
-					dst[8*d+b] = v
+					dst[16*d+2*b], dst[16*d+2*b+1] = v, v
 				}
 				var sum int32
 				for _, c := range (*[32]int8)(xq[row*cols+32*k:]) {
 					sum += int32(c)
 				}
-				xpc[blk+b], xpd[blk+b] = -128*sum, xd[row*nb+k]
+				xpc[blk+2*b], xpc[blk+2*b+1] = -128*sum, -128*sum
+				xpd[blk+2*b], xpd[blk+2*b+1] = xd[row*nb+k], xd[row*nb+k]
 			}
 		}
 	}
 }
+
+// q8PackRows is the number of activation rows q8PackGo lays out per group
+// of eight, each row twice.
+const q8PackRows = 16
 
 // int8Words views codes (a multiple of four, as every block is) as the
 // 32-bit groups the VNNI tiles move, without copying.

@@ -222,11 +222,14 @@ func TestQ8Pack(t *testing.T) {
 		}
 		xd := randVec(rng, batch*nb)
 		groups := (batch + 7) / 8
-		xp := make([]int8, groups*8*cols)
-		xpc := make([]int32, groups*8*nb)
-		xpd := make([]float32, groups*8*nb)
+		xp := make([]int8, groups*16*cols)
+		xpc := make([]int32, groups*16*nb)
+		xpd := make([]float32, groups*16*nb)
 		for i := range xp {
 			xp[i] = 99 // padding must be overwritten with zeros
+		}
+		for i := range xpc {
+			xpc[i], xpd[i] = 99, 99
 		}
 		q8PackGo(xq, xd, batch, cols, xp, xpc, xpd)
 		for g := range groups {
@@ -240,16 +243,20 @@ func TestQ8Pack(t *testing.T) {
 							want = xq[row*cols+32*k+c]
 							sum += int32(want)
 						}
-						if got := xp[(g*nb+k)*256+32*(c/4)+4*b+c%4]; got != want {
-							t.Fatalf("batch %d group %d block %d row %d code %d: %d, want %d", batch, g, k, b, c, got, want)
+						for h := range 2 {
+							if got := xp[(g*nb+k)*512+64*(c/4)+8*b+4*h+c%4]; got != want {
+								t.Fatalf("batch %d group %d block %d row %d copy %d code %d: %d, want %d", batch, g, k, b, h, c, got, want)
+							}
 						}
 					}
 					wantD := float32(0)
 					if row < batch {
 						wantD = xd[row*nb+k]
 					}
-					if i := (g*nb+k)*8 + b; xpc[i] != -128*sum || xpd[i] != wantD {
-						t.Fatalf("batch %d group %d block %d row %d: correction %d scale %g, want %d %g", batch, g, k, b, xpc[i], xpd[i], -128*sum, wantD)
+					for h := range 2 {
+						if i := (g*nb+k)*16 + 2*b + h; xpc[i] != -128*sum || xpd[i] != wantD {
+							t.Fatalf("batch %d group %d block %d row %d copy %d: correction %d scale %g, want %d %g", batch, g, k, b, h, xpc[i], xpd[i], -128*sum, wantD)
+						}
 					}
 				}
 			}

@@ -143,24 +143,32 @@ vtdone:
 	VZEROUPPER
 	RET
 
-// q8Tile4x8VNNI's scratch holds, per block, the four weight rows' 32 codes
-// already offset to unsigned (4 x 32 bytes) and their scales as float32
-// (16 bytes): 144 bytes, in a ring of three blocks.
+// q8Tile4x8VNNI's scratch holds, per block, the four weight rows' codes
+// already offset to unsigned, rows 0 and 1 dword-interleaved in the first
+// 64 bytes and rows 2 and 3 in the next 64 (so a pair's dword d of both
+// rows is one qword: d = 0, 1, 4, 5 at 0, 8, 16, 24, d = 2, 3, 6, 7 at
+// 32..56), then the four scales as float32 (16 bytes): 144 bytes, in a
+// ring of three blocks.
 #define Q8W_BLOCK 144
 
 // W8PREP(DST): the scratch block at DST from the weight block at SI, R9
 // (rows 0-1 and 2-3 at stride R8), which then move to the next block:
-// one 32-byte XOR per row (rather than one per broadcast dword, 8x the
-// vector work) and the four scales widened at once.
+// one 32-byte XOR per row (rather than one per broadcast, 8x the vector
+// work), a dword interleave per pair of rows, and the four scales widened
+// at once.
 #define W8PREP(DST) \
 	VPXORD 2(SI), Y8, Y28; \
 	VPXORD 2(SI)(R8*1), Y8, Y29; \
 	VPXORD 2(R9), Y8, Y30; \
 	VPXORD 2(R9)(R8*1), Y8, Y31; \
-	VMOVDQU32 Y28, 0(DST); \
-	VMOVDQU32 Y29, 32(DST); \
-	VMOVDQU32 Y30, 64(DST); \
-	VMOVDQU32 Y31, 96(DST); \
+	VPUNPCKLDQ Y29, Y28, Y18; \
+	VPUNPCKHDQ Y29, Y28, Y19; \
+	VPUNPCKLDQ Y31, Y30, Y20; \
+	VPUNPCKHDQ Y31, Y30, Y21; \
+	VMOVDQU32 Y18, 0(DST); \
+	VMOVDQU32 Y19, 32(DST); \
+	VMOVDQU32 Y20, 64(DST); \
+	VMOVDQU32 Y21, 96(DST); \
 	VPINSRW $0, (SI), X10, X10; \
 	VPINSRW $1, (SI)(R8*1), X10, X10; \
 	VPINSRW $2, (R9), X10, X10; \
@@ -170,36 +178,38 @@ vtdone:
 	ADDQ $34, SI; \
 	ADDQ $34, R9
 
-// W8ROW(OFF, ACCA, ACCB, FACC): weight row OFF/32 of the scratch block at
-// BX against the eight packed activation rows in Y0..Y7. Each weight dword
-// is broadcast to the eight lanes (one per activation row) by a load from
-// the scratch, already unsigned, and VPDPBUSD adds its products with that
-// dword of every row into two chains; ACCA starts from the corrections Y9.
-// The exact integer sums then go float(sum) * dx, fused with the row's
-// scale (broadcast from the scratch) into FACC.
-#define W8ROW(OFF, ACCA, ACCB, FACC) \
-	VMOVDQA32 Y9, ACCA; \
+// W8PAIR(OFF, ACCA, ACCB, FACC): weight rows OFF/32 and OFF/32+1 of the
+// scratch block at BX against the eight activation rows in Z0..Z7, whose
+// 16 lanes hold each activation row's dword twice (lane 2b+h: row b, for
+// weight row h of the pair). Each qword of the pair's two dwords d is
+// broadcast by a load, and VPDPBUSD adds into lane 2b+h the products of
+// weight row h's dword d with activation row b's, in two chains; ACCA
+// starts from the corrections Z9. The exact integer sums then go
+// float(sum) * dx (Z10), fused with the rows' scales (Z15) into FACC.
+#define W8PAIR(OFF, ACCA, ACCB, FACC) \
+	VMOVDQA32 Z9, ACCA; \
 	VPXORD ACCB, ACCB, ACCB; \
-	VPBROADCASTD OFF+0(BX), Y24; \
-	VPDPBUSD Y0, Y24, ACCA; \
-	VPBROADCASTD OFF+4(BX), Y25; \
-	VPDPBUSD Y1, Y25, ACCB; \
-	VPBROADCASTD OFF+8(BX), Y26; \
-	VPDPBUSD Y2, Y26, ACCA; \
-	VPBROADCASTD OFF+12(BX), Y27; \
-	VPDPBUSD Y3, Y27, ACCB; \
-	VPBROADCASTD OFF+16(BX), Y24; \
-	VPDPBUSD Y4, Y24, ACCA; \
-	VPBROADCASTD OFF+20(BX), Y25; \
-	VPDPBUSD Y5, Y25, ACCB; \
-	VPBROADCASTD OFF+24(BX), Y26; \
-	VPDPBUSD Y6, Y26, ACCA; \
-	VPBROADCASTD OFF+28(BX), Y27; \
-	VPDPBUSD Y7, Y27, ACCB; \
+	VPBROADCASTQ OFF+0(BX), Z24; \
+	VPDPBUSD Z0, Z24, ACCA; \
+	VPBROADCASTQ OFF+8(BX), Z25; \
+	VPDPBUSD Z1, Z25, ACCB; \
+	VPBROADCASTQ OFF+32(BX), Z26; \
+	VPDPBUSD Z2, Z26, ACCA; \
+	VPBROADCASTQ OFF+40(BX), Z27; \
+	VPDPBUSD Z3, Z27, ACCB; \
+	VPBROADCASTQ OFF+16(BX), Z24; \
+	VPDPBUSD Z4, Z24, ACCA; \
+	VPBROADCASTQ OFF+24(BX), Z25; \
+	VPDPBUSD Z5, Z25, ACCB; \
+	VPBROADCASTQ OFF+48(BX), Z26; \
+	VPDPBUSD Z6, Z26, ACCA; \
+	VPBROADCASTQ OFF+56(BX), Z27; \
+	VPDPBUSD Z7, Z27, ACCB; \
 	VPADDD ACCB, ACCA, ACCA; \
 	VCVTDQ2PS ACCA, ACCA; \
-	VMULPS (DX), ACCA, ACCA; \
-	VFMADD231PS.BCST 128+OFF/8(BX), ACCA, FACC
+	VMULPS Z10, ACCA, ACCA; \
+	VBROADCASTSD 128+OFF/8(BX), Z15; \
+	VFMADD231PS Z15, ACCA, FACC
 
 // W8BLOCK: the block of scratch BX against activation block DI (codes),
 // R10 (corrections), DX (scales), which then move to the next block, and
@@ -210,38 +220,39 @@ vtdone:
 	PREFETCHT0 64(R13); \
 	PREFETCHT0 128(R13); \
 	ADDQ $136, R13; \
-	VMOVDQU 0(DI), Y0; \
-	VMOVDQU 32(DI), Y1; \
-	VMOVDQU 64(DI), Y2; \
-	VMOVDQU 96(DI), Y3; \
-	VMOVDQU 128(DI), Y4; \
-	VMOVDQU 160(DI), Y5; \
-	VMOVDQU 192(DI), Y6; \
-	VMOVDQU 224(DI), Y7; \
-	VMOVDQU (R10), Y9; \
-	W8ROW(0, Y11, Y12, Y16); \
-	W8ROW(32, Y13, Y14, Y17); \
-	W8ROW(64, Y20, Y21, Y18); \
-	W8ROW(96, Y22, Y23, Y19); \
-	ADDQ $256, DI; \
-	ADDQ $32, R10; \
-	ADDQ $32, DX
+	VMOVDQU32 0(DI), Z0; \
+	VMOVDQU32 64(DI), Z1; \
+	VMOVDQU32 128(DI), Z2; \
+	VMOVDQU32 192(DI), Z3; \
+	VMOVDQU32 256(DI), Z4; \
+	VMOVDQU32 320(DI), Z5; \
+	VMOVDQU32 384(DI), Z6; \
+	VMOVDQU32 448(DI), Z7; \
+	VMOVDQU32 (R10), Z9; \
+	VMOVUPS (DX), Z10; \
+	W8PAIR(0, Z11, Z12, Z16); \
+	W8PAIR(64, Z13, Z14, Z17); \
+	ADDQ $512, DI; \
+	ADDQ $64, R10; \
+	ADDQ $64, DX
 
 // func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
 // Four Q8_0 rows (stride ws bytes) times eight activation rows packed by
-// q8PackGo over nb blocks: out[b*os+r], r < 4, b < 8. Each 32-bit lane is
-// one activation row: per block, each weight dword (four codes, offset to
-// unsigned) is broadcast to the eight lanes and VPDPBUSD adds its product
-// with that dword of every activation row, so eight VPDPBUSD give the
-// block's integer dot products of one weight row with all eight activation
-// rows, with no horizontal sums. The lanes start from the activations'
+// q8PackGo over nb blocks: out[b*os+r], r < 4, b < 8. Each 32-bit lane
+// pairs one activation row with one of two weight rows: per block, for
+// each dword position, the two weight rows' dwords (four codes each,
+// offset to unsigned) are broadcast as a qword and VPDPBUSD adds their
+// products with that dword of every activation row, so eight 512-bit
+// VPDPBUSD give the block's integer dot products of two weight rows with
+// all eight activation rows, with no horizontal sums and one broadcast
+// load per 64 multiply-adds. The lanes start from the activations'
 // corrections (-128 * sum of the block's codes), so they hold the exact
 // integer sums; each block then adds float(sum) * dx * dw.
 //
-// The weight block is first offset and its scales widened into a scratch
-// block on the stack (W8PREP), one block ahead of the products (W8BLOCK),
-// so that work overlaps the products and the weight loads of one block
-// overlap the arithmetic of the one before.
+// The weight block is first offset, interleaved and its scales widened
+// into a scratch block on the stack (W8PREP), two blocks ahead of the
+// products (W8BLOCK), so that work and the weight loads overlap the
+// arithmetic.
 TEXT ·q8Tile4x8VNNI(SB), $432-144
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
@@ -252,10 +263,8 @@ TEXT ·q8Tile4x8VNNI(SB), $432-144
 	LEAQ (SI)(R8*2), R9        // weight rows 2, 3
 	LEAQ (SI)(R8*4), R13       // the next tile's rows, prefetched as we go
 	VMOVDQU bytes80<>(SB), Y8
-	VPXORD Y16, Y16, Y16
-	VPXORD Y17, Y17, Y17
-	VPXORD Y18, Y18, Y18
-	VPXORD Y19, Y19, Y19
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
 	LEAQ 0(SP), BX             // the block in the products
 	LEAQ Q8W_BLOCK(SP), AX     // the next one, prepared
 	LEAQ (2*Q8W_BLOCK)(SP), R11 // the one after, in preparation
@@ -286,28 +295,23 @@ v8last1:
 	W8BLOCK
 
 v8sum:
-	// Transpose the four row accumulators (lanes = activation rows) into
-	// eight runs of four rows: out[b*os .. b*os+3].
+	// Lane 2b+h of Z16 is (weight row h, activation row b), of Z17 (row
+	// 2+h, b): interleaving their qwords gives, in each 128-bit lane L,
+	// rows 0..3 of activation row 2L (Z28) and of 2L+1 (Z29).
 	MOVQ out_base+112(FP), DI
 	MOVQ os+136(FP), R11
 	SHLQ $2, R11
-	VUNPCKLPS Y17, Y16, Y24    // [r0b0 r1b0 r0b1 r1b1 | b4, b5]
-	VUNPCKHPS Y17, Y16, Y25    // [b2, b3 | b6, b7]
-	VUNPCKLPS Y19, Y18, Y26
-	VUNPCKHPS Y19, Y18, Y27
-	VUNPCKLPD Y26, Y24, Y28    // [r0..r3 of b0 | of b4]
-	VUNPCKHPD Y26, Y24, Y29    // b1 | b5
-	VUNPCKLPD Y27, Y25, Y30    // b2 | b6
-	VUNPCKHPD Y27, Y25, Y31    // b3 | b7
+	VPUNPCKLQDQ Z17, Z16, Z28
+	VPUNPCKHQDQ Z17, Z16, Z29
 	LEAQ (R11)(R11*2), R12     // 3 rows of out
 	LEAQ (DI)(R11*4), BX       // activation row 4
 	VMOVUPS X28, (DI)
 	VMOVUPS X29, (DI)(R11*1)
-	VMOVUPS X30, (DI)(R11*2)
-	VMOVUPS X31, (DI)(R12*1)
-	VEXTRACTF32X4 $1, Y28, (BX)
-	VEXTRACTF32X4 $1, Y29, (BX)(R11*1)
-	VEXTRACTF32X4 $1, Y30, (BX)(R11*2)
-	VEXTRACTF32X4 $1, Y31, (BX)(R12*1)
+	VEXTRACTF32X4 $1, Z28, (DI)(R11*2)
+	VEXTRACTF32X4 $1, Z29, (DI)(R12*1)
+	VEXTRACTF32X4 $2, Z28, (BX)
+	VEXTRACTF32X4 $2, Z29, (BX)(R11*1)
+	VEXTRACTF32X4 $3, Z28, (BX)(R11*2)
+	VEXTRACTF32X4 $3, Z29, (BX)(R12*1)
 	VZEROUPPER
 	RET
