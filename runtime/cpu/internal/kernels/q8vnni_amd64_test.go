@@ -53,7 +53,8 @@ func TestMatMulQ8_0VNNIOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 42))
 	for _, threads := range []int{1, 2} {
 		p := NewPool(threads)
-		for _, sh := range [][2]int{{7, 32}, {17, 288}, {38, 96}, {13, 800}} {
+		// 270 rows: many tiles per thread.
+		for _, sh := range [][2]int{{7, 32}, {17, 288}, {38, 96}, {13, 800}, {270, 64}} {
 			rows, cols := sh[0], sh[1]
 			nb := cols / 32
 			src := randVec(rng, rows*cols)
