@@ -156,47 +156,62 @@ func q8PackGo(xq []int8, xd []float32, batch, cols int, xp []int8, xpc []int32, 
 	nb := cols / 32
 	groups := (batch + 7) / 8
 	xp, xpc, xpd = xp[:groups*q8PackRows*cols], xpc[:groups*q8PackRows*nb], xpd[:groups*q8PackRows*nb]
-	src32, dst32 := int8Words(xq[:batch*cols]), int8Words(xp)
+	src, dst64 := int8Quads(xq[:batch*cols]), int8Quads(xp)
 	for g := range groups {
 		for k := range nb {
 			blk := (g*nb + k) * q8PackRows
-			dst := (*[128]uint32)(dst32[blk*8 : blk*8+128])
+			// The block's 512 bytes as 64 pairs of lanes: dst[8*d+b] is
+			// dword d of row b twice.
+			dst := (*[64]uint64)(dst64[blk*4 : blk*4+64])
 			for b := range 8 {
 				row := 8*g + b
 				if row >= batch {
 					for d := range 8 {
-						dst[16*d+2*b], dst[16*d+2*b+1] = 0, 0
+						dst[8*d+b] = 0
 					}
 					xpc[blk+2*b], xpc[blk+2*b+1] = 0, 0
 					xpd[blk+2*b], xpd[blk+2*b+1] = 0, 0
 					continue
 				}
-				words := (*[8]uint32)(src32[(row*cols+32*k)/4:])
-				for d, v := range words {
-					dst[16*d+2*b], dst[16*d+2*b+1] = v, v
+				quads := (*[4]uint64)(src[(row*cols+32*k)/8:])
+				for q, v := range quads {
+					lo, hi := v&0xffffffff, v>>32
+					dst[8*(2*q)+b] = lo | lo<<32
+					dst[8*(2*q+1)+b] = hi | hi<<32
 				}
-				var sum int32
-				for _, c := range (*[32]int8)(xq[row*cols+32*k:]) {
-					sum += int32(c)
-				}
-				xpc[blk+2*b], xpc[blk+2*b+1] = -128*sum, -128*sum
+				sum := -128 * codeSum32(quads)
+				xpc[blk+2*b], xpc[blk+2*b+1] = sum, sum
 				xpd[blk+2*b], xpd[blk+2*b+1] = xd[row*nb+k], xd[row*nb+k]
 			}
 		}
 	}
 }
 
+// codeSum32 returns the sum of the 32 signed codes in q, eight bytes at a
+// time: offset to unsigned (XOR 0x80), bytes added pairwise into four
+// 16-bit lanes (at most 4 * 2 * 255, no carries between lanes), the lanes
+// summed by one multiply, and the offsets (32 * 128) taken back.
+func codeSum32(q *[4]uint64) int32 {
+	const bytes80, lanes16 = 0x8080808080808080, 0x00ff00ff00ff00ff
+	var acc uint64
+	for _, v := range q {
+		u := v ^ bytes80
+		acc += u&lanes16 + u>>8&lanes16
+	}
+	return int32(acc*0x0001000100010001>>48) - 32*128
+}
+
 // q8PackRows is the number of activation rows q8PackGo lays out per group
 // of eight, each row twice.
 const q8PackRows = 16
 
-// int8Words views codes (a multiple of four, as every block is) as the
-// 32-bit groups the VNNI tiles move, without copying.
-func int8Words(q []int8) []uint32 {
+// int8Quads views codes (a multiple of eight, as every block is) as the
+// 64-bit groups q8PackGo moves, without copying.
+func int8Quads(q []int8) []uint64 {
 	if len(q) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*uint32)(unsafe.Pointer(&q[0])), len(q)/4)
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&q[0])), len(q)/8)
 }
 
 func grow[T any](s []T, n int) []T {

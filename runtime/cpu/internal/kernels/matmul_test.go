@@ -263,3 +263,28 @@ func TestQ8Pack(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeSum32 checks the SWAR code sum at the extremes of the lanes
+// (every code -128 or 127) and on random codes.
+func TestCodeSum32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for n := range 102 {
+		var codes [32]int8
+		var want int32
+		for i := range codes {
+			switch {
+			case n == 0:
+				codes[i] = -128
+			case n == 1:
+				codes[i] = 127
+			default:
+				codes[i] = int8(rng.IntN(256) - 128)
+			}
+			want += int32(codes[i])
+		}
+		q := (*[4]uint64)(int8Quads(codes[:]))
+		if got := codeSum32(q); got != want {
+			t.Fatalf("codes %v: sum %d, want %d", codes, got, want)
+		}
+	}
+}
