@@ -98,9 +98,9 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 		quantizeQ8(x[:n], j.xq, j.xd, j.xd8)
 		if wide {
 			groups := (batch + 7) / 8
-			j.xp = grow(j.xp, groups*8*w.Cols)
-			j.xpc = grow(j.xpc, groups*8*w.Cols/32)
-			j.xpd = grow(j.xpd, groups*8*w.Cols/32)
+			j.xp = grow(j.xp, groups*q8PackRows*w.Cols)
+			j.xpc = grow(j.xpc, groups*q8PackRows*w.Cols/32)
+			j.xpd = grow(j.xpd, groups*q8PackRows*w.Cols/32)
 			q8PackGo(j.xq[:n], j.xd[:n/32], batch, w.Cols, j.xp, j.xpc, j.xpd)
 		} else if vnni {
 			j.xc = grow(j.xc, n/4)
@@ -145,50 +145,73 @@ func q8CorrGo(q []int8, corr []int32) {
 
 // q8PackGo lays out batch rows of Q8 activations (codes xq, per-block
 // scales xd, rows of cols codes) for the eight-row VNNI tiles, in groups of
-// eight rows, the last padded with zero rows: for group g and block k,
-// xp[(g*nb+k)*256 + 32*d + 4*b + i] is code 4*d+i of row 8g+b's block k
-// (each 32-bit lane one row, as VPDPBUSD adds them), xpc[(g*nb+k)*8 + b]
-// is -128 times the sum of that block's codes (the excess of offsetting
-// the weights to unsigned) and xpd[(g*nb+k)*8 + b] its scale.
+// eight rows, the last padded with zero rows, each row twice (the tile's
+// lanes pair every activation row with each of two weight rows): for group
+// g, block k and copy h < 2, xp[(g*nb+k)*512 + 64*d + 8*b + 4*h + i] is
+// code 4*d+i of row 8g+b's block k (each 32-bit lane one row, as VPDPBUSD
+// adds them), xpc[(g*nb+k)*16 + 2*b + h] is -128 times the sum of that
+// block's codes (the excess of offsetting the weights to unsigned) and
+// xpd[(g*nb+k)*16 + 2*b + h] its scale.
 func q8PackGo(xq []int8, xd []float32, batch, cols int, xp []int8, xpc []int32, xpd []float32) {
 	nb := cols / 32
 	groups := (batch + 7) / 8
-	xp, xpc, xpd = xp[:groups*8*cols], xpc[:groups*8*nb], xpd[:groups*8*nb]
-	src32, dst32 := int8Words(xq[:batch*cols]), int8Words(xp)
+	xp, xpc, xpd = xp[:groups*q8PackRows*cols], xpc[:groups*q8PackRows*nb], xpd[:groups*q8PackRows*nb]
+	src, dst64 := int8Quads(xq[:batch*cols]), int8Quads(xp)
 	for g := range groups {
 		for k := range nb {
-			blk := (g*nb + k) * 8
-			dst := (*[64]uint32)(dst32[blk*8 : blk*8+64])
+			blk := (g*nb + k) * q8PackRows
+			// The block's 512 bytes as 64 pairs of lanes: dst[8*d+b] is
+			// dword d of row b twice.
+			dst := (*[64]uint64)(dst64[blk*4 : blk*4+64])
 			for b := range 8 {
 				row := 8*g + b
 				if row >= batch {
 					for d := range 8 {
 						dst[8*d+b] = 0
 					}
-					xpc[blk+b], xpd[blk+b] = 0, 0
+					xpc[blk+2*b], xpc[blk+2*b+1] = 0, 0
+					xpd[blk+2*b], xpd[blk+2*b+1] = 0, 0
 					continue
 				}
-				words := (*[8]uint32)(src32[(row*cols+32*k)/4:])
-				for d, v := range words {
-					dst[8*d+b] = v
+				quads := (*[4]uint64)(src[(row*cols+32*k)/8:])
+				for q, v := range quads {
+					lo, hi := v&0xffffffff, v>>32
+					dst[8*(2*q)+b] = lo | lo<<32
+					dst[8*(2*q+1)+b] = hi | hi<<32
 				}
-				var sum int32
-				for _, c := range (*[32]int8)(xq[row*cols+32*k:]) {
-					sum += int32(c)
-				}
-				xpc[blk+b], xpd[blk+b] = -128*sum, xd[row*nb+k]
+				sum := -128 * codeSum32(quads)
+				xpc[blk+2*b], xpc[blk+2*b+1] = sum, sum
+				xpd[blk+2*b], xpd[blk+2*b+1] = xd[row*nb+k], xd[row*nb+k]
 			}
 		}
 	}
 }
 
-// int8Words views codes (a multiple of four, as every block is) as the
-// 32-bit groups the VNNI tiles move, without copying.
-func int8Words(q []int8) []uint32 {
+// codeSum32 returns the sum of the 32 signed codes in q, eight bytes at a
+// time: offset to unsigned (XOR 0x80), bytes added pairwise into four
+// 16-bit lanes (at most 4 * 2 * 255, no carries between lanes), the lanes
+// summed by one multiply, and the offsets (32 * 128) taken back.
+func codeSum32(q *[4]uint64) int32 {
+	const bytes80, lanes16 = 0x8080808080808080, 0x00ff00ff00ff00ff
+	var acc uint64
+	for _, v := range q {
+		u := v ^ bytes80
+		acc += u&lanes16 + u>>8&lanes16
+	}
+	return int32(acc*0x0001000100010001>>48) - 32*128
+}
+
+// q8PackRows is the number of activation rows q8PackGo lays out per group
+// of eight, each row twice.
+const q8PackRows = 16
+
+// int8Quads views codes (a multiple of eight, as every block is) as the
+// 64-bit groups q8PackGo moves, without copying.
+func int8Quads(q []int8) []uint64 {
 	if len(q) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*uint32)(unsafe.Pointer(&q[0])), len(q)/4)
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&q[0])), len(q)/8)
 }
 
 func grow[T any](s []T, n int) []T {

@@ -547,14 +547,14 @@ func matmulQ8_0Wide(j *matmulJob, r0, r1 int) {
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
 	data, xp, xpc, xpd, out := j.w.Data, j.xp, j.xpc, j.xpd, j.out
-	gb := 8 * nb // corrections and scales per group
+	gb := q8PackRows * nb // corrections and scales per group
 	var tail [32]float32
 	r := r0
 	for ; r+4 <= r1; r += 4 {
 		wr := data[r*rb : (r+4)*rb]
 		for b := 0; b < batch; b += 8 {
 			g := b / 8
-			xg, cg, dg := xp[g*8*cols:(g+1)*8*cols], xpc[g*gb:(g+1)*gb], xpd[g*gb:(g+1)*gb]
+			xg, cg, dg := xp[g*q8PackRows*cols:(g+1)*q8PackRows*cols], xpc[g*gb:(g+1)*gb], xpd[g*gb:(g+1)*gb]
 			if b+8 <= batch {
 				q8Tile4x8VNNI(wr, rb, xg, cg, dg, nb, out[b*rows+r:(b+7)*rows+r+4], rows)
 				continue

@@ -222,11 +222,14 @@ func TestQ8Pack(t *testing.T) {
 		}
 		xd := randVec(rng, batch*nb)
 		groups := (batch + 7) / 8
-		xp := make([]int8, groups*8*cols)
-		xpc := make([]int32, groups*8*nb)
-		xpd := make([]float32, groups*8*nb)
+		xp := make([]int8, groups*16*cols)
+		xpc := make([]int32, groups*16*nb)
+		xpd := make([]float32, groups*16*nb)
 		for i := range xp {
 			xp[i] = 99 // padding must be overwritten with zeros
+		}
+		for i := range xpc {
+			xpc[i], xpd[i] = 99, 99
 		}
 		q8PackGo(xq, xd, batch, cols, xp, xpc, xpd)
 		for g := range groups {
@@ -240,19 +243,48 @@ func TestQ8Pack(t *testing.T) {
 							want = xq[row*cols+32*k+c]
 							sum += int32(want)
 						}
-						if got := xp[(g*nb+k)*256+32*(c/4)+4*b+c%4]; got != want {
-							t.Fatalf("batch %d group %d block %d row %d code %d: %d, want %d", batch, g, k, b, c, got, want)
+						for h := range 2 {
+							if got := xp[(g*nb+k)*512+64*(c/4)+8*b+4*h+c%4]; got != want {
+								t.Fatalf("batch %d group %d block %d row %d copy %d code %d: %d, want %d", batch, g, k, b, h, c, got, want)
+							}
 						}
 					}
 					wantD := float32(0)
 					if row < batch {
 						wantD = xd[row*nb+k]
 					}
-					if i := (g*nb+k)*8 + b; xpc[i] != -128*sum || xpd[i] != wantD {
-						t.Fatalf("batch %d group %d block %d row %d: correction %d scale %g, want %d %g", batch, g, k, b, xpc[i], xpd[i], -128*sum, wantD)
+					for h := range 2 {
+						if i := (g*nb+k)*16 + 2*b + h; xpc[i] != -128*sum || xpd[i] != wantD {
+							t.Fatalf("batch %d group %d block %d row %d copy %d: correction %d scale %g, want %d %g", batch, g, k, b, h, xpc[i], xpd[i], -128*sum, wantD)
+						}
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestCodeSum32 checks the SWAR code sum at the extremes of the lanes
+// (every code -128 or 127) and on random codes.
+func TestCodeSum32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for n := range 102 {
+		var codes [32]int8
+		var want int32
+		for i := range codes {
+			switch {
+			case n == 0:
+				codes[i] = -128
+			case n == 1:
+				codes[i] = 127
+			default:
+				codes[i] = int8(rng.IntN(256) - 128)
+			}
+			want += int32(codes[i])
+		}
+		q := (*[4]uint64)(int8Quads(codes[:]))
+		if got := codeSum32(q); got != want {
+			t.Fatalf("codes %v: sum %d, want %d", codes, got, want)
 		}
 	}
 }

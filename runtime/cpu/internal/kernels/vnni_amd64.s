@@ -143,17 +143,117 @@ vtdone:
 	VZEROUPPER
 	RET
 
+// q8Tile4x8VNNI's scratch holds, per block, the four weight rows' codes
+// already offset to unsigned, rows 0 and 1 dword-interleaved in the first
+// 64 bytes and rows 2 and 3 in the next 64 (so a pair's dword d of both
+// rows is one qword: d = 0, 1, 4, 5 at 0, 8, 16, 24, d = 2, 3, 6, 7 at
+// 32..56), then the four scales as float32 (16 bytes): 144 bytes, in a
+// ring of three blocks.
+#define Q8W_BLOCK 144
+
+// W8PREP(DST): the scratch block at DST from the weight block at SI, R9
+// (rows 0-1 and 2-3 at stride R8), which then move to the next block:
+// one 32-byte XOR per row (rather than one per broadcast, 8x the vector
+// work), a dword interleave per pair of rows, and the four scales widened
+// at once.
+#define W8PREP(DST) \
+	VPXORD 2(SI), Y8, Y28; \
+	VPXORD 2(SI)(R8*1), Y8, Y29; \
+	VPXORD 2(R9), Y8, Y30; \
+	VPXORD 2(R9)(R8*1), Y8, Y31; \
+	VPUNPCKLDQ Y29, Y28, Y18; \
+	VPUNPCKHDQ Y29, Y28, Y19; \
+	VPUNPCKLDQ Y31, Y30, Y20; \
+	VPUNPCKHDQ Y31, Y30, Y21; \
+	VMOVDQU32 Y18, 0(DST); \
+	VMOVDQU32 Y19, 32(DST); \
+	VMOVDQU32 Y20, 64(DST); \
+	VMOVDQU32 Y21, 96(DST); \
+	VPINSRW $0, (SI), X10, X10; \
+	VPINSRW $1, (SI)(R8*1), X10, X10; \
+	VPINSRW $2, (R9), X10, X10; \
+	VPINSRW $3, (R9)(R8*1), X10, X10; \
+	VCVTPH2PS X10, X15; \
+	VMOVUPS X15, 128(DST); \
+	ADDQ $34, SI; \
+	ADDQ $34, R9
+
+// W8PAIR(OFF, ACCA, ACCB, FACC): weight rows OFF/32 and OFF/32+1 of the
+// scratch block at BX against the eight activation rows in Z0..Z7, whose
+// 16 lanes hold each activation row's dword twice (lane 2b+h: row b, for
+// weight row h of the pair). Each qword of the pair's two dwords d is
+// broadcast by a load, and VPDPBUSD adds into lane 2b+h the products of
+// weight row h's dword d with activation row b's, in two chains; ACCA
+// starts from the corrections Z9. The exact integer sums then go
+// float(sum) * dx (Z10), fused with the rows' scales (Z15) into FACC.
+#define W8PAIR(OFF, ACCA, ACCB, FACC) \
+	VMOVDQA32 Z9, ACCA; \
+	VPXORD ACCB, ACCB, ACCB; \
+	VPBROADCASTQ OFF+0(BX), Z24; \
+	VPDPBUSD Z0, Z24, ACCA; \
+	VPBROADCASTQ OFF+8(BX), Z25; \
+	VPDPBUSD Z1, Z25, ACCB; \
+	VPBROADCASTQ OFF+32(BX), Z26; \
+	VPDPBUSD Z2, Z26, ACCA; \
+	VPBROADCASTQ OFF+40(BX), Z27; \
+	VPDPBUSD Z3, Z27, ACCB; \
+	VPBROADCASTQ OFF+16(BX), Z24; \
+	VPDPBUSD Z4, Z24, ACCA; \
+	VPBROADCASTQ OFF+24(BX), Z25; \
+	VPDPBUSD Z5, Z25, ACCB; \
+	VPBROADCASTQ OFF+48(BX), Z26; \
+	VPDPBUSD Z6, Z26, ACCA; \
+	VPBROADCASTQ OFF+56(BX), Z27; \
+	VPDPBUSD Z7, Z27, ACCB; \
+	VPADDD ACCB, ACCA, ACCA; \
+	VCVTDQ2PS ACCA, ACCA; \
+	VMULPS Z10, ACCA, ACCA; \
+	VBROADCASTSD 128+OFF/8(BX), Z15; \
+	VFMADD231PS Z15, ACCA, FACC
+
+// W8BLOCK: the block of scratch BX against activation block DI (codes),
+// R10 (corrections), DX (scales), which then move to the next block, and
+// the prefetch of the next tile's rows at R13 (each row here is too short
+// a stream for the hardware prefetchers).
+#define W8BLOCK \
+	PREFETCHT0 (R13); \
+	PREFETCHT0 64(R13); \
+	PREFETCHT0 128(R13); \
+	ADDQ $136, R13; \
+	VMOVDQU32 0(DI), Z0; \
+	VMOVDQU32 64(DI), Z1; \
+	VMOVDQU32 128(DI), Z2; \
+	VMOVDQU32 192(DI), Z3; \
+	VMOVDQU32 256(DI), Z4; \
+	VMOVDQU32 320(DI), Z5; \
+	VMOVDQU32 384(DI), Z6; \
+	VMOVDQU32 448(DI), Z7; \
+	VMOVDQU32 (R10), Z9; \
+	VMOVUPS (DX), Z10; \
+	W8PAIR(0, Z11, Z12, Z16); \
+	W8PAIR(64, Z13, Z14, Z17); \
+	ADDQ $512, DI; \
+	ADDQ $64, R10; \
+	ADDQ $64, DX
+
 // func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
 // Four Q8_0 rows (stride ws bytes) times eight activation rows packed by
-// q8PackGo over nb blocks: out[b*os+r], r < 4, b < 8. Each 32-bit lane is
-// one activation row: per block, each weight dword (four codes, offset to
-// unsigned with XOR 0x80) is broadcast to the eight lanes and VPDPBUSD adds
-// its product with that dword of every activation row, so eight VPDPBUSD
-// give the block's integer dot products of one weight row with all eight
-// activation rows, with no horizontal sums. The lanes start from the
-// activations' corrections (-128 * sum of the block's codes), so they hold
-// the exact integer sums; each block then adds float(sum) * dx * dw.
-TEXT ·q8Tile4x8VNNI(SB), NOSPLIT, $0-144
+// q8PackGo over nb blocks: out[b*os+r], r < 4, b < 8. Each 32-bit lane
+// pairs one activation row with one of two weight rows: per block, for
+// each dword position, the two weight rows' dwords (four codes each,
+// offset to unsigned) are broadcast as a qword and VPDPBUSD adds their
+// products with that dword of every activation row, so eight 512-bit
+// VPDPBUSD give the block's integer dot products of two weight rows with
+// all eight activation rows, with no horizontal sums and one broadcast
+// load per 64 multiply-adds. The lanes start from the activations'
+// corrections (-128 * sum of the block's codes), so they hold the exact
+// integer sums; each block then adds float(sum) * dx * dw.
+//
+// The weight block is first offset, interleaved and its scales widened
+// into a scratch block on the stack (W8PREP), two blocks ahead of the
+// products (W8BLOCK), so that work and the weight loads overlap the
+// arithmetic.
+TEXT ·q8Tile4x8VNNI(SB), $432-144
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
 	MOVQ xp_base+32(FP), DI
@@ -162,191 +262,56 @@ TEXT ·q8Tile4x8VNNI(SB), NOSPLIT, $0-144
 	MOVQ nb+104(FP), CX
 	LEAQ (SI)(R8*2), R9        // weight rows 2, 3
 	LEAQ (SI)(R8*4), R13       // the next tile's rows, prefetched as we go
-	VPBROADCASTD bytes80<>(SB), Y8
-	VPXORD Y16, Y16, Y16
-	VPXORD Y17, Y17, Y17
-	VPXORD Y18, Y18, Y18
-	VPXORD Y19, Y19, Y19
-
-v8block:
+	VMOVDQU bytes80<>(SB), Y8
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	LEAQ 0(SP), BX             // the block in the products
+	LEAQ Q8W_BLOCK(SP), AX     // the next one, prepared
+	LEAQ (2*Q8W_BLOCK)(SP), R11 // the one after, in preparation
 	TESTQ CX, CX
 	JZ    v8sum
-	PREFETCHT0 (R13)
-	PREFETCHT0 64(R13)
-	PREFETCHT0 128(R13)
-	ADDQ $136, R13
-	VMOVDQU 0(DI), Y0
-	VMOVDQU 32(DI), Y1
-	VMOVDQU 64(DI), Y2
-	VMOVDQU 96(DI), Y3
-	VMOVDQU 128(DI), Y4
-	VMOVDQU 160(DI), Y5
-	VMOVDQU 192(DI), Y6
-	VMOVDQU 224(DI), Y7
-	VMOVDQU (R10), Y9
-	// weight row 0
-	VMOVDQA32 Y9, Y11
-	VPXORD Y12, Y12, Y12
-	VPBROADCASTD 2(SI), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y0, Y24, Y11
-	VPBROADCASTD 6(SI), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y1, Y25, Y12
-	VPBROADCASTD 10(SI), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y2, Y26, Y11
-	VPBROADCASTD 14(SI), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y3, Y27, Y12
-	VPBROADCASTD 18(SI), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y4, Y24, Y11
-	VPBROADCASTD 22(SI), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y5, Y25, Y12
-	VPBROADCASTD 26(SI), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y6, Y26, Y11
-	VPBROADCASTD 30(SI), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y7, Y27, Y12
-	VPADDD Y12, Y11, Y11
-	VCVTDQ2PS Y11, Y11
-	VMULPS (DX), Y11, Y11
-	VPBROADCASTW (SI), X15
-	VCVTPH2PS X15, Y15
-	VFMADD231PS Y15, Y11, Y16
-	// weight row 1
-	VMOVDQA32 Y9, Y13
-	VPXORD Y14, Y14, Y14
-	VPBROADCASTD 2(SI)(R8*1), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y0, Y24, Y13
-	VPBROADCASTD 6(SI)(R8*1), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y1, Y25, Y14
-	VPBROADCASTD 10(SI)(R8*1), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y2, Y26, Y13
-	VPBROADCASTD 14(SI)(R8*1), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y3, Y27, Y14
-	VPBROADCASTD 18(SI)(R8*1), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y4, Y24, Y13
-	VPBROADCASTD 22(SI)(R8*1), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y5, Y25, Y14
-	VPBROADCASTD 26(SI)(R8*1), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y6, Y26, Y13
-	VPBROADCASTD 30(SI)(R8*1), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y7, Y27, Y14
-	VPADDD Y14, Y13, Y13
-	VCVTDQ2PS Y13, Y13
-	VMULPS (DX), Y13, Y13
-	VPBROADCASTW (SI)(R8*1), X15
-	VCVTPH2PS X15, Y15
-	VFMADD231PS Y15, Y13, Y17
-	// weight row 2
-	VMOVDQA32 Y9, Y20
-	VPXORD Y21, Y21, Y21
-	VPBROADCASTD 2(R9), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y0, Y24, Y20
-	VPBROADCASTD 6(R9), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y1, Y25, Y21
-	VPBROADCASTD 10(R9), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y2, Y26, Y20
-	VPBROADCASTD 14(R9), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y3, Y27, Y21
-	VPBROADCASTD 18(R9), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y4, Y24, Y20
-	VPBROADCASTD 22(R9), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y5, Y25, Y21
-	VPBROADCASTD 26(R9), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y6, Y26, Y20
-	VPBROADCASTD 30(R9), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y7, Y27, Y21
-	VPADDD Y21, Y20, Y20
-	VCVTDQ2PS Y20, Y20
-	VMULPS (DX), Y20, Y20
-	VPBROADCASTW (R9), X15
-	VCVTPH2PS X15, Y15
-	VFMADD231PS Y15, Y20, Y18
-	// weight row 3
-	VMOVDQA32 Y9, Y22
-	VPXORD Y23, Y23, Y23
-	VPBROADCASTD 2(R9)(R8*1), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y0, Y24, Y22
-	VPBROADCASTD 6(R9)(R8*1), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y1, Y25, Y23
-	VPBROADCASTD 10(R9)(R8*1), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y2, Y26, Y22
-	VPBROADCASTD 14(R9)(R8*1), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y3, Y27, Y23
-	VPBROADCASTD 18(R9)(R8*1), Y24
-	VPXORD Y8, Y24, Y24
-	VPDPBUSD Y4, Y24, Y22
-	VPBROADCASTD 22(R9)(R8*1), Y25
-	VPXORD Y8, Y25, Y25
-	VPDPBUSD Y5, Y25, Y23
-	VPBROADCASTD 26(R9)(R8*1), Y26
-	VPXORD Y8, Y26, Y26
-	VPDPBUSD Y6, Y26, Y22
-	VPBROADCASTD 30(R9)(R8*1), Y27
-	VPXORD Y8, Y27, Y27
-	VPDPBUSD Y7, Y27, Y23
-	VPADDD Y23, Y22, Y22
-	VCVTDQ2PS Y22, Y22
-	VMULPS (DX), Y22, Y22
-	VPBROADCASTW (R9)(R8*1), X15
-	VCVTPH2PS X15, Y15
-	VFMADD231PS Y15, Y22, Y19
-	ADDQ $34, SI
-	ADDQ $34, R9
-	ADDQ $256, DI
-	ADDQ $32, R10
-	ADDQ $32, DX
+	W8PREP(BX)
+	CMPQ CX, $1
+	JEQ  v8last1
+	W8PREP(AX)
+	SUBQ $2, CX                // blocks left to prepare
+	JZ   v8last2
+
+v8block:
+	W8PREP(R11)
+	W8BLOCK
+	MOVQ BX, R12
+	MOVQ AX, BX
+	MOVQ R11, AX
+	MOVQ R12, R11
 	DECQ CX
-	JMP  v8block
+	JNZ  v8block
+
+v8last2:
+	W8BLOCK
+	MOVQ AX, BX
+
+v8last1:
+	W8BLOCK
 
 v8sum:
-	// Transpose the four row accumulators (lanes = activation rows) into
-	// eight runs of four rows: out[b*os .. b*os+3].
+	// Lane 2b+h of Z16 is (weight row h, activation row b), of Z17 (row
+	// 2+h, b): interleaving their qwords gives, in each 128-bit lane L,
+	// rows 0..3 of activation row 2L (Z28) and of 2L+1 (Z29).
 	MOVQ out_base+112(FP), DI
 	MOVQ os+136(FP), R11
 	SHLQ $2, R11
-	VUNPCKLPS Y17, Y16, Y24    // [r0b0 r1b0 r0b1 r1b1 | b4, b5]
-	VUNPCKHPS Y17, Y16, Y25    // [b2, b3 | b6, b7]
-	VUNPCKLPS Y19, Y18, Y26
-	VUNPCKHPS Y19, Y18, Y27
-	VUNPCKLPD Y26, Y24, Y28    // [r0..r3 of b0 | of b4]
-	VUNPCKHPD Y26, Y24, Y29    // b1 | b5
-	VUNPCKLPD Y27, Y25, Y30    // b2 | b6
-	VUNPCKHPD Y27, Y25, Y31    // b3 | b7
+	VPUNPCKLQDQ Z17, Z16, Z28
+	VPUNPCKHQDQ Z17, Z16, Z29
 	LEAQ (R11)(R11*2), R12     // 3 rows of out
 	LEAQ (DI)(R11*4), BX       // activation row 4
 	VMOVUPS X28, (DI)
 	VMOVUPS X29, (DI)(R11*1)
-	VMOVUPS X30, (DI)(R11*2)
-	VMOVUPS X31, (DI)(R12*1)
-	VEXTRACTF32X4 $1, Y28, (BX)
-	VEXTRACTF32X4 $1, Y29, (BX)(R11*1)
-	VEXTRACTF32X4 $1, Y30, (BX)(R11*2)
-	VEXTRACTF32X4 $1, Y31, (BX)(R12*1)
+	VEXTRACTF32X4 $1, Z28, (DI)(R11*2)
+	VEXTRACTF32X4 $1, Z29, (DI)(R12*1)
+	VEXTRACTF32X4 $2, Z28, (BX)
+	VEXTRACTF32X4 $2, Z29, (BX)(R11*1)
+	VEXTRACTF32X4 $3, Z28, (BX)(R11*2)
+	VEXTRACTF32X4 $3, Z29, (BX)(R12*1)
 	VZEROUPPER
 	RET
