@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Sixteen int16 ones: VPMADDWD with it sums adjacent int16 pairs to int32.
 DATA ones16<>+0(SB)/8, $0x0001000100010001
@@ -164,10 +165,7 @@ q8d1:
 
 q8dsum:
 	VADDPS Y8, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HADDSUM8(Y0, X0, X1)
 	VMOVSS X0, ret+72(FP)
 	VZEROUPPER
 	RET
@@ -285,19 +283,11 @@ t24sum:
 	MOVQ out_base+96(FP), DI
 	MOVQ os+120(FP), R9
 	SHLQ $2, R9
-	VHADDPS Y1, Y0, Y0         // [r0 r0 r1 r1 | r0 r0 r1 r1]
-	VHADDPS Y3, Y2, Y2
-	VHADDPS Y2, Y0, Y0         // [b0r0 b0r1 b1r0 b1r1 | same, high halves]
-	VEXTRACTF128 $1, Y0, X8
-	VADDPS X8, X0, X0
+	HSUMROWS4(Y0, Y1, Y2, Y3, X0, X8) // [b0r0 b0r1 b1r0 b1r1]
 	VMOVLPS X0, (DI)
 	VMOVHPS X0, (DI)(R9*1)
 	LEAQ (DI)(R9*2), DI
-	VHADDPS Y5, Y4, Y4
-	VHADDPS Y7, Y6, Y6
-	VHADDPS Y6, Y4, Y4
-	VEXTRACTF128 $1, Y4, X8
-	VADDPS X8, X4, X4
+	HSUMROWS4(Y4, Y5, Y6, Y7, X4, X8)
 	VMOVLPS X4, (DI)
 	VMOVHPS X4, (DI)(R9*1)
 	VZEROUPPER
