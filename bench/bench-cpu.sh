@@ -10,7 +10,11 @@
 # and tg128; the other sizes run apart); served: `ttisd serve` against `llama-server -np N`,
 # both measured by `ttisctl bench --url` (random prompts, ignore_eos, greedy
 # decoding for both servers) at each concurrency, and llama-server with one
-# slot (-np 1) at c=1, its best single-stream configuration. Every repetition runs the two engines back to back, alternating
+# slot (-np 1) at c=1, its best single-stream configuration. Resident memory
+# by kind (the program's executable and libraries, the model file's pages,
+# anonymous memory) comes from /proc/PID/smaps: sampled every 50 ms in one
+# extra untimed raw run per engine ("rss peak~"), and read once from each
+# server after its last served row ("served rss end"). Every repetition runs the two engines back to back, alternating
 # which goes first, and the table shows medians and their ratios (ttis/llama).
 #
 # Environment (defaults in brackets):
@@ -108,6 +112,48 @@ for r in json.load(open(path)):
 EOF
 }
 
+# smaps_kinds PID MODEL_FILE: "total program model anonymous" resident KiB
+# of process PID now.
+smaps_kinds() {
+	awk -v m="$2" '
+		/^[0-9a-f]+-[0-9a-f]+ / { name = $6 }
+		/^Rss:/ { if (name == m) model += $2; else if (name ~ /^\//) prog += $2; else anon += $2 }
+		END { printf "%d %d %d %d", prog + model + anon, prog, model, anon }' "/proc/$1/smaps" 2>/dev/null
+}
+
+# record_kinds ENGINE SPEC LABEL "total program model anonymous": three rows.
+record_kinds() {
+	local prog model anon
+	read -r _ prog model anon <<<"$4"
+	printf '%s\t%s\t%s program mib\t%s\n' "$1" "$2" "$3" "$(awk -v k="$prog" 'BEGIN{print k/1024}')" >>"$RESULTS"
+	printf '%s\t%s\t%s model file mib\t%s\n' "$1" "$2" "$3" "$(awk -v k="$model" 'BEGIN{print k/1024}')" >>"$RESULTS"
+	printf '%s\t%s\t%s anonymous mib\t%s\n' "$1" "$2" "$3" "$(awk -v k="$anon" 'BEGIN{print k/1024}')" >>"$RESULTS"
+}
+
+# rss_kinds ENGINE SPEC MODEL_FILE CMD...: runs CMD once more, untimed,
+# reading /proc/PID/smaps every 50 ms, and records the resident memory by
+# kind at the sample with the largest total: the program (its executable
+# and shared libraries), the model file's mapped pages, and anonymous
+# memory (heap, stacks, caches). Peak RSS alone does not say which of these
+# differs between two engines; a sample can miss the exact peak.
+rss_kinds() {
+	local engine=$1 spec=$2 model best=0 best_kinds="0 0 0 0" kinds total
+	model=$(realpath "$3")
+	shift 3
+	"$@" >/dev/null 2>&1 &
+	local pid=$!
+	PIDS+=("$pid")
+	for _ in $(seq 12000); do # 10 minutes at most
+		kinds=$(smaps_kinds "$pid" "$model") || break
+		total=${kinds%% *}
+		if ((total > best)); then best=$total; best_kinds=$kinds; fi
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	wait "$pid" || true
+	record_kinds "$engine" "$spec" "rss peak~" "$best_kinds"
+}
+
 for spec in $MODELS; do
 	f=$(model_file "$spec")
 	for rep in $(seq "$REPS"); do
@@ -115,6 +161,9 @@ for spec in $MODELS; do
 		if ((rep % 2)); then raw_ttis "$spec" "$f"; raw_llama "$spec" "$f"
 		else raw_llama "$spec" "$f"; raw_ttis "$spec" "$f"; fi
 	done
+	echo "raw $spec resident memory by kind" >&2
+	rss_kinds ttis "$spec" "$f" "$TTISCTL" -o json model bench -t "$THREADS" -p "$PP_FIRST" -n 128 --batch 1 -r 1 "$f"
+	rss_kinds llama "$spec" "$f" "$LLAMA_BIN/llama-bench" -m "$f" -t "$THREADS" -p "$PP_FIRST" -n 128 -r 1 -o json
 done
 
 wait_health() { # url, pid
@@ -187,6 +236,8 @@ EOF
 	done
 	printf 'ttis\t%s\tserved rss_mib\t%s\n' "$spec" "$(peak_rss "$ttis_pid")" >>"$RESULTS"
 	printf 'llama\t%s\tserved rss_mib\t%s\n' "$spec" "$(peak_rss "$llama_pid")" >>"$RESULTS"
+	record_kinds ttis "$spec" "served rss end" "$(smaps_kinds "$ttis_pid" "$(realpath "$f")")"
+	record_kinds llama "$spec" "served rss end" "$(smaps_kinds "$llama_pid" "$(realpath "$f")")"
 	kill "$ttis_pid" "$llama_pid"
 	wait "$ttis_pid" "$llama_pid" 2>/dev/null || true
 	# llama-server's KV cache is one pool for all its slots, and a token
@@ -219,8 +270,8 @@ for line in open(path):
         order.append((spec, test))
     vals[(engine, spec, test)].append(float(v))
 print(f"\nttis cpu runtime vs llama.cpp: {threads} threads, medians of {reps} interleaved repetitions (ratio = ttis / llama.cpp)\n")
-print(f"| {'model':<12} | {'test':<26} | {'ttis':>10} | {'llama.cpp':>10} | {'ratio':>6} |")
-print(f"|{'-'*14}|{'-'*28}|{'-'*12}|{'-'*12}|{'-'*8}|")
+print(f"| {'model':<12} | {'test':<30} | {'ttis':>10} | {'llama.cpp':>10} | {'ratio':>6} |")
+print(f"|{'-'*14}|{'-'*32}|{'-'*12}|{'-'*12}|{'-'*8}|")
 for spec, test in order:
     a, b = vals.get(("ttis", spec, test)), vals.get(("llama", spec, test))
     if not a and "(llama -np 1)" in test:
@@ -228,14 +279,14 @@ for spec, test in order:
     if not a or not b:
         continue
     if test.endswith(("failed", "retried")):
-        print(f"| {spec:<12} | {test:<26} | {sum(a):>10.0f} | {sum(b):>10.0f} | {'sum':>6} |")
+        print(f"| {spec:<12} | {test:<30} | {sum(a):>10.0f} | {sum(b):>10.0f} | {'sum':>6} |")
         continue
     ma, mb = statistics.median(a), statistics.median(b)
     ratio = f"{ma / mb:.2f}" if mb else "-"
-    print(f"| {spec:<12} | {test:<26} | {ma:>10.1f} | {mb:>10.1f} | {ratio:>6} |")
+    print(f"| {spec:<12} | {test:<30} | {ma:>10.1f} | {mb:>10.1f} | {ratio:>6} |")
 agree = [(spec, test) for spec, test in order if test.endswith("client/server") and ("llama", spec, test) in vals]
 if agree:
     print("\nllama-server's own timings against the client's (median client TPOT / server time per token; 1.00 = agreement)\n")
     for spec, test in agree:
-        print(f"| {spec:<12} | {test:<26} | {statistics.median(vals[('llama', spec, test)]):>6.3f} |")
+        print(f"| {spec:<12} | {test:<30} | {statistics.median(vals[('llama', spec, test)]):>6.3f} |")
 EOF
