@@ -387,8 +387,13 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		r.logits = make([]float32, nOut*cfg.Vocab)
 	}
 	outIn, logits := r.outIn[:nOut*dim], r.logits[:nOut*cfg.Vocab]
-	for j, i := range r.wantRows {
-		kernels.RMSNorm(outIn[j*dim:(j+1)*dim], x[i*dim:(i+1)*dim], r.m.outNorm, cfg.Eps)
+	if nOut == n {
+		// Decode wants every token: the rows are x's, in order.
+		kernels.RMSNormRows(outIn, x, r.m.outNorm, cfg.Eps)
+	} else {
+		for j, i := range r.wantRows {
+			kernels.RMSNorm(outIn[j*dim:(j+1)*dim], x[i*dim:(i+1)*dim], r.m.outNorm, cfg.Eps)
+		}
 	}
 	r.pool.MatMul(logits, r.m.output, outIn, nOut)
 	return logits, nil
@@ -411,9 +416,7 @@ func (r *Runner) tokens(n int, fn func(lo, hi int)) {
 // normRange writes RMSNorm(x)·r.norm into xb for tokens [lo,hi).
 func (r *Runner) normRange(lo, hi int) {
 	dim := r.m.Cfg.Dim
-	for i := lo; i < hi; i++ {
-		kernels.RMSNorm(r.xb[i*dim:(i+1)*dim], r.x[i*dim:(i+1)*dim], r.norm, r.m.Cfg.Eps)
-	}
+	kernels.RMSNormRows(r.xb[lo*dim:hi*dim], r.x[lo*dim:hi*dim], r.norm, r.m.Cfg.Eps)
 }
 
 // prepareRange turns tokens [lo,hi)'s Q/K/V products into attention
