@@ -528,31 +528,8 @@ func (r *Runner) rope(vec []float32, heads, token int) {
 	half := cfg.RopeDim / 2
 	cos, sin := r.cos[token*half:(token+1)*half], r.sin[token*half:(token+1)*half]
 	for h := range heads {
-		hv := vec[h*cfg.HeadDim : (h+1)*cfg.HeadDim]
-		if cfg.RopeNeox {
-			for j := range half {
-				x0, x1 := hv[j], hv[j+half]
-				hv[j], hv[j+half] = ropePair(x0, x1, cos[j], sin[j])
-			}
-			continue
-		}
-		for j := range half {
-			x0, x1 := hv[2*j], hv[2*j+1]
-			hv[2*j], hv[2*j+1] = ropePair(x0, x1, cos[j], sin[j])
-		}
+		kernels.Rope(vec[h*cfg.HeadDim:(h+1)*cfg.HeadDim], cos, sin, cfg.RopeNeox)
 	}
-}
-
-// ropePair rotates (x0, x1) by the angle with cosine c and sine s as
-// ggml's compiled rope does: x0*c - x1*s and x0*s + x1*c, each with the
-// x0 product fused into the addition (GCC contracts them so; the other
-// contractions disagree with llama.cpp's outputs). The float64 FMA rounds
-// twice, which differs from one float32 rounding only at exact float64
-// halfway points.
-func ropePair(x0, x1, c, s float32) (float32, float32) {
-	y0 := float32(math.FMA(float64(x0), float64(c), float64(-(x1 * s))))
-	y1 := float32(math.FMA(float64(x0), float64(s), float64(x1*c)))
-	return y0, y1
 }
 
 // attentionRange computes causal attention for tasks [lo,hi) of the
