@@ -553,7 +553,16 @@ func (r *Runner) attentionRange(lo, hi int) {
 		q := r.queries(i)[h0*hd : (h0+span)*hd]
 		out := r.att[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
 		if c.kv == KVF16 {
-			r.attendF16(c, l, h0/group, n, q, out, scores, b.Len())
+			var nextKeys, nextVals []uint16
+			if task+1 < hi {
+				nextKeys, nextVals = r.taskF16(task+1, perToken)
+				if b.Caches[(task+1)/perToken].capPos != c.capPos {
+					// Its value rows are laid out otherwise than the
+					// kernel's prefetch assumes.
+					nextVals = nil
+				}
+			}
+			r.attendF16(c, l, h0/group, n, q, out, scores, b.Len(), nextKeys, nextVals)
 			continue
 		}
 		keys, vals := c.head(l, h0/group, n)
@@ -575,6 +584,19 @@ func (r *Runner) attentionRange(lo, hi int) {
 	r.scratch <- scores
 }
 
+// taskF16 returns the cached keys and transposed values that attention
+// task reads, when its cache is F16 (nil otherwise): the current task's
+// kernels prefetch their first tiles as they end.
+func (r *Runner) taskF16(task, perToken int) (keys, valsT []uint16) {
+	b := r.attnBatch
+	i, h0 := task/perToken, (task%perToken)*r.attnSpan
+	c := b.Caches[i]
+	if c.kv != KVF16 {
+		return nil, nil
+	}
+	return c.head16(r.attnLayer, h0/(r.m.Cfg.Heads/r.m.Cfg.KVHeads), (b.Pos[i]+4)&^3)
+}
+
 // attendF16 computes attention over an F16 cache for the query heads in
 // q (sharing key/value head kvh), the first n positions attended, into
 // out, as llama.cpp's CPU backend does (kernels/kvf16.go): the query and
@@ -583,7 +605,7 @@ func (r *Runner) attentionRange(lo, hi int) {
 // 32 (for one sequence, llama.cpp's n_kv; the cache's capacity is a
 // multiple of 32, so the cells exist). batch is the forward pass's token
 // count.
-func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, batch int) {
+func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, batch int, nextKeys, nextVals []uint16) {
 	hd := c.hd
 	scale := 1 / float32(math.Sqrt(float64(hd)))
 	nkv := kernels.PaddedKV(c.next - 1)
@@ -592,12 +614,20 @@ func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, b
 	n4 := (n + 3) &^ 3
 	keys, valsT := c.head16(l, kvh, n4)
 	q16, p := scratch[:hd], scratch[hd:hd+nkv]
-	for g := range len(q) / hd {
+	groups := len(q) / hd
+	for g := range groups {
+		// Each kernel prefetches the start of what the next call of its
+		// kind reads (same layout): this head's again, already cached, for
+		// the next query head of a group; the next task's after the last.
+		var nk, nv []uint16
+		if g == groups-1 {
+			nk, nv = nextKeys, nextVals
+		}
 		kernels.RoundF16(q16, q[g*hd:(g+1)*hd])
-		kernels.KeyScoresF16(p[:n4], q16, keys, hd, batch)
+		kernels.KeyScoresF16(p[:n4], q16, keys, hd, batch, nk)
 		kernels.SoftmaxGGML(p, n, nkv, scale)
 		kernels.RoundF16(p[:n], p[:n])
-		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, n, nkv, batch)
+		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, n, nkv, batch, nv)
 	}
 }
 
