@@ -101,3 +101,22 @@ func BenchmarkRMSNorm(b *testing.B) {
 		}
 	})
 }
+
+func TestAddMatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for n := range 70 {
+		x, d := randVec(rng, n), randVec(rng, n)
+		want := append([]float32(nil), d...)
+		addGo(want, x)
+		got := append(append([]float32(nil), d...), 5, 5)
+		Add(got, x)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d [%d]: %g, want %g", n, i, got[i], want[i])
+			}
+		}
+		if got[n] != 5 || got[n+1] != 5 {
+			t.Fatalf("n=%d: wrote past dst[:len(x)]: %v", n, got[n:])
+		}
+	}
+}

@@ -29,7 +29,9 @@ func Scale(x []float32, alpha float32) {
 }
 
 // Add adds x to dst[:len(x)] element-wise (residual connections).
-func Add(dst, x []float32) {
+func Add(dst, x []float32) { addF32(dst[:len(x)], x) }
+
+func addGo(dst, x []float32) {
 	dst = dst[:len(x)]
 	for i, v := range x {
 		dst[i] += v
