@@ -106,7 +106,7 @@ func TestAsmF16(t *testing.T) {
 		}
 		roundToF16Go(x, x)
 		out41 := make([]float32, 4)
-		f16Gemm4x1LoopAVX(w, stride, 4*stride, 1, x, n, out41)
+		f16Gemm4x1LoopAVX(w, stride, 4*stride, 1, x, n, out41, nil)
 		vec4 := make([]float32, 4)
 		f16DotVec4LoopAVX(w, stride, 4*stride, 1, x, n-3, vec4)
 		rows := make([]float32, 4)

@@ -45,8 +45,12 @@ func RoundF16(dst, src []float32) { roundToF16(dst[:len(src)], src) }
 // number of tokens in the forward pass: it picks ggml's order (hd rows of
 // the key view are n_kv long, a multiple of 4, so only batch and hd
 // decide).
-func KeyScoresF16(dst, q []float32, keys []uint16, hd, batch int) {
-	keyScoresF16(dst, q[:hd], keys[:len(dst)*hd], hd, f16Gemm(KVPad, hd, batch))
+//
+// next, if not nil, is the keys the caller scores next: the batched order's
+// kernel prefetches its first tiles as this call ends (a head's keys are
+// a few tiles; each call would otherwise start with cold loads).
+func KeyScoresF16(dst, q []float32, keys []uint16, hd, batch int, next []uint16) {
+	keyScoresF16(dst, q[:hd], keys[:len(dst)*hd], hd, f16Gemm(KVPad, hd, batch), next)
 }
 
 // SoftmaxGGML turns x[:n] into ggml's soft_max_ext(x, mask, scale) over
@@ -99,7 +103,9 @@ func scaleMaxGo(x []float32, scale, mx float32) float32 {
 // holds head dimension d of every cell, rows stride cells apart) with the
 // F16-rounded probabilities, over nkv cells in ggml's order, the cells
 // from n on being masked (probability +0). batch is the number of tokens
-// in the forward pass.
+// in the forward pass. next, if not nil, is the transposed values the
+// caller reads next, rows stride apart as here: the batched order's
+// kernel prefetches its first rows as this call ends.
 //
 // The masked cells are skipped where ggml's order lets that change no bit
 // (valueCells): their products are ±0 (for finite values, as everything
@@ -109,13 +115,13 @@ func scaleMaxGo(x []float32, scale, mx float32) float32 {
 // exact cancellation gives +0). In a prompt chunk each token attends to
 // its own prefix but n_kv covers the whole chunk, so this halves the
 // value work there.
-func ValuesF16(out, p []float32, vT []uint16, stride, n, nkv, batch int) {
+func ValuesF16(out, p []float32, vT []uint16, stride, n, nkv, batch int, next []uint16) {
 	if len(out) == 0 {
 		return
 	}
 	gemm := f16Gemm(len(out), nkv, batch)
 	cells := valueCells(n, nkv, gemm)
-	valuesF16(out, p[:cells], vT[:(len(out)-1)*stride+cells], stride, gemm)
+	valuesF16(out, p[:cells], vT[:(len(out)-1)*stride+cells], stride, gemm, next)
 }
 
 // valueCells is how many of nkv cells, the first n attended, the value

@@ -51,7 +51,7 @@ func ToF16Strided(dst []uint16, stride int, src []float32) {
 	}
 }
 
-func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool) {
+func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool, next []uint16) {
 	if !haveAsm {
 		keyScoresF16Go(dst, q, keys, hd, gemm)
 		return
@@ -60,7 +60,7 @@ func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool) {
 	// less than the call and the re-slicing cost.
 	j := len(dst) &^ 3
 	if j > 0 && gemm {
-		f16Gemm4x1LoopAVX(keys[:j*hd], hd, 4*hd, j/4, q[:hd], hd, dst[:j])
+		f16Gemm4x1LoopAVX(keys[:j*hd], hd, 4*hd, j/4, q[:hd], hd, dst[:j], next)
 	} else if j > 0 {
 		f16DotVec4LoopAVX(keys[:j*hd], hd, 4*hd, j/4, q[:hd], hd, dst[:j])
 	}
@@ -69,7 +69,7 @@ func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool) {
 	}
 }
 
-func valuesF16(out, p []float32, vT []uint16, stride int, gemm bool) {
+func valuesF16(out, p []float32, vT []uint16, stride int, gemm bool, next []uint16) {
 	if !haveAsm {
 		valuesF16Go(out, p, vT, stride, gemm)
 		return
@@ -78,7 +78,7 @@ func valuesF16(out, p []float32, vT []uint16, stride int, gemm bool) {
 	d := len(out) &^ 3
 	// Direct calls: through a func value Go adds an ABI wrapper per call.
 	if d > 0 && gemm {
-		f16Gemm4x1LoopAVX(vT[:(d-1)*stride+nkv], stride, 4*stride, d/4, p, nkv, out[:d])
+		f16Gemm4x1LoopAVX(vT[:(d-1)*stride+nkv], stride, 4*stride, d/4, p, nkv, out[:d], next)
 	} else if d > 0 {
 		f16DotVec4LoopAVX(vT[:(d-1)*stride+nkv], stride, 4*stride, d/4, p, nkv, out[:d])
 	}

@@ -4,11 +4,11 @@ package kernels
 
 import "math"
 
-func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool) {
+func keyScoresF16(dst, q []float32, keys []uint16, hd int, gemm bool, _ []uint16) {
 	keyScoresF16Go(dst, q, keys, hd, gemm)
 }
 
-func valuesF16(out, p []float32, vT []uint16, stride int, gemm bool) {
+func valuesF16(out, p []float32, vT []uint16, stride int, gemm bool, _ []uint16) {
 	valuesF16Go(out, p, vT, stride, gemm)
 }
 

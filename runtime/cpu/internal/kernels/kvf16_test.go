@@ -132,7 +132,7 @@ func TestKVF16KernelsMatchGo(t *testing.T) {
 				}
 				keys, q := f16(rows*hd, 1), rounded(hd)
 				got, want := make([]float32, rows), make([]float32, rows)
-				keyScoresF16(got, q, keys, hd, gemm)
+				keyScoresF16(got, q, keys, hd, gemm, keys)
 				keyScoresF16Go(want, q, keys, hd, gemm)
 				same("key scores", got, want)
 			}
@@ -145,7 +145,7 @@ func TestKVF16KernelsMatchGo(t *testing.T) {
 			p := rounded(nkv)
 			for _, gemm := range []bool{false, true} {
 				got, want := make([]float32, hd), make([]float32, hd)
-				valuesF16(got, p, vT[:(hd-1)*stride+nkv], stride, gemm)
+				valuesF16(got, p, vT[:(hd-1)*stride+nkv], stride, gemm, vT)
 				valuesF16Go(want, p, vT[:(hd-1)*stride+nkv], stride, gemm)
 				same("values", got, want)
 			}
@@ -247,7 +247,7 @@ func TestValuesF16SkipsMaskedCells(t *testing.T) {
 				}
 				for _, batch := range []int{1, 8} {
 					got, want := make([]float32, hd), make([]float32, hd)
-					ValuesF16(got, p, vT, stride, n, nkv, batch)
+					ValuesF16(got, p, vT, stride, n, nkv, batch, nil)
 					valuesF16Go(want, p, vT, stride, f16Gemm(hd, nkv, batch))
 					for d := range want {
 						if math.Float32bits(got[d]) != math.Float32bits(want[d]) {
@@ -346,10 +346,10 @@ func benchAttentionF16(b *testing.B, batch int) {
 	for b.Loop() {
 		for i := range keys {
 			RoundF16(q16, q)
-			KeyScoresF16(p[:n4], q16, keys[i][:n4*hd], hd, batch)
+			KeyScoresF16(p[:n4], q16, keys[i][:n4*hd], hd, batch, nil)
 			SoftmaxGGML(p, n, nkv, 0.144)
 			RoundF16(p[:n], p[:n])
-			ValuesF16(out, p, vals[i], capPos, n, nkv, batch)
+			ValuesF16(out, p, vals[i], capPos, n, nkv, batch, nil)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*seqs*heads*nkv*hd*2), "ns/cell-dim")

@@ -37,7 +37,13 @@ func TestF16TileLoopsMatchGo(t *testing.T) {
 		dot   func(w []uint16, x []float32) float32
 		lanes int // n must be a multiple
 	}{
-		{"gemm", f16Gemm4x1LoopAVX, dotF16GemmGo, 16},
+		{"gemm", func(w []uint16, ws, gs, groups int, x []float32, n int, out []float32) {
+			f16Gemm4x1LoopAVX(w, ws, gs, groups, x, n, out, nil)
+		}, dotF16GemmGo, 16},
+		// Prefetching another slice's tiles as the call ends changes nothing.
+		{"gemm+next", func(w []uint16, ws, gs, groups int, x []float32, n int, out []float32) {
+			f16Gemm4x1LoopAVX(w, ws, gs, groups, x, n, out, make([]uint16, 4*gs))
+		}, dotF16GemmGo, 16},
 		{"vec", f16DotVec4LoopAVX, dotF16VecGo, 1},
 	}
 	check := func(what string, w []uint16, ws, gs, groups int, x []float32, n int) {

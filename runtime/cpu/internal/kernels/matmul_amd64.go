@@ -121,7 +121,7 @@ func f16VecRows(w []uint16, ws int, x []float32, n int, out []float32)
 func f16DotVec4LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
 
 //go:noescape
-func f16Gemm4x1LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32)
+func f16Gemm4x1LoopAVX(w []uint16, ws, gs, groups int, x []float32, n int, out []float32, next []uint16)
 
 //go:noescape
 func f16Gemm4x3AVX(w []uint16, ws int, x []float32, xs int, n int, out []float32, os int)
@@ -403,7 +403,7 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 				f16Gemm4x3AVX(wr, cols, x[b*cols:(b+3)*cols], cols, cols, out[b*rows+r:(b+2)*rows+r+4], rows)
 			}
 			for ; b < batch; b++ {
-				f16Gemm4x1LoopAVX(wr, cols, 4*cols, 1, x[b*cols:(b+1)*cols], cols, out[b*rows+r:b*rows+r+4])
+				f16Gemm4x1LoopAVX(wr, cols, 4*cols, 1, x[b*cols:(b+1)*cols], cols, out[b*rows+r:b*rows+r+4], nil)
 			}
 		}
 		for ; r < r1; r++ { // rows%4 == 0 makes r1-r0 a multiple of 4; kept for safety

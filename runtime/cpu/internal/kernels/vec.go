@@ -1,7 +1,5 @@
 package kernels
 
-import "math"
-
 func axpyGo(alpha float32, x, y []float32) {
 	y = y[:len(x)]
 	for i, v := range x {
@@ -31,7 +29,9 @@ func Scale(x []float32, alpha float32) {
 }
 
 // Add adds x to dst[:len(x)] element-wise (residual connections).
-func Add(dst, x []float32) {
+func Add(dst, x []float32) { addF32(dst[:len(x)], x) }
+
+func addGo(dst, x []float32) {
 	dst = dst[:len(x)]
 	for i, v := range x {
 		dst[i] += v
@@ -58,13 +58,7 @@ func RMSNorm(dst, x, weight []float32, eps float32) {
 	for _, v := range x {
 		ss += float64(v * v)
 	}
-	mean := float32(ss / float64(n))
-	// The float64 square root of a float32, rounded to float32, is the
-	// correctly rounded float32 square root (sqrtf).
-	inv := 1 / float32(math.Sqrt(float64(mean+eps)))
-	for i, v := range x {
-		dst[i] = v * inv * weight[i]
-	}
+	scaleMul(dst, x, weight, rmsScale(ss, n, eps))
 }
 
 // Softmax replaces x with exp(x-max)/sum in place; an empty x is left alone.

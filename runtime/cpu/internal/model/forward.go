@@ -387,8 +387,13 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 		r.logits = make([]float32, nOut*cfg.Vocab)
 	}
 	outIn, logits := r.outIn[:nOut*dim], r.logits[:nOut*cfg.Vocab]
-	for j, i := range r.wantRows {
-		kernels.RMSNorm(outIn[j*dim:(j+1)*dim], x[i*dim:(i+1)*dim], r.m.outNorm, cfg.Eps)
+	if nOut == n {
+		// Decode wants every token: the rows are x's, in order.
+		kernels.RMSNormRows(outIn, x, r.m.outNorm, cfg.Eps)
+	} else {
+		for j, i := range r.wantRows {
+			kernels.RMSNorm(outIn[j*dim:(j+1)*dim], x[i*dim:(i+1)*dim], r.m.outNorm, cfg.Eps)
+		}
 	}
 	r.pool.MatMul(logits, r.m.output, outIn, nOut)
 	return logits, nil
@@ -411,9 +416,7 @@ func (r *Runner) tokens(n int, fn func(lo, hi int)) {
 // normRange writes RMSNorm(x)·r.norm into xb for tokens [lo,hi).
 func (r *Runner) normRange(lo, hi int) {
 	dim := r.m.Cfg.Dim
-	for i := lo; i < hi; i++ {
-		kernels.RMSNorm(r.xb[i*dim:(i+1)*dim], r.x[i*dim:(i+1)*dim], r.norm, r.m.Cfg.Eps)
-	}
+	kernels.RMSNormRows(r.xb[lo*dim:hi*dim], r.x[lo*dim:hi*dim], r.norm, r.m.Cfg.Eps)
 }
 
 // prepareRange turns tokens [lo,hi)'s Q/K/V products into attention
@@ -525,31 +528,8 @@ func (r *Runner) rope(vec []float32, heads, token int) {
 	half := cfg.RopeDim / 2
 	cos, sin := r.cos[token*half:(token+1)*half], r.sin[token*half:(token+1)*half]
 	for h := range heads {
-		hv := vec[h*cfg.HeadDim : (h+1)*cfg.HeadDim]
-		if cfg.RopeNeox {
-			for j := range half {
-				x0, x1 := hv[j], hv[j+half]
-				hv[j], hv[j+half] = ropePair(x0, x1, cos[j], sin[j])
-			}
-			continue
-		}
-		for j := range half {
-			x0, x1 := hv[2*j], hv[2*j+1]
-			hv[2*j], hv[2*j+1] = ropePair(x0, x1, cos[j], sin[j])
-		}
+		kernels.Rope(vec[h*cfg.HeadDim:(h+1)*cfg.HeadDim], cos, sin, cfg.RopeNeox)
 	}
-}
-
-// ropePair rotates (x0, x1) by the angle with cosine c and sine s as
-// ggml's compiled rope does: x0*c - x1*s and x0*s + x1*c, each with the
-// x0 product fused into the addition (GCC contracts them so; the other
-// contractions disagree with llama.cpp's outputs). The float64 FMA rounds
-// twice, which differs from one float32 rounding only at exact float64
-// halfway points.
-func ropePair(x0, x1, c, s float32) (float32, float32) {
-	y0 := float32(math.FMA(float64(x0), float64(c), float64(-(x1 * s))))
-	y1 := float32(math.FMA(float64(x0), float64(s), float64(x1*c)))
-	return y0, y1
 }
 
 // attentionRange computes causal attention for tasks [lo,hi) of the
@@ -573,7 +553,16 @@ func (r *Runner) attentionRange(lo, hi int) {
 		q := r.queries(i)[h0*hd : (h0+span)*hd]
 		out := r.att[i*qDim+h0*hd : i*qDim+(h0+span)*hd]
 		if c.kv == KVF16 {
-			r.attendF16(c, l, h0/group, n, q, out, scores, b.Len())
+			var nextKeys, nextVals []uint16
+			if task+1 < hi {
+				nextKeys, nextVals = r.taskF16(task+1, perToken)
+				if b.Caches[(task+1)/perToken].capPos != c.capPos {
+					// Its value rows are laid out otherwise than the
+					// kernel's prefetch assumes.
+					nextVals = nil
+				}
+			}
+			r.attendF16(c, l, h0/group, n, q, out, scores, b.Len(), nextKeys, nextVals)
 			continue
 		}
 		keys, vals := c.head(l, h0/group, n)
@@ -595,6 +584,19 @@ func (r *Runner) attentionRange(lo, hi int) {
 	r.scratch <- scores
 }
 
+// taskF16 returns the cached keys and transposed values that attention
+// task reads, when its cache is F16 (nil otherwise): the current task's
+// kernels prefetch their first tiles as they end.
+func (r *Runner) taskF16(task, perToken int) (keys, valsT []uint16) {
+	b := r.attnBatch
+	i, h0 := task/perToken, (task%perToken)*r.attnSpan
+	c := b.Caches[i]
+	if c.kv != KVF16 {
+		return nil, nil
+	}
+	return c.head16(r.attnLayer, h0/(r.m.Cfg.Heads/r.m.Cfg.KVHeads), (b.Pos[i]+4)&^3)
+}
+
 // attendF16 computes attention over an F16 cache for the query heads in
 // q (sharing key/value head kvh), the first n positions attended, into
 // out, as llama.cpp's CPU backend does (kernels/kvf16.go): the query and
@@ -603,7 +605,7 @@ func (r *Runner) attentionRange(lo, hi int) {
 // 32 (for one sequence, llama.cpp's n_kv; the cache's capacity is a
 // multiple of 32, so the cells exist). batch is the forward pass's token
 // count.
-func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, batch int) {
+func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, batch int, nextKeys, nextVals []uint16) {
 	hd := c.hd
 	scale := 1 / float32(math.Sqrt(float64(hd)))
 	nkv := kernels.PaddedKV(c.next - 1)
@@ -612,12 +614,20 @@ func (r *Runner) attendF16(c *Cache, l, kvh, n int, q, out, scratch []float32, b
 	n4 := (n + 3) &^ 3
 	keys, valsT := c.head16(l, kvh, n4)
 	q16, p := scratch[:hd], scratch[hd:hd+nkv]
-	for g := range len(q) / hd {
+	groups := len(q) / hd
+	for g := range groups {
+		// Each kernel prefetches the start of what the next call of its
+		// kind reads (same layout): this head's again, already cached, for
+		// the next query head of a group; the next task's after the last.
+		var nk, nv []uint16
+		if g == groups-1 {
+			nk, nv = nextKeys, nextVals
+		}
 		kernels.RoundF16(q16, q[g*hd:(g+1)*hd])
-		kernels.KeyScoresF16(p[:n4], q16, keys, hd, batch)
+		kernels.KeyScoresF16(p[:n4], q16, keys, hd, batch, nk)
 		kernels.SoftmaxGGML(p, n, nkv, scale)
 		kernels.RoundF16(p[:n], p[:n])
-		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, n, nkv, batch)
+		kernels.ValuesF16(out[g*hd:(g+1)*hd], p, valsT, c.capPos, n, nkv, batch, nv)
 	}
 }
 

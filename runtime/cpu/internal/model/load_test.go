@@ -204,9 +204,9 @@ func TestRopePairFusesLikeGGML(t *testing.T) {
 		{0x3ec07a8f, 0xbe8d0b34, 0x3f15413a, 0xbf4ffced, 0xbb97c223, 0xbeee9cb9},
 	} {
 		f := func(i int) float32 { return math.Float32frombits(tc[i]) }
-		y0, y1 := ropePair(f(0), f(1), f(2), f(3))
+		y0, y1 := kernels.RopePair(f(0), f(1), f(2), f(3))
 		if math.Float32bits(y0) != tc[4] || math.Float32bits(y1) != tc[5] {
-			t.Errorf("ropePair(%v, %v, %v, %v) = %v, %v; llama.cpp %v, %v", f(0), f(1), f(2), f(3), y0, y1, f(4), f(5))
+			t.Errorf("RopePair(%v, %v, %v, %v) = %v, %v; llama.cpp %v, %v", f(0), f(1), f(2), f(3), y0, y1, f(4), f(5))
 		}
 	}
 }
