@@ -129,8 +129,7 @@ hvlmain:
 	JMP  hvlmain
 
 hvlred:
-	VEC64FOLD
-	REDUCE16(Y0, Y1, X0, X1)
+	REDUCE64
 	VMOVSS X0, (DX)(R10*4)     // parked for the sequential leftovers
 
 	// Fast leftovers. The float64 sum of the parked float32 sum s and the

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // ggml_v_expf's constants (ggml-cpu.c, AVX-512 version), one float32 each.
 DATA kvexp<>+0(SB)/4, $0x4b400000  // r = 0x1.8p23
@@ -76,13 +77,7 @@ kvexploop:
 	EXP8
 	VMOVUPS Y0, 32(SI)
 	// _mm512_reduce_add_ps of the 16 lanes (Y7 lanes 0-7, Y0 lanes 8-15).
-	VADDPS Y0, Y7, Y7
-	VEXTRACTF128 $1, Y7, X0
-	VADDPS X0, X7, X7
-	VPERMILPS $0x4E, X7, X0
-	VADDPS X0, X7, X7
-	VMOVSHDUP X7, X0
-	VADDSS X0, X7, X7
+	REDUCE16(Y7, Y0, X7, X0)
 	VCVTSS2SD X7, X7, X7
 	VADDSD X7, X15, X15
 	ADDQ $64, SI
