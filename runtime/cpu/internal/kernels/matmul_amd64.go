@@ -32,7 +32,7 @@ func f32Tile512x6(w []float32, ws int, x []float32, xs int, n int, out []float32
 func f32Tile512x1(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
 
 //go:noescape
-func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
+func q8Tile4x8VNNI(w []byte, ws int, wc []int32, xp []int8, xd []float32, nb int, out []float32, os int)
 
 //go:noescape
 func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int, n int)
@@ -509,7 +509,7 @@ func useVNNI(batch int) bool { return haveVNNI && batch >= 2 }
 // group with the one to three rows left, so each weight block is read once
 // whatever the batch.
 func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
-	if q8Wide(j.batch) {
+	if q8Wide(j.w, j.batch) {
 		matmulQ8_0Wide(j, r0, r1)
 		return
 	}
@@ -536,8 +536,11 @@ func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
 const q8WideMinBatch = 5
 
 // q8Wide reports whether a Q8_0 product of this batch runs the 4x8 tiles
-// on activations packed by q8PackGo.
-func q8Wide(batch int) bool { return haveVNNI && batch >= q8WideMinBatch }
+// on activations packed by q8PackGo: w must have its corrections
+// (vnniCorr, made by NewWeight).
+func q8Wide(w *Weight, batch int) bool {
+	return haveVNNI && batch >= q8WideMinBatch && w.vnniCorr != nil
+}
 
 // matmulQ8_0Wide runs 4x8 VNNI tiles: each 4-row weight tile meets the
 // packed activations eight rows at a time; a last group padded with zero
@@ -546,20 +549,20 @@ func q8Wide(batch int) bool { return haveVNNI && batch >= q8WideMinBatch }
 func matmulQ8_0Wide(j *matmulJob, r0, r1 int) {
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
-	data, xp, xpc, xpd, out := j.w.Data, j.xp, j.xpc, j.xpd, j.out
-	gb := q8PackRows * nb // corrections and scales per group
+	data, corr, xp, xpd, out := j.w.Data, j.w.vnniCorr, j.xp, j.xpd, j.out
+	gs := q8PackScales * nb // scales per group
 	var tail [32]float32
 	r := r0
 	for ; r+4 <= r1; r += 4 {
-		wr := data[r*rb : (r+4)*rb]
+		wr, wc := data[r*rb:(r+4)*rb], corr[r*nb:(r+4)*nb]
 		for b := 0; b < batch; b += 8 {
 			g := b / 8
-			xg, cg, dg := xp[g*q8PackRows*cols:(g+1)*q8PackRows*cols], xpc[g*gb:(g+1)*gb], xpd[g*gb:(g+1)*gb]
+			xg, dg := xp[g*q8PackRows*cols:(g+1)*q8PackRows*cols], xpd[g*gs:(g+1)*gs]
 			if b+8 <= batch {
-				q8Tile4x8VNNI(wr, rb, xg, cg, dg, nb, out[b*rows+r:(b+7)*rows+r+4], rows)
+				q8Tile4x8VNNI(wr, rb, wc, xg, dg, nb, out[b*rows+r:(b+7)*rows+r+4], rows)
 				continue
 			}
-			q8Tile4x8VNNI(wr, rb, xg, cg, dg, nb, tail[:], 4)
+			q8Tile4x8VNNI(wr, rb, wc, xg, dg, nb, tail[:], 4)
 			for bb := b; bb < batch; bb++ {
 				copy(out[bb*rows+r:bb*rows+r+4], tail[(bb-b)*4:(bb-b)*4+4])
 			}

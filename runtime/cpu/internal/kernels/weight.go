@@ -16,6 +16,10 @@ type Weight struct {
 	Type       gguf.TensorType
 	Rows, Cols int
 	Data       []byte
+	// vnniCorr is, for Q8_0 where the VNNI tiles run, -128 times the sum
+	// of each row's codes per block (q8VNNICorr), which lets the eight-row
+	// tiles read the blocks unprepared; nil elsewhere.
+	vnniCorr []int32
 }
 
 // NewWeight checks that t is a type the kernels compute with, that cols is a
@@ -34,7 +38,11 @@ func NewWeight(t gguf.TensorType, rows, cols int, data []byte) (*Weight, error) 
 	if want := rb * rows; len(data) != want {
 		return nil, fmt.Errorf("weight %s %dx%d: have %d bytes, want %d", t, rows, cols, len(data), want)
 	}
-	return &Weight{Type: t, Rows: rows, Cols: cols, Data: data}, nil
+	w := &Weight{Type: t, Rows: rows, Cols: cols, Data: data}
+	if t == gguf.TypeQ8_0 && haveVNNI {
+		w.vnniCorr = q8VNNICorr(data, rows, cols/32, rb)
+	}
+	return w, nil
 }
 
 func supported(t gguf.TensorType) bool {
