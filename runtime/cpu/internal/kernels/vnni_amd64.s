@@ -4,8 +4,10 @@
 
 // Q8_0 x Q8 tiles with AVX512-VNNI (VPDPBUSD on 256-bit registers, which
 // also opens registers Y16..Y31). VPDPBUSD multiplies unsigned by signed
-// bytes, so weights are offset to w+128 (w XOR 0x80) and the excess,
-// 128 * (sum of the activation codes), is the accumulator's starting value.
+// bytes, so the 4x4 tiles offset the weights to w+128 (w XOR 0x80) and
+// start from the excess, -128 * (sum of the activation codes); the 4x8
+// tile offsets the activations instead and starts from -128 * (sum of the
+// weight codes), a table made with the weight.
 
 DATA bytes80<>+0(SB)/8, $0x8080808080808080
 DATA bytes80<>+8(SB)/8, $0x8080808080808080
@@ -143,24 +145,22 @@ vtdone:
 	VZEROUPPER
 	RET
 
-// W8ROW(P, C, A): weight row P's block (fp16 scale, then 32 codes) against
-// the eight activation rows in Z0..Z3, into A: lane 2b+c is activation
-// row b's chunk c (codes 8q+4c..8q+4c+3 of every qword q), each qword of
-// the row's codes broadcast straight from the matrix as VPDPBUSD's signed
-// operand, the activations offset to unsigned (a+128) by q8PackGo. A starts
-// from the row's correction C (-128 * the sum of its block's codes, from
-// the weight's table) in its even lanes and zero in its odd ones, so the
-// two lanes of a row add to the exact integer sum.
-#define W8ROW(P, C, A) \
-	VPBROADCASTD.Z C, K1, A; \
-	VPBROADCASTQ 2(P), Z24; \
-	VPDPBUSD Z24, Z0, A; \
-	VPBROADCASTQ 10(P), Z25; \
-	VPDPBUSD Z25, Z1, A; \
-	VPBROADCASTQ 18(P), Z26; \
-	VPDPBUSD Z26, Z2, A; \
-	VPBROADCASTQ 26(P), Z27; \
-	VPDPBUSD Z27, Z3, A
+// W8QWORD(OFF, ZX): qword OFF/8 of the four weight rows' codes, each
+// broadcast straight from the matrix as VPDPBUSD's signed operand, against
+// the same qword of the eight activation rows in ZX (offset to unsigned,
+// a+128, by q8PackGo), added into Z11..Z14 (rows 0..3): lane 2b+c is
+// activation row b's four-code chunk c of the qword. Going through the
+// qwords across the four rows rather than row by row measured 5-7% faster
+// (four independent chains in flight at once).
+#define W8QWORD(OFF, ZX) \
+	VPBROADCASTQ OFF(SI), Z24; \
+	VPDPBUSD Z24, ZX, Z11; \
+	VPBROADCASTQ OFF(R11), Z25; \
+	VPDPBUSD Z25, ZX, Z12; \
+	VPBROADCASTQ OFF(R9), Z26; \
+	VPDPBUSD Z26, ZX, Z13; \
+	VPBROADCASTQ OFF(R12), Z27; \
+	VPDPBUSD Z27, ZX, Z14
 
 // W8PAIR(A0, A1, T0, T1): the chunk lanes of two rows' sums added (in
 // integers, exact), A0 then holding lane 2b+h = (weight row h, activation
@@ -233,10 +233,17 @@ v8block:
 	ORQ  BX, AX
 	MOVQ AX, X15
 	VCVTPH2PS X15, X15
-	W8ROW(SI, (R10), Z11)
-	W8ROW(R11, (R10)(R8*1), Z12)
-	W8ROW(R9, (R14), Z13)
-	W8ROW(R12, (R14)(R8*1), Z14)
+	// Each row's sums start from its correction (-128 * the sum of its
+	// block's codes, from the weight's table) in the even lanes and zero
+	// in the odd ones, so a row's two lanes add to the exact integer sum.
+	VPBROADCASTD.Z (R10), K1, Z11
+	VPBROADCASTD.Z (R10)(R8*1), K1, Z12
+	VPBROADCASTD.Z (R14), K1, Z13
+	VPBROADCASTD.Z (R14)(R8*1), K1, Z14
+	W8QWORD(2, Z0)
+	W8QWORD(10, Z1)
+	W8QWORD(18, Z2)
+	W8QWORD(26, Z3)
 	W8PAIR(Z11, Z12, Z20, Z21)
 	W8PAIR(Z13, Z14, Z22, Z23)
 	VCVTDQ2PS Z11, Z11
