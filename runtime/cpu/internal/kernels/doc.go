@@ -21,9 +21,9 @@
 // 512-bit lane one activation row and one four-code chunk of a weight row,
 // activations offset to unsigned and packed by q8PackGo, weight codes
 // broadcast straight from the mapped blocks, their sums' excess from a
-// table NewWeight makes, two lanes added per block) from 5 on, both adding
-// each block in the same order so that, from two rows on, a
-// row's result does not depend on the batch around it; 4x6 AVX-512 tiles
+// table each weight makes once, two lanes added per block) from 5 on, both
+// adding each block in the same order so that, from two rows on, a row's
+// result does not depend on the batch around it; 4x6 AVX-512 tiles
 // for F32/F16 and AVX512_BF16 (VDPBF16PS) tiles for BF16 where the CPU has
 // those (written by internal/tilegen; F16 and BF16 equal the AVX2 tiles bit
 // for bit, F32 adds in the 16-lane order of ggml's AVX-512 build); and 1x4

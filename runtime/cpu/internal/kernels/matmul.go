@@ -35,6 +35,9 @@ type matmulJob struct {
 	// groups, and the per-block scales, eight rows per group.
 	xp  []int8
 	xpd []float32
+	// wc is the weight's VNNI corrections (Weight.vnniCorrTable) when the
+	// eight-row tiles run.
+	wc []int32
 	// xr is the activations rounded to half precision (F16 or BF16
 	// weights), widened back to float32 for the kernels; xh is the same
 	// values as bfloat16 bits (BF16 weights), which the assembly reads.
@@ -91,7 +94,7 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 	switch w.Type {
 	case gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ5_1:
 		vnni := w.Type == gguf.TypeQ8_0 && useVNNI(batch)
-		wide := vnni && q8Wide(w, batch)
+		wide := vnni && q8Wide(batch)
 		j.xq = grow(j.xq, n)
 		j.xd = grow(j.xd, n/32)
 		j.xd8 = grow(j.xd8, n/4)
@@ -101,6 +104,7 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 			j.xp = grow(j.xp, groups*q8PackRows*w.Cols)
 			j.xpd = grow(j.xpd, groups*q8PackScales*w.Cols/32)
 			q8PackGo(j.xq[:n], j.xd[:n/32], batch, w.Cols, j.xp, j.xpd)
+			j.wc = w.vnniCorrTable()
 		} else if vnni {
 			j.xc = grow(j.xc, n/4)
 			q8CorrGo(j.xq[:n], j.xc)
@@ -129,7 +133,7 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 		j.x = j.xr
 	}
 	p.run((w.Rows+rowTile-1)/rowTile, p.matmulFn)
-	j.out, j.w, j.x = nil, nil, nil
+	j.out, j.w, j.x, j.wc = nil, nil, nil, nil
 }
 
 // q8CorrGo sets corr[i] = -128 * (q[4i]+q[4i+1]+q[4i+2]+q[4i+3]): the

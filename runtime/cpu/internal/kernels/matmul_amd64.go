@@ -509,7 +509,7 @@ func useVNNI(batch int) bool { return haveVNNI && batch >= 2 }
 // group with the one to three rows left, so each weight block is read once
 // whatever the batch.
 func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
-	if q8Wide(j.w, j.batch) {
+	if q8Wide(j.batch) {
 		matmulQ8_0Wide(j, r0, r1)
 		return
 	}
@@ -536,11 +536,8 @@ func matmulQ8_0VNNI(j *matmulJob, r0, r1 int) {
 const q8WideMinBatch = 5
 
 // q8Wide reports whether a Q8_0 product of this batch runs the 4x8 tiles
-// on activations packed by q8PackGo: w must have its corrections
-// (vnniCorr, made by NewWeight).
-func q8Wide(w *Weight, batch int) bool {
-	return haveVNNI && batch >= q8WideMinBatch && w.vnniCorr != nil
-}
+// on activations packed by q8PackGo.
+func q8Wide(batch int) bool { return haveVNNI && batch >= q8WideMinBatch }
 
 // matmulQ8_0Wide runs 4x8 VNNI tiles: each 4-row weight tile meets the
 // packed activations eight rows at a time; a last group padded with zero
@@ -549,7 +546,7 @@ func q8Wide(w *Weight, batch int) bool {
 func matmulQ8_0Wide(j *matmulJob, r0, r1 int) {
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
-	data, corr, xp, xpd, out := j.w.Data, j.w.vnniCorr, j.xp, j.xpd, j.out
+	data, corr, xp, xpd, out := j.w.Data, j.wc, j.xp, j.xpd, j.out
 	gs := q8PackScales * nb // scales per group
 	var tail [32]float32
 	r := r0

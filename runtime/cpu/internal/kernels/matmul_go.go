@@ -14,11 +14,8 @@ func matmulQ4_0(j *matmulJob, r0, r1 int)                { matmulQ4_0Go(j, r0, r
 // useVNNI: there are no VNNI tiles without assembly.
 func useVNNI(int) bool { return false }
 
-// haveVNNI: nor AVX512-VNNI.
-const haveVNNI = false
-
 // q8Wide: nor the eight-row VNNI tiles.
-func q8Wide(*Weight, int) bool { return false }
+func q8Wide(int) bool { return false }
 
 // Dot returns the dot product of a and b[:len(a)].
 func Dot(a, b []float32) float32 { return dotF32Go(a, b) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
@@ -205,6 +206,40 @@ func TestMatMulQ8_0BatchInvariant(t *testing.T) {
 		}
 		if a := testing.AllocsPerRun(5, func() { p.MatMul(out, w, x, batch) }); a != 0 {
 			t.Fatalf("batch %d: %v allocations per MatMul", batch, a)
+		}
+	}
+}
+
+// TestMatMulQ8_0SharedWeight runs the first eight-row products of one
+// Q8_0 weight from two pools at once (engines may share a weight): the
+// weight's correction table is made once, without a race (-race), and
+// both results equal a later product's.
+func TestMatMulQ8_0SharedWeight(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	const rows, cols, batch = 12, 96, 8
+	w := mustWeight(t, gguf.TypeQ8_0, rows, cols, randVec(rng, rows*cols))
+	x := randVec(rng, batch*cols)
+	outs := [2][]float32{make([]float32, batch*rows), make([]float32, batch*rows)}
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := NewPool(1)
+			defer p.Close()
+			p.MatMul(outs[i], w, x, batch)
+		}()
+	}
+	wg.Wait()
+	p := NewPool(1)
+	defer p.Close()
+	want := make([]float32, batch*rows)
+	p.MatMul(want, w, x, batch)
+	for i := range outs {
+		for j, got := range outs[i] {
+			if got != want[j] {
+				t.Fatalf("pool %d: out[%d][%d] = %g, want %g", i, j/rows, j%rows, got, want[j])
+			}
 		}
 	}
 }

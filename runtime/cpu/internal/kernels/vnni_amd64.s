@@ -7,7 +7,7 @@
 // bytes, so the 4x4 tiles offset the weights to w+128 (w XOR 0x80) and
 // start from the excess, -128 * (sum of the activation codes); the 4x8
 // tile offsets the activations instead and starts from -128 * (sum of the
-// weight codes), a table made with the weight.
+// weight codes), a table made once per weight (Weight.vnniCorrTable).
 
 DATA bytes80<>+0(SB)/8, $0x8080808080808080
 DATA bytes80<>+8(SB)/8, $0x8080808080808080
@@ -181,7 +181,7 @@ vtdone:
 // multiply-adds per broadcast load), four per row. The weight blocks need
 // no preparation: the activations are the unsigned operand (offset once
 // per product by q8PackGo), and the excess, 128 * the sum of the weight
-// codes, is per weight row and block (a table made with the weight). The
+// codes, is per weight row and block (a table made once per weight). The
 // two chunk lanes of each (activation row, weight row) are added in
 // integers, then each block adds float(sum) * dx * dw, the order of the
 // other Q8_0 tiles.

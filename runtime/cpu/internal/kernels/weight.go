@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
@@ -16,9 +17,13 @@ type Weight struct {
 	Type       gguf.TensorType
 	Rows, Cols int
 	Data       []byte
-	// vnniCorr is, for Q8_0 where the VNNI tiles run, -128 times the sum
-	// of each row's codes per block (q8VNNICorr), which lets the eight-row
-	// tiles read the blocks unprepared; nil elsewhere.
+	// vnniCorr is, for Q8_0, -128 times the sum of each row's codes per
+	// block (q8VNNICorr), which lets the eight-row VNNI tiles read the
+	// blocks unprepared: made once, by the first product that runs those
+	// tiles (vnniCorrTable), so that a weight read only at small batches
+	// or by rows (embeddings), or replaced by a fused copy, costs no memory
+	// for it.
+	vnniOnce sync.Once
 	vnniCorr []int32
 }
 
@@ -38,11 +43,7 @@ func NewWeight(t gguf.TensorType, rows, cols int, data []byte) (*Weight, error) 
 	if want := rb * rows; len(data) != want {
 		return nil, fmt.Errorf("weight %s %dx%d: have %d bytes, want %d", t, rows, cols, len(data), want)
 	}
-	w := &Weight{Type: t, Rows: rows, Cols: cols, Data: data}
-	if t == gguf.TypeQ8_0 && haveVNNI {
-		w.vnniCorr = q8VNNICorr(data, rows, cols/32, rb)
-	}
-	return w, nil
+	return &Weight{Type: t, Rows: rows, Cols: cols, Data: data}, nil
 }
 
 func supported(t gguf.TensorType) bool {
@@ -158,4 +159,13 @@ func bytesU16(b []byte) []uint16 {
 		return nil
 	}
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+}
+
+// vnniCorrTable returns w's VNNI corrections (Q8_0 only), making them on
+// the first call; safe for concurrent use (engines may share a weight).
+func (w *Weight) vnniCorrTable() []int32 {
+	w.vnniOnce.Do(func() {
+		w.vnniCorr = q8VNNICorr(w.Data, w.Rows, w.Cols/32, w.rowBytes())
+	})
+	return w.vnniCorr
 }
