@@ -21,7 +21,7 @@
 // 512-bit lane one activation row and one four-code chunk of a weight row,
 // activations offset to unsigned and packed by q8PackGo, weight codes
 // broadcast straight from the mapped blocks, their sums' excess from a
-// table each weight makes once, two lanes added per block) from 5 on, both
+// table of int16 code sums each weight makes once, two lanes added per block) from 5 on, both
 // adding each block in the same order so that, from two rows on, a row's
 // result does not depend on the batch around it; 4x6 AVX-512 tiles
 // for F32/F16 and AVX512_BF16 (VDPBF16PS) tiles for BF16 where the CPU has

@@ -32,7 +32,7 @@ func f32Tile512x6(w []float32, ws int, x []float32, xs int, n int, out []float32
 func f32Tile512x1(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
 
 //go:noescape
-func q8Tile4x8VNNI(w []byte, ws int, wc []int32, xp []int8, xd []float32, nb int, out []float32, os int)
+func q8Tile4x8VNNI(w []byte, ws int, wc []int16, xp []int8, xd []float32, nb int, out []float32, os int)
 
 //go:noescape
 func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int, n int)
@@ -551,7 +551,7 @@ func matmulQ8_0Wide(j *matmulJob, r0, r1 int) {
 	var tail [32]float32
 	r := r0
 	for ; r+4 <= r1; r += 4 {
-		wr, wc := data[r*rb:(r+4)*rb], corr[r*nb:(r+4)*nb]
+		wr, wc := data[r*rb:(r+4)*rb], corr[r*nb:(r+4)*nb] // tile r/4: nb*4 sums
 		for b := 0; b < batch; b += 8 {
 			g := b / 8
 			xg, dg := xp[g*q8PackRows*cols:(g+1)*q8PackRows*cols], xpd[g*gs:(g+1)*gs]

@@ -295,8 +295,9 @@ func TestQ8Pack(t *testing.T) {
 	}
 }
 
-// TestQ8VNNICorr checks the weight's per-block corrections against a
-// plain sum, on random rows and on rows of all -128 and all 127 codes.
+// TestQ8VNNICorr checks the weight's per-block code sums against a plain
+// sum, in their four-row tile order, on random rows and on rows of all
+// -128 and all 127 codes; the fifth row, in no tile, has none.
 func TestQ8VNNICorr(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	const rows, nb = 5, 3
@@ -312,14 +313,17 @@ func TestQ8VNNICorr(t *testing.T) {
 		}
 	}
 	corr := q8VNNICorr(data, rows, nb, rb)
-	for r := range rows {
+	if len(corr) != 4*nb {
+		t.Fatalf("%d sums, want %d (one tile of four rows)", len(corr), 4*nb)
+	}
+	for r := range 4 {
 		for k := range nb {
 			var sum int32
 			for c := range 32 {
 				sum += int32(int8(data[r*rb+k*blockQ8_0+2+c]))
 			}
-			if got := corr[r*nb+k]; got != -128*sum {
-				t.Fatalf("row %d block %d: %d, want %d", r, k, got, -128*sum)
+			if got := int32(corr[k*4+r]); got != sum {
+				t.Fatalf("row %d block %d: %d, want %d", r, k, got, sum)
 			}
 		}
 	}

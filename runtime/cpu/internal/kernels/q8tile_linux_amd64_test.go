@@ -12,7 +12,7 @@ import (
 
 // TestAsmQ8Tile4x8VNNI holds the 4x8 tile, called directly, to the tiles'
 // float order (q8VNNIRef) bit for bit: 1..9 blocks, weights and their
-// corrections ending at a guard page (it must not read past its last row)
+// code sums ending at a guard page (it must not read past its last row)
 // and an output with gaps after each row's four values that
 // must stay untouched.
 func TestAsmQ8Tile4x8VNNI(t *testing.T) {
@@ -31,8 +31,14 @@ func TestAsmQ8Tile4x8VNNI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The extremes of the code sums (every code -128, every code 127)
+		// in rows 1 and 2's last block.
+		for c := range 32 {
+			data[1*rb+(nb-1)*blockQ8_0+2+c] = 0x80
+			data[2*rb+(nb-1)*blockQ8_0+2+c] = 0x7f
+		}
 		w := guarded(t, data)
-		wc := guardedInt32(t, q8VNNICorr(data, rows, nb, rb))
+		wc := guardedInt16(t, q8VNNICorr(data, rows, nb, rb))
 		for _, batch := range []int{5, 8} {
 			x := randVec(rng, batch*cols)
 			xq, xd, xd8 := make([]int8, batch*cols), make([]float32, batch*nb), make([]float32, batch*nb*8)
@@ -67,9 +73,9 @@ func TestAsmQ8Tile4x8VNNI(t *testing.T) {
 	}
 }
 
-// guardedInt32 is guarded for a table of int32 (the tile's corrections).
-func guardedInt32(t *testing.T, v []int32) []int32 {
+// guardedInt16 is guarded for a table of int16 (the tile's code sums).
+func guardedInt16(t *testing.T, v []int16) []int16 {
 	t.Helper()
-	b := guarded(t, unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)))
-	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(v))
+	b := guarded(t, unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 2*len(v)))
+	return unsafe.Slice((*int16)(unsafe.Pointer(&b[0])), len(v))
 }
