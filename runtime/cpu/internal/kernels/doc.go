@@ -18,10 +18,12 @@
 // rows: 4x3 (rows x batch) for float weights, 1x8 row tiles for float batches
 // of 8-15, 2x4 for Q8_0/Q4_0/Q5_0, and for Q8_0 where the CPU has
 // AVX512-VNNI, 4x1..4x4 tiles for batches of 2-4 and 4x8 tiles (each
-// 512-bit lane one activation row and one of two weight rows, activations
-// packed twice by q8PackGo, weight blocks offset and interleaved on the
-// stack two blocks ahead, no horizontal sums) from 5 on, both adding each block in the same order so that, from two rows on, a
-// row's result does not depend on the batch around it; 4x6 AVX-512 tiles
+// 512-bit lane one activation row and one four-code chunk of a weight row,
+// activations offset to unsigned and packed by q8PackGo, weight codes
+// broadcast straight from the mapped blocks, their sums' excess from a
+// table of int16 code sums each weight makes once, two lanes added per block) from 5 on, both
+// adding each block in the same order so that, from two rows on, a row's
+// result does not depend on the batch around it; 4x6 AVX-512 tiles
 // for F32/F16 and AVX512_BF16 (VDPBF16PS) tiles for BF16 where the CPU has
 // those (written by internal/tilegen; F16 and BF16 equal the AVX2 tiles bit
 // for bit, F32 adds in the 16-lane order of ggml's AVX-512 build); and 1x4

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 
@@ -29,12 +30,14 @@ type matmulJob struct {
 	// xc is -128 times the sum of every four codes of xq (Q8_0 weights on
 	// the VNNI tiles, which offset the weights rather than the activations).
 	xc []int32
-	// xp, xpc and xpd are the activations packed for the eight-row VNNI
-	// tiles (q8PackGo): codes interleaved by 32-bit groups, the per-block
-	// corrections and the per-block scales, eight rows per group.
+	// xp and xpd are the activations packed for the eight-row VNNI tiles
+	// (q8PackGo): codes offset to unsigned and interleaved by 64-bit
+	// groups, and the per-block scales, eight rows per group.
 	xp  []int8
-	xpc []int32
 	xpd []float32
+	// wc is the weight's block code sums (Weight.vnniCorrTable) when the
+	// eight-row tiles run.
+	wc []int16
 	// xr is the activations rounded to half precision (F16 or BF16
 	// weights), widened back to float32 for the kernels; xh is the same
 	// values as bfloat16 bits (BF16 weights), which the assembly reads.
@@ -99,9 +102,9 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 		if wide {
 			groups := (batch + 7) / 8
 			j.xp = grow(j.xp, groups*q8PackRows*w.Cols)
-			j.xpc = grow(j.xpc, groups*q8PackRows*w.Cols/32)
-			j.xpd = grow(j.xpd, groups*q8PackRows*w.Cols/32)
-			q8PackGo(j.xq[:n], j.xd[:n/32], batch, w.Cols, j.xp, j.xpc, j.xpd)
+			j.xpd = grow(j.xpd, groups*q8PackScales*w.Cols/32)
+			q8PackGo(j.xq[:n], j.xd[:n/32], batch, w.Cols, j.xp, j.xpd)
+			j.wc = w.vnniCorrTable()
 		} else if vnni {
 			j.xc = grow(j.xc, n/4)
 			q8CorrGo(j.xq[:n], j.xc)
@@ -130,7 +133,7 @@ func (p *Pool) MatMul(out []float32, w *Weight, x []float32, batch int) {
 		j.x = j.xr
 	}
 	p.run((w.Rows+rowTile-1)/rowTile, p.matmulFn)
-	j.out, j.w, j.x = nil, nil, nil
+	j.out, j.w, j.x, j.wc = nil, nil, nil, nil
 }
 
 // q8CorrGo sets corr[i] = -128 * (q[4i]+q[4i+1]+q[4i+2]+q[4i+3]): the
@@ -145,46 +148,67 @@ func q8CorrGo(q []int8, corr []int32) {
 
 // q8PackGo lays out batch rows of Q8 activations (codes xq, per-block
 // scales xd, rows of cols codes) for the eight-row VNNI tiles, in groups of
-// eight rows, the last padded with zero rows, each row twice (the tile's
-// lanes pair every activation row with each of two weight rows): for group
-// g, block k and copy h < 2, xp[(g*nb+k)*512 + 64*d + 8*b + 4*h + i] is
-// code 4*d+i of row 8g+b's block k (each 32-bit lane one row, as VPDPBUSD
-// adds them), xpc[(g*nb+k)*16 + 2*b + h] is -128 times the sum of that
-// block's codes (the excess of offsetting the weights to unsigned) and
-// xpd[(g*nb+k)*16 + 2*b + h] its scale.
-func q8PackGo(xq []int8, xd []float32, batch, cols int, xp []int8, xpc []int32, xpd []float32) {
+// eight rows, the last padded with rows of code 0 and scale 0: for group g,
+// block k and qword q < 4, xp[(g*nb+k)*256 + 64*q + 8*b + j] is code 8q+j of
+// row 8g+b's block k offset to unsigned (XOR 0x80 = code+128: VPDPBUSD's
+// unsigned operand, the tile's lanes pairing each row with one four-code
+// chunk of the weights), and xpd[(g*nb+k)*16 + 2*b + c], c < 2, that
+// block's scale, once per chunk lane.
+func q8PackGo(xq []int8, xd []float32, batch, cols int, xp []int8, xpd []float32) {
+	const bytes80 = 0x8080808080808080
 	nb := cols / 32
 	groups := (batch + 7) / 8
-	xp, xpc, xpd = xp[:groups*q8PackRows*cols], xpc[:groups*q8PackRows*nb], xpd[:groups*q8PackRows*nb]
+	xp, xpd = xp[:groups*q8PackRows*cols], xpd[:groups*q8PackScales*nb]
 	src, dst64 := int8Quads(xq[:batch*cols]), int8Quads(xp)
 	for g := range groups {
 		for k := range nb {
-			blk := (g*nb + k) * q8PackRows
-			// The block's 512 bytes as 64 pairs of lanes: dst[8*d+b] is
-			// dword d of row b twice.
-			dst := (*[64]uint64)(dst64[blk*4 : blk*4+64])
+			blk := g*nb + k
+			// The block's 256 bytes as 32 qwords: dst[8*q+b] is qword q
+			// of row b.
+			dst := (*[32]uint64)(dst64[blk*32 : blk*32+32])
+			d := xpd[blk*q8PackScales : (blk+1)*q8PackScales]
 			for b := range 8 {
 				row := 8*g + b
 				if row >= batch {
-					for d := range 8 {
-						dst[8*d+b] = 0
+					for q := range 4 {
+						dst[8*q+b] = bytes80
 					}
-					xpc[blk+2*b], xpc[blk+2*b+1] = 0, 0
-					xpd[blk+2*b], xpd[blk+2*b+1] = 0, 0
+					d[2*b], d[2*b+1] = 0, 0
 					continue
 				}
 				quads := (*[4]uint64)(src[(row*cols+32*k)/8:])
 				for q, v := range quads {
-					lo, hi := v&0xffffffff, v>>32
-					dst[8*(2*q)+b] = lo | lo<<32
-					dst[8*(2*q+1)+b] = hi | hi<<32
+					dst[8*q+b] = v ^ bytes80
 				}
-				sum := -128 * codeSum32(quads)
-				xpc[blk+2*b], xpc[blk+2*b+1] = sum, sum
-				xpd[blk+2*b], xpd[blk+2*b+1] = xd[row*nb+k], xd[row*nb+k]
+				d[2*b], d[2*b+1] = xd[row*nb+k], xd[row*nb+k]
 			}
 		}
 	}
+}
+
+// q8VNNICorr returns, for a Q8_0 matrix of rows rows of nb blocks (rb bytes
+// each row), the sum of each row's codes per block, for the four-row tiles
+// the rows make (rows 4t..4t+3; a last one to three rows take q8Rows and
+// have none): corr[(t*nb+k)*4+h] is row 4t+h's in block k, so a tile reads
+// its four sums of a block with one load. 128 times the sum is the excess
+// that the VNNI tiles' unsigned activations (code+128) add to each block's
+// integer sum; the table is made once with the weight so that the tiles
+// read the matrix as it is mapped. int16 holds every sum (|sum| <= 32*128)
+// at half the memory of the int32 excess (5.9% of the Q8_0 bytes).
+func q8VNNICorr(data []byte, rows, nb, rb int) []int16 {
+	corr := make([]int16, rows/4*4*nb)
+	for r := range rows / 4 * 4 {
+		t, h := r/4, r%4
+		row := data[r*rb : (r+1)*rb]
+		for k := range nb {
+			var quads [4]uint64 // the codes are not 8-byte aligned in the block
+			for q := range quads {
+				quads[q] = binary.LittleEndian.Uint64(row[k*blockQ8_0+2+8*q:])
+			}
+			corr[(t*nb+k)*4+h] = int16(codeSum32(&quads))
+		}
+	}
+	return corr
 }
 
 // codeSum32 returns the sum of the 32 signed codes in q, eight bytes at a
@@ -201,9 +225,13 @@ func codeSum32(q *[4]uint64) int32 {
 	return int32(acc*0x0001000100010001>>48) - 32*128
 }
 
-// q8PackRows is the number of activation rows q8PackGo lays out per group
-// of eight, each row twice.
-const q8PackRows = 16
+// q8PackRows is the number of activation rows q8PackGo lays out per
+// group, and q8PackScales the scales it writes per group and block (each
+// row's twice).
+const (
+	q8PackRows   = 8
+	q8PackScales = 2 * q8PackRows
+)
 
 // int8Quads views codes (a multiple of eight, as every block is) as the
 // 64-bit groups q8PackGo moves, without copying.

@@ -32,7 +32,7 @@ func f32Tile512x6(w []float32, ws int, x []float32, xs int, n int, out []float32
 func f32Tile512x1(w []float32, ws int, x []float32, xs int, n int, out []float32, os int)
 
 //go:noescape
-func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
+func q8Tile4x8VNNI(w []byte, ws int, wc []int16, xp []int8, xd []float32, nb int, out []float32, os int)
 
 //go:noescape
 func q8Tile4x4VNNI(w []byte, ws int, xq []int8, xs int, xc []int32, xd8 []float32, nb int, out []float32, os int, n int)
@@ -546,20 +546,20 @@ func q8Wide(batch int) bool { return haveVNNI && batch >= q8WideMinBatch }
 func matmulQ8_0Wide(j *matmulJob, r0, r1 int) {
 	cols, rows, batch, rb := j.w.Cols, j.w.Rows, j.batch, j.rowBytes
 	nb := cols / 32
-	data, xp, xpc, xpd, out := j.w.Data, j.xp, j.xpc, j.xpd, j.out
-	gb := q8PackRows * nb // corrections and scales per group
+	data, corr, xp, xpd, out := j.w.Data, j.wc, j.xp, j.xpd, j.out
+	gs := q8PackScales * nb // scales per group
 	var tail [32]float32
 	r := r0
 	for ; r+4 <= r1; r += 4 {
-		wr := data[r*rb : (r+4)*rb]
+		wr, wc := data[r*rb:(r+4)*rb], corr[r*nb:(r+4)*nb] // tile r/4: nb*4 sums
 		for b := 0; b < batch; b += 8 {
 			g := b / 8
-			xg, cg, dg := xp[g*q8PackRows*cols:(g+1)*q8PackRows*cols], xpc[g*gb:(g+1)*gb], xpd[g*gb:(g+1)*gb]
+			xg, dg := xp[g*q8PackRows*cols:(g+1)*q8PackRows*cols], xpd[g*gs:(g+1)*gs]
 			if b+8 <= batch {
-				q8Tile4x8VNNI(wr, rb, xg, cg, dg, nb, out[b*rows+r:(b+7)*rows+r+4], rows)
+				q8Tile4x8VNNI(wr, rb, wc, xg, dg, nb, out[b*rows+r:(b+7)*rows+r+4], rows)
 				continue
 			}
-			q8Tile4x8VNNI(wr, rb, xg, cg, dg, nb, tail[:], 4)
+			q8Tile4x8VNNI(wr, rb, wc, xg, dg, nb, tail[:], 4)
 			for bb := b; bb < batch; bb++ {
 				copy(out[bb*rows+r:bb*rows+r+4], tail[(bb-b)*4:(bb-b)*4+4])
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
@@ -209,8 +210,42 @@ func TestMatMulQ8_0BatchInvariant(t *testing.T) {
 	}
 }
 
+// TestMatMulQ8_0SharedWeight runs the first eight-row products of one
+// Q8_0 weight from two pools at once (engines may share a weight): the
+// weight's correction table is made once, without a race (-race), and
+// both results equal a later product's.
+func TestMatMulQ8_0SharedWeight(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	const rows, cols, batch = 12, 96, 8
+	w := mustWeight(t, gguf.TypeQ8_0, rows, cols, randVec(rng, rows*cols))
+	x := randVec(rng, batch*cols)
+	outs := [2][]float32{make([]float32, batch*rows), make([]float32, batch*rows)}
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := NewPool(1)
+			defer p.Close()
+			p.MatMul(outs[i], w, x, batch)
+		}()
+	}
+	wg.Wait()
+	p := NewPool(1)
+	defer p.Close()
+	want := make([]float32, batch*rows)
+	p.MatMul(want, w, x, batch)
+	for i := range outs {
+		for j, got := range outs[i] {
+			if got != want[j] {
+				t.Fatalf("pool %d: out[%d][%d] = %g, want %g", i, j/rows, j%rows, got, want[j])
+			}
+		}
+	}
+}
+
 // TestQ8Pack checks q8PackGo's layout element by element against its
-// documented formula, zero rows padding the last group included.
+// documented formula, rows of code 0 padding the last group included.
 func TestQ8Pack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, batch := range []int{1, 5, 8, 11} {
@@ -222,31 +257,27 @@ func TestQ8Pack(t *testing.T) {
 		}
 		xd := randVec(rng, batch*nb)
 		groups := (batch + 7) / 8
-		xp := make([]int8, groups*16*cols)
-		xpc := make([]int32, groups*16*nb)
+		xp := make([]int8, groups*8*cols)
 		xpd := make([]float32, groups*16*nb)
 		for i := range xp {
-			xp[i] = 99 // padding must be overwritten with zeros
+			xp[i] = 99 // padding must be overwritten
 		}
-		for i := range xpc {
-			xpc[i], xpd[i] = 99, 99
+		for i := range xpd {
+			xpd[i] = 99
 		}
-		q8PackGo(xq, xd, batch, cols, xp, xpc, xpd)
+		q8PackGo(xq, xd, batch, cols, xp, xpd)
 		for g := range groups {
 			for k := range nb {
 				for b := range 8 {
 					row := 8*g + b
-					var sum int32
 					for c := range 32 {
-						want := int8(0)
+						code := int8(0)
 						if row < batch {
-							want = xq[row*cols+32*k+c]
-							sum += int32(want)
+							code = xq[row*cols+32*k+c]
 						}
-						for h := range 2 {
-							if got := xp[(g*nb+k)*512+64*(c/4)+8*b+4*h+c%4]; got != want {
-								t.Fatalf("batch %d group %d block %d row %d copy %d code %d: %d, want %d", batch, g, k, b, h, c, got, want)
-							}
+						want := uint8(int(code) + 128) // unsigned: code+128
+						if got := uint8(xp[(g*nb+k)*256+64*(c/8)+8*b+c%8]); got != want {
+							t.Fatalf("batch %d group %d block %d row %d code %d: %d, want %d", batch, g, k, b, c, got, want)
 						}
 					}
 					wantD := float32(0)
@@ -254,11 +285,45 @@ func TestQ8Pack(t *testing.T) {
 						wantD = xd[row*nb+k]
 					}
 					for h := range 2 {
-						if i := (g*nb+k)*16 + 2*b + h; xpc[i] != -128*sum || xpd[i] != wantD {
-							t.Fatalf("batch %d group %d block %d row %d copy %d: correction %d scale %g, want %d %g", batch, g, k, b, h, xpc[i], xpd[i], -128*sum, wantD)
+						if i := (g*nb+k)*16 + 2*b + h; xpd[i] != wantD {
+							t.Fatalf("batch %d group %d block %d row %d lane %d: scale %g, want %g", batch, g, k, b, h, xpd[i], wantD)
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestQ8VNNICorr checks the weight's per-block code sums against a plain
+// sum, in their four-row tile order, on random rows and on rows of all
+// -128 and all 127 codes; the fifth row, in no tile, has none.
+func TestQ8VNNICorr(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	const rows, nb = 5, 3
+	rb := nb * blockQ8_0
+	data := make([]byte, rows*rb)
+	for i := range data {
+		data[i] = byte(rng.IntN(256))
+	}
+	for k := range nb {
+		for c := range 32 {
+			data[0*rb+k*blockQ8_0+2+c] = 0x80 // -128
+			data[1*rb+k*blockQ8_0+2+c] = 0x7f // 127
+		}
+	}
+	corr := q8VNNICorr(data, rows, nb, rb)
+	if len(corr) != 4*nb {
+		t.Fatalf("%d sums, want %d (one tile of four rows)", len(corr), 4*nb)
+	}
+	for r := range 4 {
+		for k := range nb {
+			var sum int32
+			for c := range 32 {
+				sum += int32(int8(data[r*rb+k*blockQ8_0+2+c]))
+			}
+			if got := int32(corr[k*4+r]); got != sum {
+				t.Fatalf("row %d block %d: %d, want %d", r, k, got, sum)
 			}
 		}
 	}

@@ -4,8 +4,11 @@
 
 // Q8_0 x Q8 tiles with AVX512-VNNI (VPDPBUSD on 256-bit registers, which
 // also opens registers Y16..Y31). VPDPBUSD multiplies unsigned by signed
-// bytes, so weights are offset to w+128 (w XOR 0x80) and the excess,
-// 128 * (sum of the activation codes), is the accumulator's starting value.
+// bytes, so the 4x4 tiles offset the weights to w+128 (w XOR 0x80) and
+// start from the excess, -128 * (sum of the activation codes); the 4x8
+// tile offsets the activations instead and takes off 128 * (sum of the
+// weight codes), from a table of int16 sums made once per weight
+// (Weight.vnniCorrTable).
 
 DATA bytes80<>+0(SB)/8, $0x8080808080808080
 DATA bytes80<>+8(SB)/8, $0x8080808080808080
@@ -143,156 +146,134 @@ vtdone:
 	VZEROUPPER
 	RET
 
-// q8Tile4x8VNNI's scratch holds, per block, the four weight rows' codes
-// already offset to unsigned, rows 0 and 1 dword-interleaved in the first
-// 64 bytes and rows 2 and 3 in the next 64 (so a pair's dword d of both
-// rows is one qword: d = 0, 1, 4, 5 at 0, 8, 16, 24, d = 2, 3, 6, 7 at
-// 32..56), then the four scales as float32 (16 bytes): 144 bytes, in a
-// ring of three blocks.
-#define Q8W_BLOCK 144
+// W8QWORD(OFF, ZX): qword OFF/8 of the four weight rows' codes, each
+// broadcast straight from the matrix as VPDPBUSD's signed operand, against
+// the same qword of the eight activation rows in ZX (offset to unsigned,
+// a+128, by q8PackGo), added into Z11..Z14 (rows 0..3): lane 2b+c is
+// activation row b's four-code chunk c of the qword. Going through the
+// qwords across the four rows rather than row by row measured 5-7% faster
+// (four independent chains in flight at once).
+#define W8QWORD(OFF, ZX) \
+	VPBROADCASTQ OFF(SI), Z24; \
+	VPDPBUSD Z24, ZX, Z11; \
+	VPBROADCASTQ OFF(R11), Z25; \
+	VPDPBUSD Z25, ZX, Z12; \
+	VPBROADCASTQ OFF(R9), Z26; \
+	VPDPBUSD Z26, ZX, Z13; \
+	VPBROADCASTQ OFF(R12), Z27; \
+	VPDPBUSD Z27, ZX, Z14
 
-// W8PREP(DST): the scratch block at DST from the weight block at SI, R9
-// (rows 0-1 and 2-3 at stride R8), which then move to the next block:
-// one 32-byte XOR per row (rather than one per broadcast, 8x the vector
-// work), a dword interleave per pair of rows, and the four scales widened
-// at once.
-#define W8PREP(DST) \
-	VPXORD 2(SI), Y8, Y28; \
-	VPXORD 2(SI)(R8*1), Y8, Y29; \
-	VPXORD 2(R9), Y8, Y30; \
-	VPXORD 2(R9)(R8*1), Y8, Y31; \
-	VPUNPCKLDQ Y29, Y28, Y18; \
-	VPUNPCKHDQ Y29, Y28, Y19; \
-	VPUNPCKLDQ Y31, Y30, Y20; \
-	VPUNPCKHDQ Y31, Y30, Y21; \
-	VMOVDQU32 Y18, 0(DST); \
-	VMOVDQU32 Y19, 32(DST); \
-	VMOVDQU32 Y20, 64(DST); \
-	VMOVDQU32 Y21, 96(DST); \
-	VPINSRW $0, (SI), X10, X10; \
-	VPINSRW $1, (SI)(R8*1), X10, X10; \
-	VPINSRW $2, (R9), X10, X10; \
-	VPINSRW $3, (R9)(R8*1), X10, X10; \
-	VCVTPH2PS X10, X15; \
-	VMOVUPS X15, 128(DST); \
-	ADDQ $34, SI; \
-	ADDQ $34, R9
+// W8PAIR(A0, A1, T0, T1): the chunk lanes of two rows' sums added (in
+// integers, exact), A0 then holding lane 2b+h = (weight row h, activation
+// row b): even lanes from A0, odd ones from A1.
+#define W8PAIR(A0, A1, T0, T1) \
+	VPSHUFD $0xb1, A0, T0; \
+	VPADDD T0, A0, A0; \
+	VPSHUFD $0xb1, A1, T1; \
+	VPADDD T1, A1, K2, A0
 
-// W8PAIR(OFF, ACCA, ACCB, FACC): weight rows OFF/32 and OFF/32+1 of the
-// scratch block at BX against the eight activation rows in Z0..Z7, whose
-// 16 lanes hold each activation row's dword twice (lane 2b+h: row b, for
-// weight row h of the pair). Each qword of the pair's two dwords d is
-// broadcast by a load, and VPDPBUSD adds into lane 2b+h the products of
-// weight row h's dword d with activation row b's, in two chains; ACCA
-// starts from the corrections Z9. The exact integer sums then go
-// float(sum) * dx (Z10), fused with the rows' scales (Z15) into FACC.
-#define W8PAIR(OFF, ACCA, ACCB, FACC) \
-	VMOVDQA32 Z9, ACCA; \
-	VPXORD ACCB, ACCB, ACCB; \
-	VPBROADCASTQ OFF+0(BX), Z24; \
-	VPDPBUSD Z0, Z24, ACCA; \
-	VPBROADCASTQ OFF+8(BX), Z25; \
-	VPDPBUSD Z1, Z25, ACCB; \
-	VPBROADCASTQ OFF+32(BX), Z26; \
-	VPDPBUSD Z2, Z26, ACCA; \
-	VPBROADCASTQ OFF+40(BX), Z27; \
-	VPDPBUSD Z3, Z27, ACCB; \
-	VPBROADCASTQ OFF+16(BX), Z24; \
-	VPDPBUSD Z4, Z24, ACCA; \
-	VPBROADCASTQ OFF+24(BX), Z25; \
-	VPDPBUSD Z5, Z25, ACCB; \
-	VPBROADCASTQ OFF+48(BX), Z26; \
-	VPDPBUSD Z6, Z26, ACCA; \
-	VPBROADCASTQ OFF+56(BX), Z27; \
-	VPDPBUSD Z7, Z27, ACCB; \
-	VPADDD ACCB, ACCA, ACCA; \
-	VCVTDQ2PS ACCA, ACCA; \
-	VMULPS Z10, ACCA, ACCA; \
-	VBROADCASTSD 128+OFF/8(BX), Z15; \
-	VFMADD231PS Z15, ACCA, FACC
-
-// W8BLOCK: the block of scratch BX against activation block DI (codes),
-// R10 (corrections), DX (scales), which then move to the next block, and
-// the prefetch of the next tile's rows at R13 (each row here is too short
-// a stream for the hardware prefetchers).
-#define W8BLOCK \
-	PREFETCHT0 (R13); \
-	PREFETCHT0 64(R13); \
-	PREFETCHT0 128(R13); \
-	ADDQ $136, R13; \
-	VMOVDQU32 0(DI), Z0; \
-	VMOVDQU32 64(DI), Z1; \
-	VMOVDQU32 128(DI), Z2; \
-	VMOVDQU32 192(DI), Z3; \
-	VMOVDQU32 256(DI), Z4; \
-	VMOVDQU32 320(DI), Z5; \
-	VMOVDQU32 384(DI), Z6; \
-	VMOVDQU32 448(DI), Z7; \
-	VMOVDQU32 (R10), Z9; \
-	VMOVUPS (DX), Z10; \
-	W8PAIR(0, Z11, Z12, Z16); \
-	W8PAIR(64, Z13, Z14, Z17); \
-	ADDQ $512, DI; \
-	ADDQ $64, R10; \
-	ADDQ $64, DX
-
-// func q8Tile4x8VNNI(w []byte, ws int, xp []int8, xc []int32, xd []float32, nb int, out []float32, os int)
-// Four Q8_0 rows (stride ws bytes) times eight activation rows packed by
-// q8PackGo over nb blocks: out[b*os+r], r < 4, b < 8. Each 32-bit lane
-// pairs one activation row with one of two weight rows: per block, for
-// each dword position, the two weight rows' dwords (four codes each,
-// offset to unsigned) are broadcast as a qword and VPDPBUSD adds their
-// products with that dword of every activation row, so eight 512-bit
-// VPDPBUSD give the block's integer dot products of two weight rows with
-// all eight activation rows, with no horizontal sums and one broadcast
-// load per 64 multiply-adds. The lanes start from the activations'
-// corrections (-128 * sum of the block's codes), so they hold the exact
-// integer sums; each block then adds float(sum) * dx * dw.
+// func q8Tile4x8VNNI(w []byte, ws int, wc []int16, xp []int8, xd []float32, nb int, out []float32, os int)
+// Four Q8_0 rows (stride ws bytes; wc their code sums, four int16 per
+// block: q8VNNICorr) times eight activation rows packed by q8PackGo over nb
+// blocks: out[b*os+r], r < 4, b < 8. Each 32-bit lane pairs one activation
+// row with one four-code chunk: per block and weight row, each qword of
+// the row's codes is broadcast from the matrix and one 512-bit VPDPBUSD
+// adds its products with that qword of all eight activation rows (64
+// multiply-adds per broadcast load), four per row. The weight blocks need
+// no preparation: the activations are the unsigned operand (offset once
+// per product by q8PackGo), and the excess, 128 * the sum of the weight
+// codes, is per weight row and block (a table of code sums made once per
+// weight, int16: 5.9% of the Q8_0 bytes; int32 products of -128 were
+// 11.8%, and summing the codes here per block cost 14-18%). The
+// two chunk lanes of each (activation row, weight row) are added in
+// integers, then each block adds float(sum) * dx * dw, the order of the
+// other Q8_0 tiles.
 //
-// The weight block is first offset, interleaved and its scales widened
-// into a scratch block on the stack (W8PREP), two blocks ahead of the
-// products (W8BLOCK), so that work and the weight loads overlap the
-// arithmetic.
-TEXT ·q8Tile4x8VNNI(SB), $432-144
+// Measured and set aside: 256-bit registers with one activation row per
+// lane and each weight dword broadcast inside VPDPBUSD (m32bcst: no
+// broadcast loads, no lane sums, 32 VPDPBUSD per block) ran 8-17%
+// slower than this; dropping the prefetches, 3x slower on 32000x768.
+TEXT ·q8Tile4x8VNNI(SB), NOSPLIT, $0-144
 	MOVQ w_base+0(FP), SI
 	MOVQ ws+24(FP), R8
-	MOVQ xp_base+32(FP), DI
-	MOVQ xc_base+56(FP), R10
+	MOVQ wc_base+32(FP), R10
+	MOVQ xp_base+56(FP), DI
 	MOVQ xd_base+80(FP), DX
 	MOVQ nb+104(FP), CX
-	LEAQ (SI)(R8*2), R9        // weight rows 2, 3
+	LEAQ (SI)(R8*1), R11       // weight row 1
+	LEAQ (SI)(R8*2), R9        // weight row 2
+	LEAQ (R9)(R8*1), R12       // weight row 3
 	LEAQ (SI)(R8*4), R13       // the next tile's rows, prefetched as we go
-	VMOVDQU bytes80<>(SB), Y8
+	MOVL $0xaaaa, AX
+	KMOVW AX, K2
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
-	LEAQ 0(SP), BX             // the block in the products
-	LEAQ Q8W_BLOCK(SP), AX     // the next one, prepared
-	LEAQ (2*Q8W_BLOCK)(SP), R11 // the one after, in preparation
 	TESTQ CX, CX
 	JZ    v8sum
-	W8PREP(BX)
-	CMPQ CX, $1
-	JEQ  v8last1
-	W8PREP(AX)
-	SUBQ $2, CX                // blocks left to prepare
-	JZ   v8last2
 
 v8block:
-	W8PREP(R11)
-	W8BLOCK
-	MOVQ BX, R12
-	MOVQ AX, BX
-	MOVQ R11, AX
-	MOVQ R12, R11
+	// Each row here is too short a stream for the hardware prefetchers.
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	ADDQ $136, R13
+	VMOVDQU32 0(DI), Z0
+	VMOVDQU32 64(DI), Z1
+	VMOVDQU32 128(DI), Z2
+	VMOVDQU32 192(DI), Z3
+	VMOVUPS (DX), Z10
+	// The four rows' fp16 scales gathered in a general register (off the
+	// vector pipes; four VPINSRW measured the same within noise) and
+	// widened at once: X15 = [d0 d1 d2 d3].
+	MOVWQZX (SI), AX
+	MOVWQZX (R11), BX
+	SHLQ $16, BX
+	ORQ  BX, AX
+	MOVWQZX (R9), BX
+	SHLQ $32, BX
+	ORQ  BX, AX
+	MOVWQZX (R12), BX
+	SHLQ $48, BX
+	ORQ  BX, AX
+	MOVQ AX, X15
+	VCVTPH2PS X15, X15
+	// The rows' block code sums, 128 * [S0 S1 S2 S3], taken off the
+	// paired lanes below: [S0 S1] in every qword of Z8, [S2 S3] of Z9.
+	VPMOVSXWD (R10), X8
+	VPSLLD $7, X8, X8
+	VPSHUFD $0xee, X8, X9
+	VPBROADCASTQ X8, Z8
+	VPBROADCASTQ X9, Z9
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	W8QWORD(2, Z0)
+	W8QWORD(10, Z1)
+	W8QWORD(18, Z2)
+	W8QWORD(26, Z3)
+	W8PAIR(Z11, Z12, Z20, Z21)
+	W8PAIR(Z13, Z14, Z22, Z23)
+	VPSUBD Z8, Z11, Z11
+	VPSUBD Z9, Z13, Z13
+	VCVTDQ2PS Z11, Z11
+	VMULPS Z10, Z11, Z11
+	VBROADCASTSD X15, Z18
+	VFMADD231PS Z18, Z11, Z16
+	VCVTDQ2PS Z13, Z13
+	VMULPS Z10, Z13, Z13
+	VPSHUFD $0xee, X15, X19
+	VBROADCASTSD X19, Z19
+	VFMADD231PS Z19, Z13, Z17
+	ADDQ $34, SI
+	ADDQ $34, R11
+	ADDQ $34, R9
+	ADDQ $34, R12
+	ADDQ $8, R10
+	ADDQ $256, DI
+	ADDQ $64, DX
 	DECQ CX
 	JNZ  v8block
-
-v8last2:
-	W8BLOCK
-	MOVQ AX, BX
-
-v8last1:
-	W8BLOCK
 
 v8sum:
 	// Lane 2b+h of Z16 is (weight row h, activation row b), of Z17 (row

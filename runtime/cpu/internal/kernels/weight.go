@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
@@ -16,6 +17,14 @@ type Weight struct {
 	Type       gguf.TensorType
 	Rows, Cols int
 	Data       []byte
+	// vnniCorr is, for Q8_0, the sum of each row's codes per block
+	// (q8VNNICorr, int16), which lets the eight-row VNNI tiles read the
+	// blocks unprepared: made once, by the first product that runs those
+	// tiles (vnniCorrTable), so that a weight read only at small batches
+	// or by rows (embeddings), or replaced by a fused copy, costs no memory
+	// for it.
+	vnniOnce sync.Once
+	vnniCorr []int16
 }
 
 // NewWeight checks that t is a type the kernels compute with, that cols is a
@@ -150,4 +159,13 @@ func bytesU16(b []byte) []uint16 {
 		return nil
 	}
 	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+}
+
+// vnniCorrTable returns w's block code sums for the VNNI tiles (Q8_0
+// only), making them on the first call; safe for concurrent use (engines may share a weight).
+func (w *Weight) vnniCorrTable() []int16 {
+	w.vnniOnce.Do(func() {
+		w.vnniCorr = q8VNNICorr(w.Data, w.Rows, w.Cols/32, w.rowBytes())
+	})
+	return w.vnniCorr
 }
