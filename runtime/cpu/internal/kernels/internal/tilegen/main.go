@@ -51,9 +51,51 @@ func vdpbf16ps(dst, src1, src2 int) string {
 // xPtr holds the address of activation row b.
 var xPtr = []string{"DI", "R8", "R9", "AX", "BX", "DX"}
 
+// printer writes one line of assembly.
+type printer func(format string, a ...any)
+
+// pointersAndClear is every tile's setup once the weight row stride is in
+// R11 and the activation row stride in R12 (bytes): weight rows 1-3 in
+// R11, R13 and R12 (row 0 stays in SI), activation rows 1..nb-1 in
+// xPtr[1:], and the 4*nb accumulators Z0.. cleared.
+func pointersAndClear(p printer, nb int) {
+	p("\tLEAQ (SI)(R11*2), R13    // row 2")
+	for b := 1; b < nb; b++ {
+		p("\tLEAQ (%s)(R12*1), %s", xPtr[b-1], xPtr[b])
+	}
+	p("\tLEAQ (SI)(R11*1), R11    // row 1")
+	p("\tLEAQ (R13)(R11*1), R12   // row 3 = row 2 + (row 1 - row 0)")
+	p("\tSUBQ SI, R12")
+	for i := 0; i < 4*nb; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+}
+
+// reduceAndStore is every tile's end, at label lab+"red": each
+// accumulator Z(4b+r) reduced as _mm512_reduce_add_ps does and stored at
+// out[b*os+r].
+func reduceAndStore(p printer, lab string, nb int) {
+	p("%sred:", lab)
+	p("\tMOVQ out_base+72(FP), DX")
+	p("\tMOVQ os+96(FP), R9")
+	p("\tSHLQ $2, R9")
+	for b := 0; b < nb; b++ {
+		for r := 0; r < 4; r++ {
+			z := 4*b + r
+			p("\tREDUCE16Z(Z%d, Y%d, X%d, Y29, X29)", z, z, z)
+			p("\tVMOVSS X%d, %d(DX)", z, 4*r)
+		}
+		if b+1 < nb {
+			p("\tADDQ R9, DX")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
 func tile(nb int) string {
 	var s strings.Builder
-	p := func(format string, a ...any) { fmt.Fprintf(&s, format+"\n", a...) }
+	p := printer(func(format string, a ...any) { fmt.Fprintf(&s, format+"\n", a...) })
 	name := fmt.Sprintf("bf16Tile512x%d", nb)
 	p("// func %s(w []uint16, ws int, x []uint16, xs int, n int, out []float32, os int)", name)
 	p("// tinyBLAS's BF16 order with the instruction it uses: out[b*os+r] =")
@@ -70,16 +112,7 @@ func tile(nb int) string {
 	p("\tSHLQ $1, R11")
 	p("\tSHLQ $1, R12")
 	p("\tSHLQ $1, CX")
-	p("\tLEAQ (SI)(R11*2), R13    // row 2")
-	for b := 1; b < nb; b++ {
-		p("\tLEAQ (%s)(R12*1), %s", xPtr[b-1], xPtr[b])
-	}
-	p("\tLEAQ (SI)(R11*1), R11    // row 1")
-	p("\tLEAQ (R13)(R11*1), R12   // row 3 = row 2 + (row 1 - row 0)")
-	p("\tSUBQ SI, R12")
-	for i := 0; i < 4*nb; i++ {
-		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
+	pointersAndClear(p, nb)
 	p("\tXORQ R10, R10")
 	lab := fmt.Sprintf("bt%d", nb)
 	p("")
@@ -99,22 +132,7 @@ func tile(nb int) string {
 	p("\tADDQ $64, R10")
 	p("\tJMP  %sloop", lab)
 	p("")
-	p("%sred:", lab)
-	p("\tMOVQ out_base+72(FP), DX")
-	p("\tMOVQ os+96(FP), R9")
-	p("\tSHLQ $2, R9")
-	for b := 0; b < nb; b++ {
-		for r := 0; r < 4; r++ {
-			z := 4*b + r
-			p("\tREDUCE16Z(Z%d, Y%d, X%d, Y29, X29)", z, z, z)
-			p("\tVMOVSS X%d, %d(DX)", z, 4*r)
-		}
-		if b+1 < nb {
-			p("\tADDQ R9, DX")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	reduceAndStore(p, lab, nb)
 	return s.String()
 }
 
@@ -150,7 +168,7 @@ var (
 // _mm512_reduce_add_ps does.
 func floatTile(k weightKind, nb int) string {
 	var s strings.Builder
-	p := func(format string, a ...any) { fmt.Fprintf(&s, format+"\n", a...) }
+	p := printer(func(format string, a ...any) { fmt.Fprintf(&s, format+"\n", a...) })
 	name := fmt.Sprintf("%sTile512x%d", k.name, nb)
 	p("// func %s(w []%s, ws int, x []float32, xs int, n int, out []float32, os int)", name, k.goType)
 	p("// out[b*os+r] = sum over c<n of w[r*ws+c]*x[b*xs+c] for r < 4, b < %d in", nb)
@@ -166,16 +184,7 @@ func floatTile(k weightKind, nb int) string {
 	p("\tMOVQ n+64(FP), CX")
 	p("\tSHLQ $%d, R11", map[int]int{2: 1, 4: 2}[k.size])
 	p("\tSHLQ $2, R12")
-	p("\tLEAQ (SI)(R11*2), R13    // row 2")
-	for b := 1; b < nb; b++ {
-		p("\tLEAQ (%s)(R12*1), %s", xPtr[b-1], xPtr[b])
-	}
-	p("\tLEAQ (SI)(R11*1), R11    // row 1")
-	p("\tLEAQ (R13)(R11*1), R12   // row 3 = row 2 + (row 1 - row 0)")
-	p("\tSUBQ SI, R12")
-	for i := 0; i < 4*nb; i++ {
-		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
+	pointersAndClear(p, nb)
 	p("\tXORQ R10, R10           // element index")
 	lab := fmt.Sprintf("%st%d", k.name, nb)
 	p("")
@@ -195,22 +204,7 @@ func floatTile(k weightKind, nb int) string {
 	p("\tADDQ $16, R10")
 	p("\tJMP  %sloop", lab)
 	p("")
-	p("%sred:", lab)
-	p("\tMOVQ out_base+72(FP), DX")
-	p("\tMOVQ os+96(FP), R9")
-	p("\tSHLQ $2, R9")
-	for b := 0; b < nb; b++ {
-		for r := 0; r < 4; r++ {
-			z := 4*b + r
-			p("\tREDUCE16Z(Z%d, Y%d, X%d, Y29, X29)", z, z, z)
-			p("\tVMOVSS X%d, %d(DX)", z, 4*r)
-		}
-		if b+1 < nb {
-			p("\tADDQ R9, DX")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	reduceAndStore(p, lab, nb)
 	return s.String()
 }
 
