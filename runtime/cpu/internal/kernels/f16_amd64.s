@@ -3,23 +3,11 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 
-
 // Half-precision weights are widened with VCVTPH2PS as they are loaded. The
 // activations are F16 values too (rounded by roundF16AVX), so every product
 // is exact in float32 and only the order of the additions matters: these
 // kernels add in the order of ggml's AVX-512 build, which f16order.go
 // describes and dotF16VecGo/dotF16GemmGo implement lane for lane.
-
-// CLEARY0Y7 zeroes the accumulators Y0..Y7 of every kernel below.
-#define CLEARY0Y7 \
-	VXORPS Y0, Y0, Y0; \
-	VXORPS Y1, Y1, Y1; \
-	VXORPS Y2, Y2, Y2; \
-	VXORPS Y3, Y3, Y3; \
-	VXORPS Y4, Y4, Y4; \
-	VXORPS Y5, Y5, Y5; \
-	VXORPS Y6, Y6, Y6; \
-	VXORPS Y7, Y7, Y7
 
 // ggml_vec_dot_f16's 64 lanes, shared by the row kernels: Y0..Y7 hold lanes
 // 0-7, ..., 56-63. VEC64STEP adds the 64 products of the weights at row+AX

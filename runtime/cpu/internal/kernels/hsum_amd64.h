@@ -108,3 +108,15 @@
 	VADDPS xhi, xlo, xlo; \
 	VMOVSHDUP xlo, xhi; \
 	VADDSS xhi, xlo, xlo
+
+// CLEARY0Y7 zeroes the eight accumulators Y0..Y7 that the row kernels
+// (F32, F16, BF16, Q4_0, Q5, Q8_0) fill before one of the sums above.
+#define CLEARY0Y7 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7

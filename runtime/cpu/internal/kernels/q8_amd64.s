@@ -187,14 +187,7 @@ TEXT ·q8Tile2x4(SB), NOSPLIT, $0-128
 	SHLQ $5, R10               // scale stride in bytes: 8 floats per block
 	LEAQ (DI)(R9*2), R11       // activation rows 2 and 3
 	LEAQ (DX)(R10*2), R12
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	CLEARY0Y7
 
 t24block:
 	TESTQ CX, CX
