@@ -15,10 +15,10 @@
 // landing outside 0x30. The scale words: the half's 8 scales as words in
 // both 128-bit lanes, then one VPSHUFB per quarter repeats word 2*quarter
 // (low lane) and 2*quarter+1 (high lane).
-//
-// QL, QL32, QH: byte offsets of the half's ql[l], ql[l+32] and qh[l];
-// XO: its activation (and pair-sum) byte offset; SC: its scales' offset.
-#define Q6KROWHALF(QL, QL32, QH, XO, SC, CTRL) \
+
+// Q6KUNPACK unpacks half h's 128 codes (ql at QL, qh at QH) into Y9, Y11,
+// Y12, Y13 as both row kernels do (Y14: 0x30 in every byte).
+#define Q6KUNPACK(QL, QL32, QH) \
 	VMOVDQU QL(SI), Y4; \
 	VMOVDQU QL32(SI), Y5; \
 	VMOVDQU QH(SI), Y6; \
@@ -38,7 +38,13 @@
 	VPAND Y15, Y13, Y13; \
 	VPSRLW $2, Y6, Y10; \
 	VPAND Y14, Y10, Y10; \
-	VPOR Y10, Y13, Y13; \
+	VPOR Y10, Y13, Y13
+
+// Q6KROWHALF is that body for one half. QL, QL32, QH: byte offsets of the
+// half's ql[l], ql[l+32] and qh[l]; XO: its activation (and pair-sum) byte
+// offset; SC: its scales' offset.
+#define Q6KROWHALF(QL, QL32, QH, XO, SC, CTRL) \
+	Q6KUNPACK(QL, QL32, QH); \
 	VPMADDUBSW XO(DI), Y9, Y9; \
 	VPSUBW XO(BX), Y9, Y9; \
 	VPMADDUBSW XO+32(DI), Y11, Y11; \

@@ -85,30 +85,6 @@ GLOBL q6ktscale<>(SB), RODATA|NOPTR, $128
 	VPADDD Y4, IACC, IACC; \
 	VPADDD Y5, IACC, IACC
 
-// Q6KUNPACK unpacks half h's 128 codes (ql at QL, qh at QH) into Y9, Y11,
-// Y12, Y13 as q6kDotAVX does (Y14: 0x30 in every byte).
-#define Q6KUNPACK(QL, QL32, QH) \
-	VMOVDQU QL(SI), Y4; \
-	VMOVDQU QL32(SI), Y5; \
-	VMOVDQU QH(SI), Y6; \
-	VPAND Y15, Y4, Y9; \
-	VPSLLW $4, Y6, Y10; \
-	VPAND Y14, Y10, Y10; \
-	VPOR Y10, Y9, Y9; \
-	VPAND Y15, Y5, Y11; \
-	VPSLLW $2, Y6, Y10; \
-	VPAND Y14, Y10, Y10; \
-	VPOR Y10, Y11, Y11; \
-	VPSRLW $4, Y4, Y12; \
-	VPAND Y15, Y12, Y12; \
-	VPAND Y14, Y6, Y10; \
-	VPOR Y10, Y12, Y12; \
-	VPSRLW $4, Y5, Y13; \
-	VPAND Y15, Y13, Y13; \
-	VPSRLW $2, Y6, Y10; \
-	VPAND Y14, Y10, Y10; \
-	VPOR Y10, Y13, Y13
-
 // Q6KHALF runs half h (activation codes and pair sums from offset XO)
 // for all four activations.
 #define Q6KHALF(XO0, XO1, XO2, XO3) \
