@@ -262,16 +262,7 @@ func matmulF32(j *matmulJob, r0, r1 int) {
 	// about 1.4x the throughput of four interleaved rows from DRAM).
 	if have512 && batch > 1 && cols%16 == 0 {
 		// tinyBLAS's tiles, as ggml's AVX-512 build runs them.
-		for ; r+4 <= r1; r += 4 {
-			wr := w[r*cols : (r+4)*cols]
-			b := 0
-			for ; b+6 <= batch; b += 6 {
-				f32Tile512x6(wr, cols, x[b*cols:(b+6)*cols], cols, cols, out[b*rows+r:(b+5)*rows+r+4], rows)
-			}
-			for ; b < batch; b++ {
-				f32Tile512x1(wr, cols, x[b*cols:(b+1)*cols], cols, cols, out[b*rows+r:b*rows+r+4], rows)
-			}
-		}
+		r = tiles512(w, x, cols, rows, r, r1, batch, out, f32Tile512x6, f32Tile512x1)
 	}
 	if n8 > 0 && batch > 1 {
 		for ; r+4 <= r1; r += 4 {
@@ -385,16 +376,7 @@ func matmulF16(j *matmulJob, r0, r1 int) {
 	if f16Gemm(rows, cols, batch) {
 		r := r0
 		if have512 {
-			for ; r+4 <= r1; r += 4 {
-				wr := w[r*cols : (r+4)*cols]
-				b := 0
-				for ; b+6 <= batch; b += 6 {
-					f16Tile512x6(wr, cols, x[b*cols:(b+6)*cols], cols, cols, out[b*rows+r:(b+5)*rows+r+4], rows)
-				}
-				for ; b < batch; b++ {
-					f16Tile512x1(wr, cols, x[b*cols:(b+1)*cols], cols, cols, out[b*rows+r:b*rows+r+4], rows)
-				}
-			}
+			r = tiles512(w, x, cols, rows, r, r1, batch, out, f16Tile512x6, f16Tile512x1)
 		}
 		for ; r+4 <= r1; r += 4 {
 			wr := w[r*cols : (r+4)*cols]
@@ -443,16 +425,7 @@ func matmulBF16(j *matmulJob, r0, r1 int) {
 	r := r0
 	if bf16Gemm(rows, cols, batch) {
 		if haveBF16Tiles {
-			for ; r+4 <= r1; r += 4 {
-				wr := w[r*cols : (r+4)*cols]
-				b := 0
-				for ; b+6 <= batch; b += 6 {
-					bf16Tile512x6(wr, cols, x[b*cols:(b+6)*cols], cols, cols, out[b*rows+r:(b+5)*rows+r+4], rows)
-				}
-				for ; b < batch; b++ {
-					bf16Tile512x1(wr, cols, x[b*cols:(b+1)*cols], cols, cols, out[b*rows+r:b*rows+r+4], rows)
-				}
-			}
+			r = tiles512(w, x, cols, rows, r, r1, batch, out, bf16Tile512x6, bf16Tile512x1)
 		}
 		for ; r+4 <= r1; r += 4 {
 			for b := 0; b < batch; b++ {
@@ -745,3 +718,22 @@ func bf16Tile512x6(w []uint16, ws int, x []uint16, xs int, n int, out []float32,
 
 //go:noescape
 func bf16Tile512x1(w []uint16, ws int, x []uint16, xs int, n int, out []float32, os int)
+
+// tiles512 runs a pair of generated AVX-512 tiles (six and one activation
+// rows by four weight rows; w's rows and x's rows cols elements apart, out
+// rows elements per activation row) over the whole groups of four weight
+// rows in [r, r1) and every activation row, and returns the first row left.
+func tiles512[W, X any](w []W, x []X, cols, rows, r, r1, batch int, out []float32,
+	six, one func(w []W, ws int, x []X, xs int, n int, out []float32, os int)) int {
+	for ; r+4 <= r1; r += 4 {
+		wr := w[r*cols : (r+4)*cols]
+		b := 0
+		for ; b+6 <= batch; b += 6 {
+			six(wr, cols, x[b*cols:(b+6)*cols], cols, cols, out[b*rows+r:(b+5)*rows+r+4], rows)
+		}
+		for ; b < batch; b++ {
+			one(wr, cols, x[b*cols:(b+1)*cols], cols, cols, out[b*rows+r:b*rows+r+4], rows)
+		}
+	}
+	return r
+}
