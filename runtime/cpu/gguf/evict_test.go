@@ -2,6 +2,7 @@ package gguf_test
 
 import (
 	"bytes"
+	"io"
 	"path/filepath"
 	"testing"
 
@@ -38,5 +39,46 @@ func TestEvictKeepsData(t *testing.T) {
 	}
 	if err := f.Evict(nil); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSparseReadsTheFile: a Sparse reader gives the tensor's bytes, from the
+// file for a mapped tensor and from the slice otherwise, and stops at the
+// tensor's end; after Close, reads fail instead of touching the unmapped
+// memory.
+func TestSparseReadsTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.Create(path, synth.Options{Preset: "tiny", Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti, ok := f.Tensor("output.weight")
+	if !ok {
+		t.Fatal("no output.weight")
+	}
+	want := bytes.Clone(ti.Data)
+	for name, data := range map[string][]byte{"mapped": ti.Data, "copy": want} {
+		r := f.Sparse(data)
+		got := make([]byte, len(want))
+		if n, err := r.ReadAt(got, 0); n != len(want) || err != nil {
+			t.Fatalf("%s: read %d of %d bytes: %v", name, n, len(want), err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: bytes differ from the tensor's", name)
+		}
+		tail := make([]byte, 8)
+		if n, err := r.ReadAt(tail, int64(len(want)-4)); n != 4 || err != io.EOF {
+			t.Errorf("%s: read across the tensor's end gave %d bytes, %v; want 4, EOF", name, n, err)
+		}
+	}
+	r := f.Sparse(ti.Data)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadAt(make([]byte, 4), 0); err == nil {
+		t.Error("a Sparse reader still reads after Close")
 	}
 }

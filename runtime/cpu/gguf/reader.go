@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"os"
 	"sort"
 )
 
@@ -40,7 +41,8 @@ type File struct {
 	kvIndex     map[string]int
 	tensorIndex map[string]int
 	unmap       func() error
-	mapping     []byte // the file's mapping (Open only)
+	mapping     []byte   // the file's mapping (Open only)
+	fd          *os.File // the open file, for Sparse readers (Open only)
 }
 
 // TensorInfo describes one tensor and holds its data.

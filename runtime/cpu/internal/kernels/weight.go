@@ -68,6 +68,20 @@ func (w *Weight) rowBytes() int {
 	return rb
 }
 
+// RowBytes is the storage size of one of w's rows.
+func (w *Weight) RowBytes() int { return w.rowBytes() }
+
+// DequantizeRowBytes writes row, one row of w's type and width read from
+// somewhere other than w.Data (see gguf.File.Sparse), converted to float32,
+// into dst[:w.Cols]. It panics when row is not RowBytes long or dst is too
+// short.
+func DequantizeRowBytes(w *Weight, row []byte, dst []float32) {
+	if rb := w.rowBytes(); len(row) != rb {
+		panic(fmt.Sprintf("kernels: row of %d bytes for a weight whose rows have %d", len(row), rb))
+	}
+	dequantize(w.Type, row, dst[:w.Cols])
+}
+
 // DequantizeRow writes row r of w, converted to float32, into dst[:w.Cols].
 // It panics when r is out of range or dst is too short.
 func DequantizeRow(w *Weight, r int, dst []float32) {

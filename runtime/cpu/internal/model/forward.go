@@ -235,6 +235,7 @@ type Runner struct {
 	normFn      func(lo, hi int)
 	prepareFn   func(lo, hi int)
 	qkv, gu     []float32 // outputs of the fused Q/K/V and gate/up products
+	embRow      []byte    // one token_embd row, read by embed
 }
 
 // NewRunner returns a runner for batches of up to maxTokens tokens.
@@ -249,6 +250,7 @@ func NewRunner(m *Model, pool *kernels.Pool, maxTokens int) *Runner {
 		cos:     make([]float32, maxTokens*c.RopeDim/2),
 		sin:     make([]float32, maxTokens*c.RopeDim/2),
 		scratch: make(chan []float32, 4*pool.Threads()+1),
+		embRow:  make([]byte, m.tokEmbd.RowBytes()),
 	}
 	for range cap(r.scratch) {
 		r.scratch <- nil
@@ -324,7 +326,9 @@ func (r *Runner) Forward(b *Batch) ([]float32, error) {
 	dim, qDim, kvDim, ffn := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.FFN
 	x, xb := r.x[:n*dim], r.xb[:n*dim]
 	for i, t := range b.Tokens {
-		kernels.DequantizeRow(r.m.tokEmbd, t, x[i*dim:(i+1)*dim])
+		if err := r.m.embed(t, r.embRow, x[i*dim:(i+1)*dim]); err != nil {
+			return nil, err
+		}
 	}
 	r.ropeTables(b)
 

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
@@ -16,6 +17,11 @@ type Model struct {
 	Cfg Config
 
 	tokEmbd *kernels.Weight // Vocab rows of Dim
+	// tokRows reads token_embd's rows with pread (gguf.File.Sparse) when
+	// the table is not also the output head: a forward pass reads a few of
+	// its rows, and reading them through the mapping would make most of
+	// the table resident. Nil when tied: the head reads every row anyway.
+	tokRows io.ReaderAt
 	layers  []layer
 	outNorm []float32
 	output  *kernels.Weight // Vocab rows of Dim (token_embd when tied)
@@ -61,6 +67,9 @@ func Load(f *gguf.File) (*Model, error) {
 		m.output = l.matrix("output.weight", m.Cfg.Vocab, cfg.Dim)
 	} else {
 		m.output = m.tokEmbd // tied embeddings
+	}
+	if m.output != m.tokEmbd {
+		m.tokRows = f.Sparse(m.tokEmbd.Data)
 	}
 	qDim, kvDim := cfg.QDim(), cfg.KVDim()
 	m.layers = make([]layer, cfg.Layers)
@@ -268,3 +277,17 @@ func (l *loader) optionalVector(name string, n int) []float32 {
 // KVBytesPerToken is the key/value cache memory one position takes: keys
 // and values of every layer's key/value heads, in elements of type kv.
 func (m *Model) KVBytesPerToken(kv KVType) int64 { return m.Cfg.KVBytesPerToken(kv) }
+
+// embed writes token t's embedding into dst[:Dim]; row is scratch of
+// tokEmbd.RowBytes() bytes for a pread.
+func (m *Model) embed(t int, row []byte, dst []float32) error {
+	if m.tokRows == nil {
+		kernels.DequantizeRow(m.tokEmbd, t, dst)
+		return nil
+	}
+	if _, err := m.tokRows.ReadAt(row, int64(t)*int64(len(row))); err != nil {
+		return fmt.Errorf("read the embedding of token %d: %w", t, err)
+	}
+	kernels.DequantizeRowBytes(m.tokEmbd, row, dst)
+	return nil
+}
