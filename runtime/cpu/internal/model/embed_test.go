@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"unsafe"
@@ -59,11 +60,12 @@ func TestEmbeddingsStayUnmapped(t *testing.T) {
 		t.Fatal("the output head is not resident either: pagemap does not show this process's pages")
 	}
 
-	mapped := *m
+	mapped := *m // shares m's fused weights, so m must stay reachable
 	mapped.tokRows = nil
 	if want := forward(&mapped); !slices.Equal(got, want) {
 		t.Error("logits differ between embeddings read with pread and through the mapping")
 	}
+	runtime.KeepAlive(m)
 }
 
 // residentPages counts the pages of b present in this process's page table

@@ -18,9 +18,9 @@ import (
 // not hold a full window.
 type Cache struct {
 	kv       KVType
-	k, v     [][]float32 // F32, per layer: heads blocks of capPos×headDim
-	k16, v16 [][]uint16  // F16, per layer: keys as k; values heads blocks of headDim×capPos
-	mem      *kvMemory   // holds k, v or k16, v16 (kvmem.go)
+	k, v     [][]float32   // F32, per layer: heads blocks of capPos×headDim
+	k16, v16 [][]uint16    // F16, per layer: keys as k; values heads blocks of headDim×capPos
+	mem      *mappedMemory // holds k, v or k16, v16 (mapped.go)
 	layers   int
 	n        int // positions filled
 	next     int // positions filled once the running Forward completes
@@ -48,7 +48,7 @@ func (m *Model) NewKVCache(maxLen int, kv KVType) *Cache {
 	} else {
 		c.k, c.v = make([][]float32, c.layers), make([][]float32, c.layers)
 	}
-	c.mem = newKVMemory(c)
+	c.mem = newMappedMemory(c)
 	return c
 }
 
@@ -121,7 +121,7 @@ func (c *Cache) Reserve(n int) {
 	// One mapping for every layer's keys and values; the old one is
 	// released once its positions are copied.
 	per := c.heads * size * c.hd
-	mem := allocKV(c.layers * 2 * per * int(c.kv.ElemBytes()))
+	mem := mapAnon(c.layers*2*per*int(c.kv.ElemBytes()), "a KV cache")
 	rest := mem
 	for l := range c.layers {
 		if c.kv == KVF32 {

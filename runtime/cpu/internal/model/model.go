@@ -29,6 +29,7 @@ type Model struct {
 	// fusedQKV and fusedGateUp are set when every layer has its
 	// concatenated matrices (see fuse).
 	fusedQKV, fusedGateUp bool
+	mem                   *mappedMemory // holds the fused copies (mapped.go)
 }
 
 type layer struct {
@@ -115,66 +116,87 @@ func Load(f *gguf.File) (*Model, error) {
 const fuseLimit = 1 << 30
 
 // fuse stacks the Q, K and V matrices of every layer into one, and gate and
-// up into one, when their types agree across every layer. The stacked
-// copies are what the forward pass reads, so evict is called on each
-// original as soon as it is copied: the mapped pages leave the resident set
-// rather than count twice, and the peak stays one layer's matrices above
-// the file (should a later layer not fuse, the originals simply fault back
-// in when read).
+// up into one, when their types and widths agree in every layer. The
+// stacked copies, in one mapping advised for huge pages (mapHuge), are
+// what the forward pass reads, so each original is evicted as soon as it
+// is copied: its mapped pages leave the resident set rather than count
+// twice, and the peak stays one layer's matrices above the file.
 func (m *Model) fuse(evict func([]byte) error) error {
-	stack := func(ws ...*kernels.Weight) *kernels.Weight {
-		rows, size := 0, 0
-		for _, w := range ws {
-			if w.Type != ws[0].Type || w.Cols != ws[0].Cols {
-				return nil
-			}
-			rows += w.Rows
-			size += len(w.Data)
-		}
-		data := make([]byte, 0, size)
-		for _, w := range ws {
-			data = append(data, w.Data...)
-		}
-		w, err := kernels.NewWeight(ws[0].Type, rows, ws[0].Cols, data)
-		if err != nil {
-			return nil // cannot happen for matrices NewWeight accepted
-		}
-		return w
-	}
-	qkv := make([]*kernels.Weight, len(m.layers))
-	gateUp := make([]*kernels.Weight, len(m.layers))
+	qkv := func(ly *layer) []*kernels.Weight { return []*kernels.Weight{ly.wq, ly.wk, ly.wv} }
+	gateUp := func(ly *layer) []*kernels.Weight { return []*kernels.Weight{ly.gate, ly.up} }
 	m.fusedQKV, m.fusedGateUp = true, true
 	for i := range m.layers {
-		ly := &m.layers[i]
-		if qkv[i] = stack(ly.wq, ly.wk, ly.wv); qkv[i] == nil {
-			m.fusedQKV = false
-		} else if err := evictAll(evict, ly.wq, ly.wk, ly.wv); err != nil {
-			return err
-		}
-		if gateUp[i] = stack(ly.gate, ly.up); gateUp[i] == nil {
-			m.fusedGateUp = false
-		} else if err := evictAll(evict, ly.gate, ly.up); err != nil {
-			return err
-		}
+		m.fusedQKV = m.fusedQKV && stackable(qkv(&m.layers[i]))
+		m.fusedGateUp = m.fusedGateUp && stackable(gateUp(&m.layers[i]))
 	}
+	size := 0
 	for i := range m.layers {
 		if m.fusedQKV {
-			m.layers[i].qkv = qkv[i]
+			size += stackedBytes(qkv(&m.layers[i]))
 		}
 		if m.fusedGateUp {
-			m.layers[i].gateUp = gateUp[i]
+			size += stackedBytes(gateUp(&m.layers[i]))
+		}
+	}
+	if size == 0 {
+		return nil
+	}
+	mapping, mem := mapHuge(size, "the fused weights")
+	m.mem = newMappedMemory(m)
+	m.mem.adopt(mapping)
+	var err error
+	for i := range m.layers {
+		ly := &m.layers[i]
+		if m.fusedQKV {
+			if ly.qkv, err = stack(&mem, evict, qkv(ly)); err != nil {
+				return fmt.Errorf("layer %d: stack Q, K and V: %w", i, err)
+			}
+		}
+		if m.fusedGateUp {
+			if ly.gateUp, err = stack(&mem, evict, gateUp(ly)); err != nil {
+				return fmt.Errorf("layer %d: stack gate and up: %w", i, err)
+			}
 		}
 	}
 	return nil
 }
 
-func evictAll(evict func([]byte) error, ws ...*kernels.Weight) error {
+// stackable reports whether ws can be stacked into one matrix: one type,
+// one width.
+func stackable(ws []*kernels.Weight) bool {
 	for _, w := range ws {
-		if err := evict(w.Data); err != nil {
-			return err
+		if w.Type != ws[0].Type || w.Cols != ws[0].Cols {
+			return false
 		}
 	}
-	return nil
+	return true
+}
+
+// stackedBytes is the room ws take stacked, rounded up to a cache line so
+// that the next stacked matrix starts on one.
+func stackedBytes(ws []*kernels.Weight) int {
+	n := 0
+	for _, w := range ws {
+		n += len(w.Data)
+	}
+	return (n + 63) &^ 63
+}
+
+// stack copies ws one after another to the front of *mem, evicting each
+// original once copied, and cuts their room (stackedBytes) off *mem.
+func stack(mem *[]byte, evict func([]byte) error, ws []*kernels.Weight) (*kernels.Weight, error) {
+	room := stackedBytes(ws)
+	data := (*mem)[:0]
+	rows := 0
+	for _, w := range ws {
+		data = append(data, w.Data...)
+		rows += w.Rows
+		if err := evict(w.Data); err != nil {
+			return nil, err
+		}
+	}
+	*mem = (*mem)[room:]
+	return kernels.NewWeight(ws[0].Type, rows, ws[0].Cols, data[:len(data):len(data)])
 }
 
 // WeightBytes is the storage size of the model's matrices and vectors.
