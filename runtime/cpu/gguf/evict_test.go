@@ -13,19 +13,8 @@ import (
 // TestEvictKeepsData: evicting a tensor's mapped pages only drops them from
 // the resident set; reading the tensor again gives the same bytes.
 func TestEvictKeepsData(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := synth.Create(path, synth.Options{Preset: "tiny", Seed: 4}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, ti := openTinyTensor(t, "token_embd.weight")
 	defer f.Close()
-	ti, ok := f.Tensor("token_embd.weight")
-	if !ok {
-		t.Fatal("no token_embd.weight")
-	}
 	want := bytes.Clone(ti.Data)
 	if err := f.Evict(ti.Data); err != nil {
 		t.Fatal(err)
@@ -47,18 +36,7 @@ func TestEvictKeepsData(t *testing.T) {
 // tensor's end; after Close, reads fail instead of touching the unmapped
 // memory.
 func TestSparseReadsTheFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	if err := synth.Create(path, synth.Options{Preset: "tiny", Seed: 4}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ti, ok := f.Tensor("output.weight")
-	if !ok {
-		t.Fatal("no output.weight")
-	}
+	f, ti := openTinyTensor(t, "output.weight")
 	want := bytes.Clone(ti.Data)
 	for name, data := range map[string][]byte{"mapped": ti.Data, "copy": want} {
 		r := f.Sparse(data)
@@ -81,4 +59,24 @@ func TestSparseReadsTheFile(t *testing.T) {
 	if _, err := r.ReadAt(make([]byte, 4), 0); err == nil {
 		t.Error("a Sparse reader still reads after Close")
 	}
+}
+
+// openTinyTensor writes the synthetic tiny model, opens it and returns the
+// file and its tensor name; the caller closes the file.
+func openTinyTensor(t *testing.T, name string) (*gguf.File, *gguf.TensorInfo) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.Create(path, synth.Options{Preset: "tiny", Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ti, ok := f.Tensor(name)
+	if !ok {
+		f.Close()
+		t.Fatalf("no %s", name)
+	}
+	return f, ti
 }
