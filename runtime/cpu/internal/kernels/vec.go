@@ -28,15 +28,10 @@ func Scale(x []float32, alpha float32) {
 	}
 }
 
-// Add adds x to dst[:len(x)] element-wise (residual connections).
-func Add(dst, x []float32) { addF32(dst[:len(x)], x) }
-
-func addGo(dst, x []float32) {
-	dst = dst[:len(x)]
-	for i, v := range x {
-		dst[i] += v
-	}
-}
+// Add adds x to dst[:len(x)] element-wise (residual connections). It is
+// Axpy with alpha 1, whose product is exact, so each sum is the plain
+// float32 dst[i]+x[i].
+func Add(dst, x []float32) { Axpy(1, x, dst) }
 
 // Mul multiplies dst[:len(x)] by x element-wise.
 func Mul(dst, x []float32) {
