@@ -8,8 +8,8 @@ import (
 
 	"github.com/ttis-dev/ttis/evalsuite"
 	"github.com/ttis-dev/ttis/evalsuite/filter"
+	"github.com/ttis-dev/ttis/evalsuite/internal/pyrand"
 	"github.com/ttis-dev/ttis/evalsuite/metric"
-	"github.com/ttis-dev/ttis/evalsuite/tasks/internal/pyrand"
 )
 
 // GPQA reads a local copy of the gated Idavidrein/gpqa data in its own

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/tasks/internal/pyrand"
+	"github.com/ttis-dev/ttis/evalsuite/internal/pyrand"
 )
 
 // mmmu_val follows lmms-eval v0.4.1 lmms_eval/tasks/mmmu/mmmu_val.yaml,

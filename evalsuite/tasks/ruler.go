@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/tasks/internal/pyrand"
+	"github.com/ttis-dev/ttis/evalsuite/internal/pyrand"
 )
 
 // RULER's needle-in-a-haystack documents follow upstream lm-eval's

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/ttis-dev/ttis/evalsuite/tasks/internal/punkt"
+	"github.com/ttis-dev/ttis/evalsuite/internal/punkt"
 )
 
 // The essay haystack of prepare_niah.py (niah_single_2, niah_single_3,

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/tasks/internal/pyrand"
+	"github.com/ttis-dev/ttis/evalsuite/internal/pyrand"
 )
 
 // ruler_fwe (frequent words extraction) follows upstream lm-eval's

@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/tasks/internal/pyrand"
+	"github.com/ttis-dev/ttis/evalsuite/internal/pyrand"
 )
 
 // ruler_qa_hotpot follows upstream lm-eval's lm_eval/tasks/ruler/

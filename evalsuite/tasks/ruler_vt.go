@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/evalsuite"
-	"github.com/ttis-dev/ttis/evalsuite/tasks/internal/pyrand"
+	"github.com/ttis-dev/ttis/evalsuite/internal/pyrand"
 )
 
 // ruler_vt (variable tracking) follows upstream lm-eval's
