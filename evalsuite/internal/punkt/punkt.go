@@ -59,6 +59,10 @@ func New(p Params) *Tokenizer { return &Tokenizer{p: p} }
 // plus the information separators U+001C..U+001F.
 func isSpace(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) }
 
+// IsSpace is Python's str.isspace on one character, for the callers that
+// split or strip text as Python's str.split() and str.strip() do.
+func IsSpace(r rune) bool { return isSpace(r) }
+
 // isASCIISpace is membership in Python's string.whitespace.
 func isASCIISpace(r rune) bool {
 	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f'
