@@ -18,7 +18,8 @@ func TestChecks(t *testing.T) {
 		{"change_case:english_lowercase", nil, "all lower case.", true, true},
 		{"change_case:english_lowercase", nil, "Sure!\nall lower case.", false, true}, // loose drops the first line
 		{"change_case:english_lowercase", nil, "1234", false, false},                  // no cased letter
-		{"change_case:english_capital", nil, "SHOUTING TEXT", true, true},
+		{"change_case:english_capital", nil, "THE WEATHER IS NICE TODAY AND WE WILL GO TO THE PARK", true, true},
+		{"change_case:english_capital", nil, "SHOUTING TEXT", false, false}, // langdetect (seed 0) reads it as German
 		{"change_case:capital_word_frequency", Kwargs{"capital_frequency": 2.0, "capital_relation": "at least"}, "NASA and the ESA", true, true},
 		{"change_case:capital_word_frequency", Kwargs{"capital_frequency": 2.0, "capital_relation": "less than"}, "NASA and the ESA", false, false},
 		{"length_constraints:number_words", Kwargs{"num_words": 5.0, "relation": "less than"}, "just four words here", true, true},
@@ -50,8 +51,15 @@ func TestChecks(t *testing.T) {
 		{"combination:two_responses", nil, "same\n******\nsame", false, false},
 		{"punctuation:no_comma", nil, "", false, false}, // an empty response follows nothing
 	}
+	c := testChecker(t)
+	if c.Langs == nil {
+		t.Skipf("langdetect's profiles are not installed at %s (apt-get install python3-langdetect)", debianProfiles)
+	}
 	for _, tt := range tests {
-		res, err := Check(tt.resp, []string{tt.id}, []Kwargs{tt.kw})
+		if tt.kw == nil {
+			tt.kw = Kwargs{}
+		}
+		res, err := c.Check(tt.resp, []string{tt.id}, []Kwargs{tt.kw})
 		if err != nil {
 			t.Errorf("%s on %q: %v", tt.id, tt.resp, err)
 			continue
@@ -63,18 +71,27 @@ func TestChecks(t *testing.T) {
 }
 
 func TestPromptLevel(t *testing.T) {
-	res, err := Check("all lower, with a comma", []string{"change_case:english_lowercase", "punctuation:no_comma"}, []Kwargs{nil, nil})
+	res, err := Check("all lower, with a comma", []string{"startend:quotation", "punctuation:no_comma"}, []Kwargs{nil, nil})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PromptStrict() || !res.Strict[0] || res.Strict[1] {
+	if res.PromptStrict() || res.Strict[0] || res.Strict[1] || res.PromptLoose() {
 		t.Errorf("got %+v", res)
 	}
 }
 
 func TestUnsupportedAndBadArguments(t *testing.T) {
-	if _, err := Check("x", []string{"language:response_language"}, []Kwargs{{"language": "de"}}); err == nil || !strings.Contains(err.Error(), "not supported") {
-		t.Errorf("unsupported instruction: %v", err)
+	if _, err := Check("x", []string{"language:response_language"}, []Kwargs{{"language": "de"}}); err == nil || !strings.Contains(err.Error(), "langdetect's profiles") {
+		t.Errorf("language without profiles: %v", err)
+	}
+	if _, err := Check("x", []string{"length_constraints:number_sentences"}, []Kwargs{{"num_sentences": 2.0, "relation": "at least"}}); err == nil || !strings.Contains(err.Error(), "punkt_tab/") {
+		t.Errorf("sentences without Punkt: %v", err)
+	}
+	if _, err := Check("x", []string{"multi-turn:constrained_start"}, []Kwargs{{"starter": "I"}}); err == nil || !strings.Contains(err.Error(), "not one of lm-eval's") {
+		t.Errorf("unregistered instruction: %v", err)
+	}
+	if _, err := Check("x", []string{"punctuation:no_comma"}, []Kwargs{{"num_words": 3.0}}); err == nil || !strings.Contains(err.Error(), "not one it takes") {
+		t.Errorf("unexpected argument: %v", err)
 	}
 	if _, err := Check("x", []string{"length_constraints:number_words"}, []Kwargs{{"relation": "about"}}); err == nil {
 		t.Error("missing num_words must be an error")
@@ -82,8 +99,8 @@ func TestUnsupportedAndBadArguments(t *testing.T) {
 	if _, err := Check("x", []string{"punctuation:no_comma"}, nil); err == nil {
 		t.Error("kwargs count mismatch must be an error")
 	}
-	if len(Supported()) != len(checkers) {
-		t.Error("Supported must list every checker")
+	if len(Supported()) != 25 {
+		t.Errorf("%d instructions, lm-eval registers 25", len(Supported()))
 	}
 }
 
@@ -103,6 +120,9 @@ var fuzzKwargs = map[string]Kwargs{
 	"keywords:frequency":                            {"keyword": "rain", "frequency": 2.0, "relation": "at least"},
 	"keywords:letter_frequency":                     {"letter": "a", "let_frequency": 3.0, "let_relation": "less than"},
 	"combination:repeat_prompt":                     {"prompt_to_repeat": "Say hi."},
+	"language:response_language":                    {"language": "de"},
+	"length_constraints:number_sentences":           {"num_sentences": 3.0, "relation": "at least"},
+	"length_constraints:nth_paragraph_first_word":   {"num_paragraphs": 2.0, "nth_paragraph": 2.0, "first_word": "rain"},
 }
 
 func FuzzCheck(f *testing.F) {
@@ -117,8 +137,12 @@ func FuzzCheck(f *testing.F) {
 			kws[i] = Kwargs{}
 		}
 	}
+	c := testChecker(f)
+	if c.Langs == nil {
+		f.Skipf("langdetect's profiles are not installed at %s", debianProfiles)
+	}
 	f.Fuzz(func(t *testing.T, resp string) {
-		res, err := Check(resp, ids, kws)
+		res, err := c.Check(resp, ids, kws)
 		if err != nil {
 			t.Fatal(err)
 		}
