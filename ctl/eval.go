@@ -81,7 +81,7 @@ func listTasks(c *cli.Context) error {
 		return writeJSON(c.App.Writer, list)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 4, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tTYPE\tDATA\tDESCRIPTION")
+	fmt.Fprintln(tw, "TASK\tTYPE\tDATA\tREPRODUCES\tCHECKED\tDESCRIPTION")
 	for _, t := range list {
 		data := "local file"
 		switch {
@@ -92,9 +92,22 @@ func listTasks(c *cli.Context) error {
 		case len(t.Data) > 0:
 			data = "hf:" + t.Data[0].Repo
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Output, data, t.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Output, data, reproduces(t.Coverage), t.Coverage.Checked, t.Description)
 	}
 	return tw.Flush()
+}
+
+// reproduces is a task's Coverage.Reproduces with the asset folders a
+// full reproduction needs.
+func reproduces(c tasks.Coverage) string {
+	if len(c.Assets) == 0 {
+		return c.Reproduces
+	}
+	var names []string
+	for _, a := range c.Assets {
+		names = append(names, a.Folder+"/")
+	}
+	return c.Reproduces + " (with " + strings.Join(names, ", ") + ")"
 }
 
 // splitTaskPaths reads PATH or TASK=PATH values.

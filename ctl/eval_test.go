@@ -69,6 +69,19 @@ func TestEvalURL(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) == 0 {
 		t.Errorf("list -o json: %d %s", code, out)
 	}
+	// The coverage an operator reads before a release.
+	for _, ti := range list {
+		switch ti.Name {
+		case "ifeval", "leaderboard_ifeval", "meta_ifeval":
+			if ti.Coverage.Reproduces != tasks.ReproducesFull || len(ti.Coverage.Assets) != 2 || ti.Coverage.Checked != tasks.CheckedReferenceCode {
+				t.Errorf("%s coverage %+v", ti.Name, ti.Coverage)
+			}
+		case "ruler":
+			if ti.Coverage.Reproduces != tasks.ReproducesNone {
+				t.Errorf("ruler coverage %+v", ti.Coverage)
+			}
+		}
+	}
 }
 
 func TestEvalErroredSamplesAreIncomplete(t *testing.T) {

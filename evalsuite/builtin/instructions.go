@@ -29,7 +29,9 @@ func makeInstruction(r *rand.Rand, kind int) instruction {
 	case 0:
 		return instruction{"punctuation:no_comma", "Do not use a single comma anywhere in your reply.", map[string]any{}}
 	case 1:
-		return instruction{"change_case:english_lowercase", "Write everything in lowercase letters only; capital letters are not allowed.", map[string]any{}}
+		// Not english_lowercase: lm-eval's check also asks langdetect,
+		// whose profiles are a user asset this built-in task does without.
+		return instruction{"startend:quotation", "Wrap your entire reply in double quotation marks.", map[string]any{}}
 	case 2:
 		n := float64(20 + 10*r.IntN(8))
 		if r.IntN(2) == 0 {

@@ -11,7 +11,7 @@ import (
 func init() {
 	gen := evalsuite.GenerateUntil
 	register(Info{Name: "leaderboard_ifeval", Output: gen,
-		Description: "IFEval as the Open LLM Leaderboard runs it (wis-k/instruction-following-eval), the checks of ifeval; same fields",
+		Description: "IFEval as the Open LLM Leaderboard runs it (wis-k/instruction-following-eval), the checks of ifeval; same fields and assets folder (--dataset leaderboard_ifeval=DIR)",
 		Follows:     "lm-eval lm_eval/tasks/leaderboard/ifeval/ifeval.yaml v3.0 (its utils use lm_eval/tasks/ifeval's instructions)",
 		Data:        []HubData{parquetSplit(RoleTest, "wis-k/instruction-following-eval", "", "train")}}, buildLeaderboardIFEval)
 	register(Info{Name: "meta_ifeval", Output: gen,
@@ -22,11 +22,15 @@ func init() {
 }
 
 func buildLeaderboardIFEval(src Source) (*evalsuite.Task, error) {
+	c, err := ifevalChecker(src)
+	if err != nil {
+		return nil, err
+	}
 	docs, err := load(src.Dataset, src)
 	if err != nil {
 		return nil, err
 	}
-	t := ifevalTask("leaderboard_ifeval", docs)
+	t := ifevalTask("leaderboard_ifeval", docs, c)
 	t.Version = "3.0"
 	return t, nil
 }
@@ -35,6 +39,10 @@ func buildLeaderboardIFEval(src Source) (*evalsuite.Task, error) {
 // joins Meta's details with the original IFEval rows as
 // prepare_meta_eval.py does.
 func buildMetaIFEval(src Source) (*evalsuite.Task, error) {
+	c, err := ifevalChecker(src)
+	if err != nil {
+		return nil, err
+	}
 	docs, err := load(src.Dataset, src)
 	if err != nil {
 		return nil, err
@@ -80,7 +88,7 @@ func buildMetaIFEval(src Source) (*evalsuite.Task, error) {
 		fields["kwargs"] = kws
 		docs[i].Fields = fields
 	}
-	t := ifevalTask("meta_ifeval", docs)
+	t := ifevalTask("meta_ifeval", docs, c)
 	t.Version = "2.0"
 	t.Config["test_split"] = "train"
 	t.Config["dataset"] = "joined_ifeval.parquet: Meta's ifeval__strict__details joined with wis-k/instruction-following-eval on the question"

@@ -53,6 +53,10 @@ type Source struct {
 	CountTokens func(text string) (int, error)
 	// SeqLengths are RULER's max_seq_lengths metadata (empty = [4096]).
 	SeqLengths []int
+	// Assets is the folder of the task's user-supplied assets
+	// (Coverage.Assets; IFEval's punkt_tab/ and langdetect_profiles/),
+	// given as --dataset TASK=DIR (IsAssetsFolder); empty: none.
+	Assets string
 }
 
 // Info describes a registered task.
@@ -75,6 +79,9 @@ type Info struct {
 	// speech-recognition server (text to speech judged by
 	// intelligibility); without one it cannot run.
 	NeedsASR bool `json:"needs_asr,omitempty"`
+	// Coverage says how far the task reproduces its reference and how
+	// that was checked (filled in by register from coverage.go).
+	Coverage Coverage `json:"coverage"`
 }
 
 type builder struct {
@@ -94,6 +101,7 @@ func register(info Info, build func(Source) (*evalsuite.Task, error)) {
 	if build == nil && info.NotRunnable == "" {
 		panic("tasks: " + info.Name + " has no builder and no reason it cannot run")
 	}
+	info.Coverage = coverageOf(info)
 	registry[info.Name] = builder{info, build}
 }
 
@@ -105,7 +113,7 @@ func init() {
 		Follows: "lm-eval lm_eval/tasks/mmlu/default/_default_template_yaml v1.0", Data: mmluData}, buildMMLU)
 	register(Info{Name: "mmlu_generative", Output: gen, Description: "MMLU answered with a generated letter (chat-friendly)",
 		Follows: "lm-eval lm_eval/tasks/mmlu/generative/_default_template_yaml", Data: mmluData}, buildMMLUGenerative)
-	register(Info{Name: "ifeval", Output: gen, Description: "instruction following, a documented subset of IFEval's checks (fields prompt, instruction_id_list, kwargs)",
+	register(Info{Name: "ifeval", Output: gen, Description: "instruction following, all of IFEval's instructions as lm-eval checks them (fields prompt, instruction_id_list, kwargs); --dataset ifeval=DIR names the folder of its assets (" + ifeval.AssetsHelp + "), without which prompts using sentence counting or language detection are errors",
 		Follows: "lm-eval lm_eval/tasks/ifeval/ifeval.yaml v4.0", Data: []HubData{{Role: RoleTest, Repo: "google/IFEval", Split: "train", Files: "ifeval_input_data.jsonl"}}}, buildIFEval)
 	for _, sub := range []string{"diamond", "main", "extended"} {
 		data := gpqaData(sub)
@@ -484,11 +492,23 @@ func buildArithMCGen(src Source) (*evalsuite.Task, error) {
 }
 
 func buildIFEval(src Source) (*evalsuite.Task, error) {
+	c, err := ifevalChecker(src)
+	if err != nil {
+		return nil, err
+	}
 	docs, err := load(src.Dataset, src)
 	if err != nil {
 		return nil, err
 	}
-	return ifevalTask("ifeval", docs), nil
+	return ifevalTask("ifeval", docs, c), nil
+}
+
+// ifevalChecker reads the user's IFEval assets folder, if one was given.
+func ifevalChecker(src Source) (*ifeval.Checker, error) {
+	if src.Assets == "" {
+		return &ifeval.Checker{}, nil
+	}
+	return ifeval.LoadAssets(src.Assets)
 }
 
 func buildBuiltinIFEval(src Source) (*evalsuite.Task, error) {
@@ -500,18 +520,22 @@ func buildBuiltinIFEval(src Source) (*evalsuite.Task, error) {
 	if seed == 0 {
 		seed = builtin.TestSeed
 	}
-	t := ifevalTask("ttis_ifeval", builtin.Instructions(n, seed, "ttis_ifeval"))
+	c, err := ifevalChecker(src)
+	if err != nil {
+		return nil, err
+	}
+	t := ifevalTask("ttis_ifeval", builtin.Instructions(n, seed, "ttis_ifeval"), c)
 	t.Version = "1"
 	t.Config["dataset"] = map[string]any{"generator": "builtin.Instructions", "size": n, "seed": seed}
 	return t, nil
 }
 
-func ifevalTask(name string, docs []evalsuite.Doc) *evalsuite.Task {
+func ifevalTask(name string, docs []evalsuite.Doc, c *ifeval.Checker) *evalsuite.Task {
 	return &evalsuite.Task{
 		Name: name, Version: "4", Output: evalsuite.GenerateUntil, Docs: docs,
 		DocToText: func(d evalsuite.Doc) (string, error) { return d.Str("prompt") },
 		Gen:       evalsuite.GenKwargs{Until: nil, MaxGenToks: 1280, Temperature: 0},
-		Process:   processIFEval,
+		Process:   func(d evalsuite.Doc, resp string) (evalsuite.Scores, error) { return processIFEval(c, d, resp) },
 		Metrics: []evalsuite.MetricSpec{
 			{Name: "prompt_level_strict_acc", Aggregation: "mean", HigherIsBetter: true},
 			{Name: "inst_level_strict_acc", Aggregation: "agg_inst_level_acc", HigherIsBetter: true},
@@ -522,6 +546,7 @@ func ifevalTask(name string, docs []evalsuite.Doc) *evalsuite.Task {
 			"task": name, "output_type": "generate_until", "doc_to_text": "prompt", "num_fewshot": 0,
 			"generation_kwargs":      map[string]any{"until": []string{}, "do_sample": false, "temperature": 0.0, "max_gen_toks": 1280},
 			"supported_instructions": ifeval.Supported(),
+			"assets":                 ifevalAssetsConfig(c),
 		},
 	}
 }
@@ -546,7 +571,19 @@ func truthy(v any) bool {
 	return true
 }
 
-func processIFEval(d evalsuite.Doc, resp string) (evalsuite.Scores, error) {
+// ifevalAssetsConfig records which assets scored the run.
+func ifevalAssetsConfig(c *ifeval.Checker) map[string]any {
+	m := map[string]any{"langdetect_seed": c.Seed}
+	if c.Punkt != nil {
+		m["punkt_tab"] = c.PunktPath
+	}
+	if c.Langs != nil {
+		m["langdetect_profiles"] = c.LangsPath
+	}
+	return m
+}
+
+func processIFEval(c *ifeval.Checker, d evalsuite.Doc, resp string) (evalsuite.Scores, error) {
 	ids, err := d.Strings("instruction_id_list")
 	if err != nil {
 		return nil, err
@@ -569,7 +606,7 @@ func processIFEval(d evalsuite.Doc, resp string) (evalsuite.Scores, error) {
 		}
 		kws[i] = kw
 	}
-	res, err := ifeval.Check(resp, ids, kws)
+	res, err := c.Check(resp, ids, kws)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Source, err)
 	}

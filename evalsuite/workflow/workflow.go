@@ -241,6 +241,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			Format: cfg.Format, Mapping: cfg.Mapping, Columns: cfg.Columns, Size: cfg.BuiltinSize,
 			CountTokens: countTokens, SeqLengths: cfg.SeqLengths,
 		}
+		// A folder given for a task that reads user assets beside its Hub
+		// data (IFEval's punkt_tab/ and langdetect_profiles/) holds those.
+		if tasks.IsAssetsFolder(name, src.Dataset) {
+			src.Assets, src.Dataset = src.Dataset, ""
+		}
 		if info, ok := tasks.InfoOf(name); ok && info.NeedsASR && cfg.ASRURL == "" {
 			oc.NotRun[name] = ASRMissing
 			continue
