@@ -15,7 +15,7 @@ func init() {
 		Follows:     "lm-eval lm_eval/tasks/leaderboard/ifeval/ifeval.yaml v3.0 (its utils use lm_eval/tasks/ifeval's instructions)",
 		Data:        []HubData{parquetSplit(RoleTest, "wis-k/instruction-following-eval", "", "train")}}, buildLeaderboardIFEval)
 	register(Info{Name: "meta_ifeval", Output: gen,
-		Description: "IFEval replaying Meta's eval details (llama-cookbook meta_ifeval): Meta's final prompt, IFEval's checks (a joined file with prompt, instruction_id_list, kwargs, or the details file plus wis-k/instruction-following-eval as Files[\"original\"])",
+		Description: "IFEval replaying Meta's eval details (llama-cookbook meta_ifeval): Meta's final prompt, IFEval's checks (a joined file with prompt, instruction_id_list, kwargs, or the details file plus wis-k/instruction-following-eval as Files[\"original\"]); assets folder as ifeval's (--dataset meta_ifeval=DIR)",
 		Follows:     "llama-cookbook meta_eval/meta_template/ifeval/ifeval.yaml v2.0 and utils.py; prepare_meta_eval.py get_ifeval_data",
 		Data: append([]HubData{parquetGated(parquetSplit(RoleTest, "meta-llama/{model}-evals", "{model}-evals__ifeval__strict__details", "latest"))},
 			parquetSplit("original", "wis-k/instruction-following-eval", "", "train"))}, buildMetaIFEval)
