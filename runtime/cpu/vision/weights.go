@@ -18,16 +18,20 @@ const (
 // CLIPFiles are the files of CLIPRepoID that OpenCLIP reads.
 var CLIPFiles = []string{"config.json", "merges.txt", "model.safetensors", "vocab.json"}
 
-// PullCLIP makes the pinned CLIP checkpoint present and verified in c's
-// cache (offline: finds it there, or names what is missing) and returns
-// the snapshot; OpenCLIP(snapshot.Dir) loads it.
-func PullCLIP(ctx context.Context, c *hub.Client) (*hub.Snapshot, error) {
+// PullCLIP makes the CLIP checkpoint CLIPRepoID at revision (empty: the
+// pinned CLIPRevision; tests pass their fake Hub's commit) present and
+// verified in c's cache, offline finding it there or naming what is
+// missing, and returns the snapshot; OpenCLIP(snapshot.Dir) loads it.
+func PullCLIP(ctx context.Context, c *hub.Client, revision string) (*hub.Snapshot, error) {
+	if revision == "" {
+		revision = CLIPRevision
+	}
 	snap, err := c.Pull(ctx, hub.Repo{Type: hub.Model, ID: CLIPRepoID}, hub.PullOptions{
-		Revision: CLIPRevision,
+		Revision: revision,
 		Include:  CLIPFiles,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("CLIP weights %s@%s: %w", CLIPRepoID, CLIPRevision[:12], err)
+		return nil, fmt.Errorf("CLIP weights %s at %s: %w", CLIPRepoID, revision, err)
 	}
 	return snap, nil
 }

@@ -162,6 +162,9 @@ func byteRune(b byte) rune {
 	return rune(256 + n)
 }
 
+// VocabSize is the number of tokens of vocab.json.
+func (t *Tokenizer) VocabSize() int { return len(t.encoder) }
+
 // StartID and EndID are the ids of the start and end tokens.
 func (t *Tokenizer) StartID() int { return t.sot }
 
