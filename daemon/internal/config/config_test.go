@@ -40,6 +40,18 @@ func TestParse(t *testing.T) {
 		{name: "model folders", data: "model_dirs = [\"/m\"]\n", check: func(c Config) bool {
 			return strings.Join(c.ModelFolders(), " ") == "/m"
 		}},
+		{name: "control defaults", data: "", check: func(c Config) bool {
+			return c.Control == Control{MaxConnections: 2048, MaxFollowers: 512, MaxActions: 64, MaxQueries: 256, FDReserve: 1024}
+		}},
+		{name: "control limits", data: "[control]\nmax_connections = 100\nmax_followers = 10\nmax_actions = 2\nmax_queries = 20\nfd_reserve = 200\n",
+			check: func(c Config) bool {
+				return c.Control == Control{MaxConnections: 100, MaxFollowers: 10, MaxActions: 2, MaxQueries: 20, FDReserve: 200}
+			}},
+		{name: "control unknown key", data: "[control]\nmax_follower = 3\n", wantErr: `ttisd.toml:2:1: unknown key "control.max_follower"`},
+		{name: "control zero", data: "[control]\nmax_actions = 0\n", wantErr: "ttisd.toml: control.max_actions: 0 must be at least 1"},
+		{name: "control small reserve", data: "[control]\nfd_reserve = 10\n", wantErr: "control.fd_reserve: 10 must be at least 64"},
+		{name: "control kinds over connections", data: "[control]\nmax_connections = 600\n",
+			wantErr: "control.max_connections: 600 is less than max_followers + max_actions + max_queries (512 + 64 + 256 = 832)"},
 		{name: "bad hf endpoint", data: "hf_endpoint = \"mirror:8080\"\n", wantErr: "hf_endpoint: \"mirror:8080\" is not an http(s) URL"},
 	}
 	for _, tt := range tests {
