@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,24 @@ func FuzzParse(f *testing.F) {
 		cfg := Default()
 		_ = Parse("f.toml", data, &cfg)
 	})
+}
+
+// The example file the package installs shows every default, [control]
+// included: read over zero values, it must give Default().
+func TestExampleFileShowsTheDefaults(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "packaging", "etc", "ttisd.toml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Config
+	if err := Parse(path, data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ModelDirs) == 0 {
+		got.ModelDirs = nil // the file's [] means the same as none
+	}
+	if want := Default(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n%+v\nwant the defaults\n%+v", path, got, want)
+	}
 }
