@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"syscall"
 	"time"
@@ -139,9 +141,11 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	stopSchedules := d.startSchedules(unitsCtx) // [[schedule]] runs; see schedules.go
 	defer stopSchedules()
 	apiDone := make(chan struct{})
-	srv := control.NewHTTPServer((&control.Server{Backend: d, Logger: log, Done: apiDone, Observe: m.Control}).Handler())
+	limits := controlLimits(cfg.Control, log)
+	srv := control.NewHTTPServer((&control.Server{Backend: d, Logger: log, Done: apiDone, Observe: m.Control, Limits: limits}).Handler())
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	capped := control.NewListener(ln, limits.Connections, func() { releaseMemory(log) })
+	go func() { serveErr <- srv.Serve(capped) }()
 	stopMetrics, err := serveMetrics(cfg.MetricsListen, m, log)
 	if err != nil {
 		return err
@@ -187,6 +191,41 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	rec.Shutdown(context.Background())
 	log.Info("ttisd stopped")
 	return loopErr
+}
+
+// controlLimits sizes the control socket's limits to the descriptor limit,
+// keeping cfg.FDReserve descriptors for the supervisor. Go has already
+// raised the soft RLIMIT_NOFILE to the hard limit at start (since Go 1.19;
+// children get the original back), so ttisd reads it and never sets it:
+// setting it would make Go hand the raised limit to the servers too.
+func controlLimits(cfg config.Control, log *slog.Logger) control.Limits {
+	want := control.Limits{Connections: cfg.MaxConnections, Followers: cfg.MaxFollowers, Actions: cfg.MaxActions, Queries: cfg.MaxQueries}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		log.Warn("cannot read the descriptor limit; the control socket keeps its configured limits", "err", err)
+		return want
+	}
+	got, note := control.Size(want, lim.Cur, cfg.FDReserve)
+	if note != "" {
+		log.Warn("control socket limits lowered: " + note)
+	}
+	log.Info("control socket limits", "connections", got.Connections, "followers", got.Followers, "actions", got.Actions,
+		"queries", got.Queries, "fd_limit", lim.Cur, "fd_reserve", cfg.FDReserve)
+	return got
+}
+
+// releaseMemory hands back to the system what a burst of control
+// connections used, once they have closed. Without it the memory stays for
+// minutes or more: an idle daemon allocates too little to start a
+// collection, and the heap goal set while the burst was open keeps the
+// background scavenger from returning the pages. Two collections, because
+// the first only moves net/http's pooled per-connection buffers into
+// sync.Pool's victim cache and the second frees them; FreeOSMemory's own
+// collection is the second.
+func releaseMemory(log *slog.Logger) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	log.Debug("returned the memory of a burst of control connections to the system")
 }
 
 // serveMetrics serves GET /metrics on listen until the returned func is

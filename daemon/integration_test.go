@@ -94,6 +94,13 @@ func startDaemon(t testing.TB, units map[string]string, args ...string) *daemon 
 // hold files the test placed there.
 func startDaemonIn(t testing.TB, dir string, units map[string]string, args ...string) *daemon {
 	t.Helper()
+	return startDaemonWrapped(t, dir, units, nil, args...)
+}
+
+// startDaemonWrapped is startDaemonIn with the command changed by wrap
+// (run under `ulimit`, say) when wrap is not nil.
+func startDaemonWrapped(t testing.TB, dir string, units map[string]string, wrap func(*exec.Cmd) *exec.Cmd, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{
 		dir:      dir,
 		unitsDir: filepath.Join(dir, "units"),
@@ -114,6 +121,9 @@ func startDaemonIn(t testing.TB, dir string, units map[string]string, args ...st
 		d.write(t, name, text)
 	}
 	d.cmd = d.command(args...)
+	if wrap != nil {
+		d.cmd = wrap(d.cmd)
+	}
 	logf, err := os.Create(filepath.Join(dir, "ttisd.log"))
 	if err != nil {
 		t.Fatal(err)

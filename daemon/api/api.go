@@ -292,6 +292,9 @@ const (
 	CodeConflict    = "conflict"
 	CodeInternal    = "internal"
 	CodeUnavailable = "unavailable"
+	// CodeBusy: the control socket is at a limit of ttisd.toml's
+	// [control] table (HTTP 503, Retry-After); the message names it.
+	CodeBusy = "busy"
 )
 
 // ErrorBody is the JSON body of every non-2xx response.

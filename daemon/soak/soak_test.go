@@ -50,6 +50,7 @@ type soak struct {
 	logs                      int
 	faults                    []faultRow
 	peakRSS                   int64
+	load                      *load
 }
 
 type faultRow struct {
@@ -106,6 +107,7 @@ func TestSoak(t *testing.T) {
 
 	ctx, stopLoad := context.WithCancel(context.Background())
 	load := newLoad()
+	s.load = load
 	var wg sync.WaitGroup
 	for name, text := range s.texts {
 		addr := listenOf(text)
@@ -130,6 +132,7 @@ func TestSoak(t *testing.T) {
 		{"device claim collision", s.collision},
 		{"disk full on the state folder", s.diskFull},
 		{"ttisctl bench, then again on a full disk", s.benchRuns},
+		{"24,000 log followers (logs -f flood)", s.followerFlood}, // followers_test.go
 	}
 	deadline := time.Now().Add(*duration)
 	for i := 0; time.Now().Before(deadline) || i < len(faults); i++ {

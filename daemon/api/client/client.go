@@ -80,7 +80,44 @@ func IsUnreachable(err error) bool {
 	return errors.As(err, &e)
 }
 
+// IsBusy reports whether err says the daemon is at a limit of its control
+// socket (HTTP 503, code busy; the message names the limit): the same
+// request may succeed a moment later.
+func IsBusy(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == api.CodeBusy
+}
+
+// busyRetries is how often a query that found the daemon busy is sent
+// again, after 100 ms and then twice as long each time up to 2 s: about
+// 10 s in all, time for a flood of idle connections to time out.
+const busyRetries = 8
+
+// do sends a request. A query (GET, not a log stream) that finds the
+// daemon busy is retried while ctx allows: it costs the daemon nothing
+// and the answer is what the caller wants, whereas an action may not be
+// sent twice unasked and a refused log stream must not add to the flood
+// that filled its limit.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values) (*http.Response, error) {
+	retry := method == http.MethodGet && q.Get("follow") != "true"
+	delay := 100 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		resp, err := c.once(ctx, method, path, q)
+		if !retry || attempt == busyRetries || !IsBusy(err) {
+			return resp, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+func (c *Client) once(ctx context.Context, method, path string, q url.Values) (*http.Response, error) {
 	u := "http://ttisd" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -91,6 +128,11 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values) (*ht
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		// A unix socket whose listen backlog is full refuses to connect
+		// with EAGAIN: the daemon is there, but flooded.
+		if ctx.Err() == nil && errors.Is(err, syscall.EAGAIN) {
+			return nil, &Error{Status: http.StatusServiceUnavailable, Code: api.CodeBusy, Message: fmt.Sprintf("ttisd at %s is not accepting connections (its socket's backlog is full); try again later", c.socket)}
+		}
 		if ctx.Err() == nil && dialFailed(err) {
 			return nil, &UnreachableError{Socket: c.socket, Err: err}
 		}

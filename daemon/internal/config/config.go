@@ -73,6 +73,27 @@ type Config struct {
 	// Offline makes scheduled runs use only the Hub cache: a task whose
 	// data is missing is reported as not measured with the pull command.
 	Offline bool `toml:"offline"`
+	// Control bounds what the control socket serves at once.
+	Control Control `toml:"control"`
+}
+
+// Control is the [control] table: the control socket's limits, so that
+// its clients can never starve the supervisor of descriptors or memory.
+type Control struct {
+	// MaxConnections caps open connections, idle ones included; past it a
+	// client is answered 503 at once. ttisd lowers it (and the three caps
+	// below, in proportion) when RLIMIT_NOFILE less FDReserve is smaller.
+	MaxConnections int `toml:"max_connections"`
+	// MaxFollowers caps `logs -f` streams open at once.
+	MaxFollowers int `toml:"max_followers"`
+	// MaxActions caps start, stop, restart and reload calls in progress.
+	MaxActions int `toml:"max_actions"`
+	// MaxQueries caps status, info, devices and `logs` calls in progress.
+	MaxQueries int `toml:"max_queries"`
+	// FDReserve is how many file descriptors the control socket leaves to
+	// the supervisor's own work: health probes, server starts and their
+	// output files, scheduled benchmark runs.
+	FDReserve int `toml:"fd_reserve"`
 }
 
 // ModelFolders is ModelDirs, or the defaults when none are configured:
@@ -114,6 +135,13 @@ func Default() Config {
 		ResetCommand:   device.DefaultResetCommand(),
 		RescanInterval: units.Duration{Duration: 30 * time.Second},
 		LogLines:       1000,
+		Control: Control{
+			MaxConnections: 2048,
+			MaxFollowers:   512,
+			MaxActions:     64,
+			MaxQueries:     256,
+			FDReserve:      1024,
+		},
 	}
 }
 
@@ -198,6 +226,12 @@ func (c *Config) Validate() error {
 	if c.LogLines < 1 {
 		return fmt.Errorf("log_lines: %d must be at least 1", c.LogLines)
 	}
+	if err := c.Control.validate(); err != nil {
+		return err
+	}
+	if err := c.Control.validate(); err != nil {
+		return err
+	}
 	if c.HFEndpoint != "" {
 		if u, err := url.Parse(c.HFEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("hf_endpoint: %q is not an http(s) URL (e.g. \"https://huggingface.co\" or a mirror)", c.HFEndpoint)
@@ -230,6 +264,27 @@ func (c *Config) Abs() error {
 			return err
 		}
 		c.ModelDirs[i] = a
+	}
+	return nil
+}
+
+func (c Control) validate() error {
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"max_connections", c.MaxConnections}, {"max_followers", c.MaxFollowers}, {"max_actions", c.MaxActions}, {"max_queries", c.MaxQueries}} {
+		if f.v < 1 {
+			return fmt.Errorf("control.%s: %d must be at least 1", f.key, f.v)
+		}
+	}
+	if c.FDReserve < 64 {
+		return fmt.Errorf("control.fd_reserve: %d must be at least 64 (the supervisor's probes and server starts need descriptors)", c.FDReserve)
+	}
+	// A flood of one kind may fill its own cap but must leave connections
+	// for the others, or status would wait behind thousands of followers.
+	if sum := c.MaxFollowers + c.MaxActions + c.MaxQueries; sum > c.MaxConnections {
+		return fmt.Errorf("control.max_connections: %d is less than max_followers + max_actions + max_queries (%d + %d + %d = %d): a flood of one kind could hold every connection",
+			c.MaxConnections, c.MaxFollowers, c.MaxActions, c.MaxQueries, sum)
 	}
 	return nil
 }

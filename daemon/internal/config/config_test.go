@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,18 @@ func TestParse(t *testing.T) {
 		{name: "model folders", data: "model_dirs = [\"/m\"]\n", check: func(c Config) bool {
 			return strings.Join(c.ModelFolders(), " ") == "/m"
 		}},
+		{name: "control defaults", data: "", check: func(c Config) bool {
+			return c.Control == Control{MaxConnections: 2048, MaxFollowers: 512, MaxActions: 64, MaxQueries: 256, FDReserve: 1024}
+		}},
+		{name: "control limits", data: "[control]\nmax_connections = 100\nmax_followers = 10\nmax_actions = 2\nmax_queries = 20\nfd_reserve = 200\n",
+			check: func(c Config) bool {
+				return c.Control == Control{MaxConnections: 100, MaxFollowers: 10, MaxActions: 2, MaxQueries: 20, FDReserve: 200}
+			}},
+		{name: "control unknown key", data: "[control]\nmax_follower = 3\n", wantErr: `ttisd.toml:2:1: unknown key "control.max_follower"`},
+		{name: "control zero", data: "[control]\nmax_actions = 0\n", wantErr: "ttisd.toml: control.max_actions: 0 must be at least 1"},
+		{name: "control small reserve", data: "[control]\nfd_reserve = 10\n", wantErr: "control.fd_reserve: 10 must be at least 64"},
+		{name: "control kinds over connections", data: "[control]\nmax_connections = 600\n",
+			wantErr: "control.max_connections: 600 is less than max_followers + max_actions + max_queries (512 + 64 + 256 = 832)"},
 		{name: "bad hf endpoint", data: "hf_endpoint = \"mirror:8080\"\n", wantErr: "hf_endpoint: \"mirror:8080\" is not an http(s) URL"},
 	}
 	for _, tt := range tests {
@@ -86,4 +99,24 @@ func FuzzParse(f *testing.F) {
 		cfg := Default()
 		_ = Parse("f.toml", data, &cfg)
 	})
+}
+
+// The example file the package installs shows every default, [control]
+// included: read over zero values, it must give Default().
+func TestExampleFileShowsTheDefaults(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "packaging", "etc", "ttisd.toml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Config
+	if err := Parse(path, data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ModelDirs) == 0 {
+		got.ModelDirs = nil // the file's [] means the same as none
+	}
+	if want := Default(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n%+v\nwant the defaults\n%+v", path, got, want)
+	}
 }

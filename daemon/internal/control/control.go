@@ -38,8 +38,16 @@ type Server struct {
 	// Done ends streaming responses (logs -f) when the daemon shuts down.
 	Done <-chan struct{}
 	// Observe, when set, is told about every request: its route pattern
-	// ("GET /v1/units/{name}"), status and duration.
+	// ("GET /v1/units/{name}"), status and duration. A request refused by
+	// a limit is observed as "over control.max_followers" (or the limit's
+	// key).
 	Observe func(route string, code int, d time.Duration)
+	// Limits cap the requests of each kind in progress; the zero value
+	// caps nothing. (Limits.Connections is the Listener's.)
+	Limits Limits
+
+	// stop is cancelled when Done closes; log streams watch it.
+	stop context.Context
 }
 
 // Handler returns the API's routes.
@@ -57,6 +65,19 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNoEndpoint, fmt.Sprintf("no API endpoint %s %s", r.Method, r.URL.Path))
 	})
+	var gates [kinds]*gate
+	for k := range kinds {
+		gates[k] = &gate{kind: k, max: int64(s.Limits.of(k))}
+	}
+	s.stop = context.Background()
+	if s.Done != nil {
+		stop, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-s.Done
+			cancel()
+		}()
+		s.stop = stop
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(api.HeaderAPI, api.Version)
 		// A browser page must never drive the daemon (if the socket is ever
@@ -64,6 +85,27 @@ func (s *Server) Handler() http.Handler {
 		if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
 			writeError(w, http.StatusForbidden, api.CodeBadRequest, "browser requests are not accepted")
 			return
+		}
+		// Admission before work: each kind has its own limit, and a full
+		// one answers at once rather than queueing, so no kind waits for
+		// another. The connection closes with the answer: a refused client
+		// holds no descriptor of the daemon's.
+		g := gates[kindOf(r)]
+		if !g.enter() {
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, api.CodeBusy, g.refusal())
+			if s.Observe != nil {
+				s.Observe("over control."+kindNames[g.kind].key, http.StatusServiceUnavailable, 0)
+			}
+			return
+		}
+		sl := &slot{g: g}
+		defer sl.release()
+		if g.kind == KindFollow {
+			// The stream outlives this handler (see follow) and takes
+			// the slot along.
+			r = r.WithContext(context.WithValue(r.Context(), slotKey{}, sl))
 		}
 		if s.Observe == nil {
 			mux.ServeHTTP(w, r)
@@ -92,12 +134,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// Flush lets log streams through (logs -f).
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
+// Unwrap lets http.ResponseController reach the connection: log streams
+// (logs -f) flush and set write deadlines through it.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (s *Server) unit(w http.ResponseWriter, r *http.Request) {
 	lines, err := intParam(r, "lines", 10)
@@ -163,37 +202,14 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	enc := json.NewEncoder(w)
-	if follow != "true" {
-		for _, l := range ring.Tail(lines) {
-			_ = enc.Encode(l)
-		}
+	if follow == "true" {
+		s.follow(w, r, ring, lines)
 		return
 	}
-	tail, ch, cancel := ring.Follow(lines, 256)
-	defer cancel()
-	for _, l := range tail {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	for _, l := range ring.Tail(lines) {
 		_ = enc.Encode(l)
-	}
-	flusher, _ := w.(http.Flusher)
-	if flusher != nil {
-		flusher.Flush()
-	}
-	for {
-		select {
-		case l := <-ch:
-			if err := enc.Encode(l); err != nil {
-				return
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-		case <-r.Context().Done():
-			return
-		case <-s.Done:
-			return
-		}
 	}
 }
 
@@ -239,7 +255,8 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 // NewHTTPServer returns an http.Server for h with timeouts that suit a
-// local API whose log stream may stay open for hours.
+// local API whose log stream may stay open for hours. Serve it on a
+// Listener (NewListener) to cap its connections.
 func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, ConnContext: peerContext}
 }

@@ -28,8 +28,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeBackend knows one unit, "a".
 type fakeBackend struct {
-	ring    *logring.Ring
+	ring *logring.Ring
+	mu   sync.Mutex
+	// started lists the units Start was called for.
 	started []string
+	// hold, when set, makes Start wait for it to close; entered receives
+	// a value as each such Start begins to wait.
+	hold    chan struct{}
+	entered chan struct{}
 }
 
 func (f *fakeBackend) Info() api.Info { return api.Info{Version: "test", RunsDir: "/state/runs"} }
@@ -54,8 +60,19 @@ func (f *fakeBackend) Unit(name string, lines int) (api.UnitDetail, error) {
 	return api.UnitDetail{Unit: api.Unit{Name: name, Listen: "0.0.0.0:8000", Model: "m", Device: "n150", State: api.StateActive},
 		AuthMode: "jwt", AuthSecretFile: "/s", Logs: f.ring.Tail(lines)}, nil
 }
-func (f *fakeBackend) Start(_ context.Context, name string) error {
+func (f *fakeBackend) Start(ctx context.Context, name string) error {
+	f.mu.Lock()
 	f.started = append(f.started, name)
+	hold, entered := f.hold, f.entered
+	f.mu.Unlock()
+	if hold != nil {
+		entered <- struct{}{}
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	return f.find(name)
 }
 func (f *fakeBackend) Stop(_ context.Context, name string) error    { return f.find(name) }
@@ -76,15 +93,36 @@ func (f *fakeBackend) Devices() api.Devices {
 // serve runs the API on a unix socket and returns a client for it.
 func serve(t *testing.T) (*fakeBackend, *client.Client, chan struct{}) {
 	t.Helper()
+	a := serveLimited(t, Limits{}, nil)
+	return a.fb, a.cl, a.done
+}
+
+// served is an API served by serveLimited.
+type served struct {
+	fb   *fakeBackend
+	cl   *client.Client
+	done chan struct{}
+	sock string
+	ln   *Listener
+}
+
+// serveLimited serves the API on a unix socket with limits; onDrain is
+// the Listener's, and opts change the Listener before it serves.
+func serveLimited(t testing.TB, limits Limits, onDrain func(), opts ...func(*Listener)) served {
+	t.Helper()
 	fb := &fakeBackend{ring: logring.New(10)}
 	fb.ring.Add(api.LogLine{Stream: "stdout", Text: "first"})
 	done := make(chan struct{})
 	sock := filepath.Join(t.TempDir(), "c.sock")
-	ln, err := Listen(sock, "", nil)
+	raw, err := Listen(sock, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewHTTPServer((&Server{Backend: fb, Done: done}).Handler())
+	ln := NewListener(raw, limits.Connections, onDrain)
+	for _, o := range opts {
+		o(ln)
+	}
+	srv := NewHTTPServer((&Server{Backend: fb, Done: done, Limits: limits}).Handler())
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		select {
@@ -96,7 +134,7 @@ func serve(t *testing.T) (*fakeBackend, *client.Client, chan struct{}) {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return fb, client.New(sock), done
+	return served{fb: fb, cl: client.New(sock), done: done, sock: sock, ln: ln}
 }
 
 func TestEndpoints(t *testing.T) {

@@ -13,6 +13,9 @@ type peerKey struct{}
 // unix socket connection (SO_PEERCRED), for the audit log of mutating
 // requests.
 func peerContext(ctx context.Context, c net.Conn) context.Context {
+	if w, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = w.NetConn() // a Listener's counted connection
+	}
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return ctx

@@ -209,6 +209,14 @@ type Supervisor struct {
 	probing      bool
 	hupPending   bool // a live reload waits for the server to be ready
 	detached     bool // Run ends without stopping the process
+	// blind is set while probes fail for want of the daemon's own
+	// resources (see ownFailure); sightedAt is when the last such episode
+	// ended, from which the ready timeout counts again.
+	blind     bool
+	sightedAt time.Time
+	// startBlocked is set while starts fail for want of the daemon's own
+	// resources.
+	startBlocked bool
 	startedAt    time.Time
 	lastOutput   atomic.Int64 // unix nanos of the clock at the last output line
 }
@@ -392,10 +400,16 @@ func (s *Supervisor) Run(ctx context.Context) {
 			s.probing = false
 			switch {
 			case s.proc == nil:
-			case s.status.State == api.StateActivating && r.err == nil:
-				s.becameReady()
-			case s.status.State == api.StateActive:
-				s.checkedLive(r)
+			case ownFailure(r.err):
+				s.cannotProbe(r.err)
+			default:
+				s.probedAgain()
+				switch {
+				case s.status.State == api.StateActivating && r.err == nil:
+					s.becameReady()
+				case s.status.State == api.StateActive:
+					s.checkedLive(r)
+				}
 			}
 		}
 	}
@@ -541,6 +555,10 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 
 	out, errw := s.writers()
 	proc, err := s.deps.Starter.Start(s.spec, out, errw)
+	if err != nil && ownFailure(err) {
+		s.startDeferred(err)
+		return
+	}
 	if err != nil {
 		msg := "start failed: " + err.Error()
 		s.note(msg)
@@ -550,6 +568,10 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 		s.mu.Unlock()
 		s.afterEnd(false, api.ResultResources)
 		return
+	}
+	if s.startBlocked {
+		s.startBlocked = false
+		s.log.Info("server starts again")
 	}
 	s.attach(proc, out, errw, now)
 	s.readyTimer = s.deps.Clock.NewTimer(r.ReadyTimeout)
@@ -613,7 +635,16 @@ func (s *Supervisor) readyTimeout() {
 		return
 	}
 	rt := s.spec.Restart.ReadyTimeout
-	idle := s.deps.Clock.Now().Sub(time.Unix(0, s.lastOutput.Load()))
+	// Time the daemon could not probe is not time the server stalled.
+	if s.blind {
+		s.readyTimer = s.deps.Clock.NewTimer(rt)
+		return
+	}
+	since := time.Unix(0, s.lastOutput.Load())
+	if s.sightedAt.After(since) {
+		since = s.sightedAt
+	}
+	idle := s.deps.Clock.Now().Sub(since)
 	if idle < rt {
 		s.readyTimer = s.deps.Clock.NewTimer(rt - idle)
 		return
@@ -626,6 +657,50 @@ func (s *Supervisor) readyTimeout() {
 	s.mu.Unlock()
 	s.stopProcess()
 	s.afterEnd(false, api.ResultTimeout)
+}
+
+// cannotProbe handles a probe the daemon could not make (see ownFailure):
+// the server is not blamed, the probes go on at their interval, and the
+// episode is logged once, not at every probe.
+func (s *Supervisor) cannotProbe(err error) {
+	if s.blind {
+		return
+	}
+	s.blind = true
+	s.log.Warn("cannot probe the server: ttisd is short of its own resources; not counted against the server", "err", err)
+	s.note(fmt.Sprintf("Cannot probe /health: ttisd itself is short of resources (%v). Not counted against the server; probing goes on.", err))
+}
+
+// probedAgain ends an episode of cannotProbe once a probe reaches the
+// server (whatever it answers).
+func (s *Supervisor) probedAgain() {
+	if !s.blind {
+		return
+	}
+	s.blind = false
+	s.sightedAt = s.deps.Clock.Now()
+	s.log.Info("probing the server again")
+	s.note("Probing /health again.")
+}
+
+// startDeferred handles a start the daemon could not make for want of its
+// own resources (see ownFailure): it does not count against the start
+// limit or the back-off, and is retried after the current restart delay.
+// The episode is logged once.
+func (s *Supervisor) startDeferred(err error) {
+	s.starts = s.starts[:len(s.starts)-1]
+	delay := s.backoff()
+	msg := "cannot start the server: ttisd itself is short of resources: " + err.Error()
+	if !s.startBlocked {
+		s.startBlocked = true
+		s.log.Warn("cannot start the server: ttisd is short of its own resources; retrying, not counted against the unit", "err", err)
+		s.note(fmt.Sprintf("%s. Not counted against the unit; retrying every %s.", msg, delay))
+	}
+	s.mu.Lock()
+	s.status.LastError = msg
+	s.mu.Unlock()
+	s.setState(api.StateActivating, api.SubAutoRestart, nil)
+	s.restartTimer = s.deps.Clock.NewTimer(delay)
 }
 
 // checkedLive handles the health check of an active server: LiveFailures

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -60,6 +63,21 @@ func helper(unitFile string) int {
 		return 0
 	case "sleep":
 		time.Sleep(time.Minute)
+		return 0
+	case "probe-emfile":
+		// Run out of descriptors, then probe a healthy server: the
+		// probe must fail as the daemon's own failure.
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: 32, Max: 32}); err != nil {
+			fmt.Println("setrlimit:", err)
+			return 2
+		}
+		for range 64 {
+			if _, err := os.Open(os.DevNull); err != nil {
+				break
+			}
+		}
+		err := HTTPProbe(context.Background(), f[1])
+		fmt.Printf("own=%t err=%v\n", ownFailure(err), err)
 		return 0
 	case "orphan-pipe":
 		// Leave a grandchild holding our output pipe, then exit.
@@ -720,3 +738,198 @@ func TestAdoptServerOfEarlierDaemon(t *testing.T) {
 }
 
 func healthyAt(listen string) bool { return HTTPProbe(context.Background(), listen) == nil }
+
+// probeSwitch is a probe whose outcome the test sets: the real HTTP probe,
+// the daemon's own failure (a socket it could not open), or the server's
+// failure (an error answer).
+type probeSwitch struct {
+	mode  atomic.Int32
+	calls atomic.Int64
+}
+
+const (
+	probeReal = iota
+	probeOwn
+	probeServer
+)
+
+func (p *probeSwitch) probe(ctx context.Context, listen string) error {
+	p.calls.Add(1)
+	switch p.mode.Load() {
+	case probeOwn:
+		return &url.Error{Op: "Get", URL: "http://" + listen + "/health", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}}
+	case probeServer:
+		return errors.New("health answered 500 Internal Server Error")
+	}
+	return HTTPProbe(ctx, listen)
+}
+
+// waitCalls waits until n more probes have run.
+func (p *probeSwitch) waitCalls(t *testing.T, n int64) {
+	t.Helper()
+	want := p.calls.Load() + n
+	for range 2000 {
+		if p.calls.Load() >= want {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("probes did not run: %d of %d", p.calls.Load(), want)
+}
+
+func (f *fixture) notes(text string) int {
+	n := 0
+	for _, l := range f.sup.Ring().Tail(0) {
+		if l.Stream == "ttisd" && strings.Contains(l.Text, text) {
+			n++
+		}
+	}
+	return n
+}
+
+// A probe the daemon could not make (out of descriptors) never counts
+// against the server, however many fail, and the episode is noted once; a
+// failure of the server's own still restarts it.
+func TestOwnProbeFailuresAreNotTheServers(t *testing.T) {
+	var p probeSwitch
+	f := newFixture(t, "serve", Policy{Policy: PolicyOnFailure, Delay: time.Second, StopTimeout: 5 * time.Second}, func(d *Deps) {
+		d.Probe = p.probe
+		d.LiveInterval, d.LiveTimeout, d.LiveFailures = 5*time.Millisecond, time.Second, 2
+	})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	before := f.waitState(api.StateActive, "")
+	p.mode.Store(probeOwn)
+	p.waitCalls(t, 20) // ten times LiveFailures
+	f.ringHas("Cannot probe /health")
+	p.mode.Store(probeReal)
+	f.ringHas("Probing /health again.")
+	st := f.sup.Status()
+	if st.State != api.StateActive || st.PID != before.PID || st.RestartsTotal != 0 || st.Result != before.Result {
+		t.Fatalf("after own probe failures: %+v", st)
+	}
+	if n := f.notes("Cannot probe /health"); n != 1 {
+		t.Errorf("the episode was noted %d times, want once", n)
+	}
+	if n := f.notes("Health check failed"); n != 0 {
+		t.Errorf("%d own probe failures were counted as health check failures", n)
+	}
+
+	p.mode.Store(probeServer)
+	st = f.waitState(api.StateActivating, api.SubAutoRestart)
+	if st.Result != api.ResultWatchdog || st.RestartsTotal != 1 {
+		t.Fatalf("a server answering errors was not restarted: %+v", st)
+	}
+}
+
+// While the daemon cannot probe, a loading server's ready timeout does not
+// run out; it counts again from the first probe that reaches the server.
+func TestOwnProbeFailuresHoldTheReadyTimeout(t *testing.T) {
+	var p probeSwitch
+	p.mode.Store(probeOwn)
+	f := newFixture(t, "serve", Policy{Policy: PolicyNo, ReadyTimeout: 10 * time.Second, StopTimeout: 5 * time.Second}, func(d *Deps) {
+		d.Probe = p.probe
+	})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(api.StateActivating, api.SubStart)
+	f.ringHas("Cannot probe /health")
+	if !f.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no ready timer")
+	}
+	f.clk.Advance(10 * time.Second)
+	// The deadline passed while blind: the timer is armed again.
+	if !f.clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("ready timer not re-armed")
+	}
+	if st := f.sup.Status(); st.State != api.StateActivating {
+		t.Fatalf("timed out while the daemon could not probe: %+v", st)
+	}
+	// Probes reach the server again at t=10s, and it answers errors: the
+	// timeout runs out 10s later, not before.
+	p.mode.Store(probeServer)
+	f.ringHas("Probing /health again.")
+	f.clk.Advance(10*time.Second - time.Millisecond)
+	if f.clk.Pending() != 1 {
+		t.Fatal("ready timeout fired before 10s of probes reaching the server")
+	}
+	f.clk.Advance(time.Millisecond)
+	st := f.waitState(api.StateFailed, api.SubFailed)
+	if st.Result != api.ResultTimeout {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// ownFailingStarter fails its first fails starts as a daemon out of
+// descriptors does, then starts for real.
+type ownFailingStarter struct {
+	Starter
+	fails atomic.Int32
+}
+
+func (s *ownFailingStarter) Start(spec Spec, stdout, stderr io.Writer) (Process, error) {
+	if s.fails.Add(-1) >= 0 {
+		return nil, fmt.Errorf("server output: %w", &fs.PathError{Op: "open", Path: "/state/server-output/u.stdout", Err: syscall.EMFILE})
+	}
+	return s.Starter.Start(spec, stdout, stderr)
+}
+
+// Starts that fail for want of the daemon's descriptors are retried and
+// never count against the start limit: more of them than the limit allows
+// still end with the server running and no restart counted.
+func TestOwnStartFailuresAreNotCounted(t *testing.T) {
+	var starter *ownFailingStarter
+	f := newFixture(t, "serve", Policy{Policy: PolicyOnFailure, Delay: time.Second, Burst: 2, Interval: time.Minute, StopTimeout: 5 * time.Second}, func(d *Deps) {
+		starter = &ownFailingStarter{Starter: d.Starter}
+		starter.fails.Store(5)
+		d.Starter = starter
+	})
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		st := f.waitState(api.StateActivating, api.SubAutoRestart)
+		if !strings.Contains(st.LastError, "too many open files") {
+			t.Fatalf("last error %q", st.LastError)
+		}
+		if !f.clk.WaitForTimers(1, 5*time.Second) {
+			t.Fatal("no retry timer")
+		}
+		f.clk.Advance(time.Second)
+	}
+	st := f.waitState(api.StateActive, api.SubRunning)
+	if st.Restarts != 0 || st.RestartsTotal != 0 {
+		t.Fatalf("own start failures counted as restarts: %+v", st)
+	}
+	if n := f.notes("cannot start the server"); n != 1 {
+		t.Errorf("the episode was noted %d times, want once", n)
+	}
+}
+
+// A real probe out of descriptors is the daemon's own failure; a refused
+// connection is the server's.
+func TestOwnFailureOfRealProbe(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	unitFile := filepath.Join(dir, "u.toml")
+	if err := os.WriteFile(unitFile, []byte("probe-emfile "+ln.Addr().String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "helper", unitFile)
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "own=true") || !strings.Contains(string(out), "too many open files") {
+		t.Fatalf("probe without descriptors: %v\n%s", err, out)
+	}
+	if err := HTTPProbe(context.Background(), freePort(t)); err == nil || ownFailure(err) {
+		t.Fatalf("a refused connection counted as the daemon's own failure: %v", err)
+	}
+}
