@@ -74,18 +74,10 @@ func globalFlags() []cli.Flag {
 	}
 }
 
-// global reads a global flag: its value where it was set on the command
-// line (after the command, or before it), else its default or environment
-// value. urfave/cli would read the command's own copy first, hiding a
-// value set before the command name.
-func global(c *cli.Context, name string) string {
-	for _, ctx := range c.Lineage() {
-		if ctx.IsSet(name) {
-			return ctx.String(name)
-		}
-	}
-	return c.String(name)
-}
+// global reads a global flag on the command that runs: reorder puts every
+// global flag of the command line there, so its copy holds the command
+// line's value, else the environment's, else the default.
+func global(c *cli.Context, name string) string { return c.String(name) }
 
 // inherit gives c and its subcommands the global flags they do not define,
 // and the usage-error handler: urfave/cli v2 reads an app's flags only
