@@ -58,7 +58,7 @@ func runReport(c *cli.Context) error {
 	}
 	m, runDir, err := (&runs.Store{Root: dir}).Open(args[0])
 	if err != nil {
-		return failure(exitError, "%v", err)
+		return storeError(err)
 	}
 	w := c.App.Writer
 	if name == release.ReportMarkdown || name == "" {

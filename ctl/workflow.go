@@ -58,7 +58,7 @@ func runWorkflow(c *cli.Context, purpose string, ttl time.Duration, cfg release.
 	}
 	p.Finish()
 	if out == nil {
-		return failure(exitError, "%v", err)
+		return storeError(err)
 	}
 	asJSON, jerr := jsonOutput(c)
 	if jerr != nil {
