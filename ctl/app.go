@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ttis-dev/ttis/daemon/api/client"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // App builds the ttisctl command tree. Every command also takes the global
@@ -70,8 +71,30 @@ func App(version string) *cli.App {
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "socket", Value: client.DefaultSocket, EnvVars: []string{"TTIS_SOCKET"}, Usage: "control socket of ttisd"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output format: table or json"},
+		choice(&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output format: table or json"}, "table", "json"),
 	}
+}
+
+// choiceFlag is a string flag with a fixed set of values, which the
+// completion scripts offer (packaging/clidoc.Chooser); the command still
+// checks the value it reads.
+type choiceFlag struct {
+	*cli.StringFlag
+	values []string
+}
+
+// Choices implements packaging/clidoc.Chooser.
+func (f choiceFlag) Choices() []string { return f.values }
+
+func choice(f *cli.StringFlag, values ...string) cli.Flag { return choiceFlag{f, values} }
+
+// limitModes are the run sizes --limit completes to.
+func limitModes() []string {
+	var out []string
+	for _, m := range limit.All() {
+		out = append(out, string(m))
+	}
+	return out
 }
 
 // global reads a global flag on the command that runs: reorder puts every

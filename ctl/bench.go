@@ -44,7 +44,7 @@ sweep's report.json.
 
 ` + workflowExitHelp,
 		Flags: append(workflowFlags(),
-			&cli.StringFlag{Name: "endpoint", Value: "completions", Usage: "completions or chat"},
+			choice(&cli.StringFlag{Name: "endpoint", Value: "completions", Usage: "completions or chat"}, "completions", "chat"),
 			&cli.StringFlag{Name: "dataset", Value: "random", Usage: "random, shared-prefix (random after one shared prefix of --prefix-len tokens), sharegpt or custom"},
 			&cli.IntFlag{Name: "prefix-len", Usage: "tokens of one random prefix shared by every random prompt (shared-prefix default: 1000)"},
 			&cli.StringFlag{Name: "dataset-path", Usage: "ShareGPT JSON or custom JSONL file"},
@@ -68,7 +68,7 @@ sweep's report.json.
 			&cli.StringFlag{Name: "goodput", Usage: "SLOs in ms, e.g. \"ttft:200,tpot:50\""},
 			&cli.DurationFlag{Name: "request-timeout", Value: 30 * time.Minute, Usage: "bound on one request"},
 			&cli.BoolFlag{Name: "no-server-tokenizer", Usage: "do not use the server's /tokenize (approximate lengths)"},
-			&cli.StringFlag{Name: "limit", Usage: "run a sweep: " + limit.Names()},
+			choice(&cli.StringFlag{Name: "limit", Usage: "run a sweep: " + limit.Names()}, limitModes()...),
 			&cli.BoolFlag{Name: "targets-only", Usage: "sweep only the reference target points"},
 			&cli.StringFlag{Name: "targets", Usage: "targets override file (model_performance_reference.json shape)"},
 			&cli.BoolFlag{Name: "plan", Usage: "print the planned points and exit"},

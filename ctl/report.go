@@ -22,7 +22,7 @@ of one, or the path of a run folder. --format md (default) prints report.md,
 json report.json (also -o json), html report.html; path prints the run
 folder's path.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "md", Usage: "md, json, html or path"},
+			choice(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "md", Usage: "md, json, html or path"}, "md", "json", "html", "path"),
 			&cli.StringFlag{Name: "state-dir", Usage: "state folder holding runs/ (default: the daemon's, else ./ttis-state)"},
 		},
 		Action: runReport,
