@@ -256,3 +256,34 @@ func TestBenchSamplingParams(t *testing.T) {
 		t.Errorf("recorded sampling %v", rec)
 	}
 }
+
+// A run is labelled with what it measured: one benchmark point is a
+// "point" (no sweep, not smoke), an eval given a count is that count (not
+// full); modes keep their names.
+func TestRunSizeLabels(t *testing.T) {
+	srv, evalSrv := fakeInference(t, false, nil), zeroServer(t)
+	state := t.TempDir()
+	for _, args := range [][]string{
+		{"bench", "--url", srv.URL, "--isl", "8", "--osl", "2", "--num-prompts", "2", "--num-warmups", "0", "--no-server-tokenizer"},
+		{"bench", "--url", srv.URL, "--limit", "smoke", "--num-prompts", "1", "--num-warmups", "0", "--no-server-tokenizer"},
+		{"eval", "--url", evalSrv.URL, "--task", "ttis_arith", "--limit", "2"},
+	} {
+		if out, code := runCtl(t, append(args, "--state-dir", state, "--no-progress")...); code != 0 {
+			t.Fatalf("ttisctl %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+	out, _, code := runCtlStdout(t, "runs", "--state-dir", state, "-o", "json")
+	var list []struct{ Workflow, Limit string }
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
+		t.Fatalf("runs: exit %d %v\n%s", code, err, out)
+	}
+	got := map[string]int{}
+	for _, m := range list {
+		got[m.Workflow+" "+m.Limit]++
+	}
+	want := map[string]int{"benchmarks point": 1, "benchmarks smoke": 1, "evals 2": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+}
+

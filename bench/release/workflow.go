@@ -227,6 +227,28 @@ func runnable(plan []EvalChoice) []string {
 	return out
 }
 
+// sizeLabel names the size of what the run measures, for its manifest,
+// report and log: "point" for one benchmark point (no sweep was planned,
+// whatever Limit defaults to), the count or fraction of documents an eval
+// was given instead of a mode ("5", "0.1"), else the mode.
+func (c *Config) sizeLabel() string {
+	switch {
+	case c.Point && c.Workflow == WorkflowBenchmarks:
+		return "point"
+	case c.Workflow == WorkflowEvals && c.Evals != nil:
+		return evalSize(c.Limit, c.Evals.Limit)
+	}
+	return string(c.Limit)
+}
+
+// evalSize is an eval's size: its explicit limit, else its mode.
+func evalSize(mode limit.Mode, explicit string) string {
+	if explicit != "" {
+		return explicit
+	}
+	return string(mode)
+}
+
 func (c *Config) logf(format string, a ...any) {
 	if c.Progress != nil {
 		c.Progress.Logf(format, a...)
@@ -318,7 +340,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	defer unlock()
 	md := metadataOf(&cfg)
 	run, err := cfg.Store.Create(runs.Manifest{Unit: t.Unit, Model: md.Model, Device: t.Device, Runtime: t.Runtime,
-		Simulated: t.Simulated, Workflow: cfg.Workflow, Limit: string(cfg.Limit), BaseURL: t.BaseURL, Trigger: cfg.Trigger,
+		Simulated: t.Simulated, Workflow: cfg.Workflow, Limit: cfg.sizeLabel(), BaseURL: t.BaseURL, Trigger: cfg.Trigger,
 		Conditions: t.Conditions})
 	if err != nil {
 		return nil, err
@@ -407,7 +429,7 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome
 	md := metadataOf(cfg)
 	md.RunID = run.ID()
 	md.ReportID = strings.ReplaceAll(md.Model, "/", "__") + "_" + run.Manifest().Started.Format("2006-01-02_15-04-05")
-	cfg.logf("run %s: %s %s of %s on %s (%s) into %s", run.ID(), cfg.Limit, cfg.Workflow, md.Model, md.Device, t.BaseURL, run.Dir)
+	cfg.logf("run %s: %s %s of %s on %s (%s) into %s", run.ID(), cfg.sizeLabel(), cfg.Workflow, md.Model, md.Device, t.BaseURL, run.Dir)
 
 	out := &Outcome{Dir: run.Dir}
 	rep := &Report{Metadata: md}
@@ -484,7 +506,7 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome
 func metadataOf(cfg *Config) Metadata {
 	t := cfg.Target
 	md := Metadata{Unit: t.Unit, Model: t.CatalogModel, ServedModel: t.Model, Device: t.Device, Runtime: t.Runtime,
-		Simulated: t.Simulated, Workflow: cfg.Workflow, Limit: string(cfg.Limit), BaseURL: t.BaseURL, TTISVersion: cfg.Version,
+		Simulated: t.Simulated, Workflow: cfg.Workflow, Limit: cfg.sizeLabel(), BaseURL: t.BaseURL, TTISVersion: cfg.Version,
 		TargetsSource: "none", Conditions: t.Conditions}
 	if md.Device == "" {
 		md.Device = "unknown device"
@@ -655,7 +677,7 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 	sec := &EvalSection{Rows: []EvalRow{}}
 	var oc *workflow.Outcome
 	if len(ec.Tasks) > 0 {
-		cfg.logf("evals: %s (limit %s)", strings.Join(ec.Tasks, ", "), cfg.Limit)
+		cfg.logf("evals: %s (limit %s)", strings.Join(ec.Tasks, ", "), evalSize(cfg.Limit, ec.Limit))
 		var err error
 		if oc, err = workflow.Run(ctx, ec); err != nil {
 			if ctx.Err() == nil {
@@ -773,7 +795,7 @@ func runPoint(ctx context.Context, cfg *Config, run *runs.Run, done []report.Poi
 	pr, err := bench.RunPoint(ctx, pc)
 	if err != nil {
 		if ctx.Err() != nil {
-			sec.Rows = BenchRowsOf([]report.Point{bench.NotRunPoint(pt, "not run: the run was interrupted", factors, required)})
+			sec.Rows = BenchRowsOf([]report.Point{bench.NotRunPoint(pt, "the run was interrupted", factors, required)})
 			return sec, nil
 		}
 		sec.Error = err.Error()
@@ -877,7 +899,7 @@ func runSweep(ctx context.Context, cfg *Config, run *runs.Run, md *Metadata, don
 	}
 	for _, p := range pts {
 		if !ran[p.Key()] {
-			measured = append(measured, bench.NotRunPoint(p, "not run: the run was interrupted", factors, required))
+			measured = append(measured, bench.NotRunPoint(p, "the run was interrupted", factors, required))
 		}
 	}
 	sec.Rows = BenchRowsOf(measured)
