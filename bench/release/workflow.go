@@ -24,6 +24,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
+	"github.com/ttis-dev/ttis/evalsuite/taskdata"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/evalsuite/workflow"
 	"github.com/ttis-dev/ttis/runtime/hub"
@@ -142,11 +143,14 @@ func benchClient() client.Config {
 var BuiltinEvalTasks = []string{"ttis_arith", "ttis_arith_mc_generative"}
 
 // EvalChoice is one task of a run's eval step: whether it runs, and its
-// role; a task that does not run says why.
+// role; a task that does not run says why (its own part in NotRun, the
+// cause it shares with other tasks in Cause, the fix in Fix).
 type EvalChoice struct {
 	Task   string
 	Role   string
 	NotRun string
+	Cause  string
+	Fix    string
 }
 
 // PlanEvals picks the eval tasks of a run. Every task the catalog
@@ -186,8 +190,11 @@ func PlanEvalsPulled(catalogModel string, datasets map[string]string, pulled map
 			c.NotRun = "ttis cannot run it: " + info.NotRunnable
 		case !info.Builtin && !hasData:
 			// A task whose Hub data was pulled runs.
+			var p *taskdata.Problem
 			if err, tried := pulled[ref.Task]; !tried {
 				c.NotRun = "needs its dataset: pass --dataset " + ref.Task + "=PATH, or configure the Hub (ttisctl dataset pull " + ref.Task + ")"
+			} else if errors.As(err, &p) {
+				c.NotRun, c.Cause, c.Fix = "no data: "+p.Data, p.Cause, p.Fix
 			} else if err != nil {
 				c.NotRun = "its dataset could not be pulled: " + err.Error()
 			}
@@ -670,7 +677,9 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 	}
 	ec.Tasks = runnable(plan)
 	for _, c := range plan {
-		if c.NotRun != "" {
+		// A task without data was named, with its cause, when the pull
+		// failed (pullEvalData).
+		if c.NotRun != "" && c.Cause == "" {
 			cfg.logf("evals: %s (%s) not run: %s", c.Task, c.Role, c.NotRun)
 		}
 	}
@@ -707,7 +716,7 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 			rows = append(rows, *r)
 			continue
 		}
-		row := EvalRow{Task: c.Task, Role: c.Role, NotRun: c.NotRun, Check: results.NA}
+		row := EvalRow{Task: c.Task, Role: c.Role, NotRun: c.NotRun, NotRunCause: c.Cause, Fix: c.Fix, Check: results.NA}
 		if row.NotRun == "" {
 			row.NotRun = "did not run"
 			if oc != nil && oc.NotRun[c.Task] != "" {
