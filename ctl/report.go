@@ -60,10 +60,11 @@ func runReport(c *cli.Context) error {
 	if err != nil {
 		return storeError(err)
 	}
-	w := c.App.Writer
-	if name == release.ReportMarkdown || name == "" {
-		w = safeWriter{w}
-	}
+	// Every format goes through safeWriter: a report holds what servers
+	// said, and a file in the store may be older than the renderer that
+	// escapes it, or written by someone else (valid JSON and ttis's HTML
+	// carry no control characters, so they pass unchanged).
+	w := safeWriter{c.App.Writer}
 	if name == "" {
 		_, err := io.WriteString(w, runDir+"\n")
 		return err
