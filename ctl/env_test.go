@@ -149,14 +149,24 @@ func TestFlagBeatsEnvironment(t *testing.T) {
 // (listed, never started), and returns its control socket.
 func startDaemon(t *testing.T, dir, unit string) string {
 	t.Helper()
+	text := "model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:1\"\ndisabled = true\n"
+	return runDaemon(t, dir, map[string]string{unit: text})
+}
+
+// runDaemon runs a real ttisd in dir on the unit files given (name →
+// text) with extra flags, and returns its control socket once it lists
+// them.
+func runDaemon(t *testing.T, dir string, files map[string]string, extra ...string) string {
+	t.Helper()
 	bin := testbin.Path(t, "ttisd", false)
 	units := filepath.Join(dir, "units")
 	if err := os.MkdirAll(units, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	text := "model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:1\"\ndisabled = true\n"
-	if err := os.WriteFile(filepath.Join(units, unit+".toml"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(units, name+".toml"), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sock := filepath.Join(dir, "s.sock")
 	logPath := filepath.Join(dir, "ttisd.log")
@@ -165,8 +175,9 @@ func startDaemon(t *testing.T, dir, unit string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logFile.Close() })
-	cmd := exec.Command(bin, "--units-dir", units, "--state-dir", filepath.Join(dir, "state"), "--socket", sock, "--socket-group", "",
-		"--device-root", filepath.Join(dir, "dev"), "--log-format", "json")
+	args := append([]string{"--units-dir", units, "--state-dir", filepath.Join(dir, "state"), "--socket", sock, "--socket-group", "",
+		"--device-root", filepath.Join(dir, "dev"), "--log-format", "json"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -184,12 +195,13 @@ func startDaemon(t *testing.T, dir, unit string) string {
 	})
 	dc := daemonclient.New(sock)
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		if _, err := dc.Unit(context.Background(), unit, 0); err == nil {
+		list, err := dc.Units(context.Background())
+		if err == nil && len(list.Units) == len(files) {
 			return sock
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logPath)
-			t.Fatalf("ttisd did not list %s within 30s; log:\n%s", unit, b)
+			t.Fatalf("ttisd did not list its %d units within 30s; log:\n%s", len(files), b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
