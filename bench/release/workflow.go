@@ -865,7 +865,7 @@ func runSweep(ctx context.Context, cfg *Config, run *runs.Run, md *Metadata, don
 		sec.Error = err.Error()
 		return sec
 	}
-	cfg.logf("benchmarks: %d points", len(pts))
+	cfg.logf("benchmarks: %d point(s)", len(pts))
 	base := benchBase(cfg)
 	if base.Dataset.Name != "" && base.Dataset.Name != "random" {
 		cfg.logf("benchmarks: sweep points use the %s dataset; ISL is only approximate", base.Dataset.Name)
