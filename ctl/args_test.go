@@ -159,7 +159,11 @@ func TestFlagsInBothPositions(t *testing.T) {
 	// the shape of the output must not.
 	runID := regexp.MustCompile(`\d{8}T\d{6}Z-[a-z-]+-[0-9a-f]{6}|eyJ[\w.-]+`)
 	number := regexp.MustCompile(`\d+(\.\d+)?([eE][+-]?\d+)?`)
-	normal := func(s string) string { return number.ReplaceAllString(runID.ReplaceAllString(s, "ID"), "N") }
+	// Durations change unit with their size ("900ms", "1.2s").
+	duration := regexp.MustCompile(`\b(\d+(\.\d+)?(h|ms|µs|ns|m|s))+\b`)
+	normal := func(s string) string {
+		return number.ReplaceAllString(duration.ReplaceAllString(runID.ReplaceAllString(s, "ID"), "DURATION"), "N")
+	}
 	for _, name := range names {
 		tc, ok := cases[name]
 		if !ok {
