@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ttis-dev/ttis/daemon/api/client"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // App builds the ttisctl command tree. Every command also takes the global
@@ -70,22 +71,36 @@ func App(version string) *cli.App {
 func globalFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "socket", Value: client.DefaultSocket, EnvVars: []string{"TTIS_SOCKET"}, Usage: "control socket of ttisd"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output format: table or json"},
+		choice(&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "output format: table or json"}, "table", "json"),
 	}
 }
 
-// global reads a global flag: its value where it was set on the command
-// line (after the command, or before it), else its default or environment
-// value. urfave/cli would read the command's own copy first, hiding a
-// value set before the command name.
-func global(c *cli.Context, name string) string {
-	for _, ctx := range c.Lineage() {
-		if ctx.IsSet(name) {
-			return ctx.String(name)
-		}
-	}
-	return c.String(name)
+// choiceFlag is a string flag with a fixed set of values, which the
+// completion scripts offer (packaging/clidoc.Chooser); the command still
+// checks the value it reads.
+type choiceFlag struct {
+	*cli.StringFlag
+	values []string
 }
+
+// Choices implements packaging/clidoc.Chooser.
+func (f choiceFlag) Choices() []string { return f.values }
+
+func choice(f *cli.StringFlag, values ...string) cli.Flag { return choiceFlag{f, values} }
+
+// limitModes are the run sizes --limit completes to.
+func limitModes() []string {
+	var out []string
+	for _, m := range limit.All() {
+		out = append(out, string(m))
+	}
+	return out
+}
+
+// global reads a global flag on the command that runs: reorder puts every
+// global flag of the command line there, so its copy holds the command
+// line's value, else the environment's, else the default.
+func global(c *cli.Context, name string) string { return c.String(name) }
 
 // inherit gives c and its subcommands the global flags they do not define,
 // and the usage-error handler: urfave/cli v2 reads an app's flags only

@@ -15,6 +15,15 @@ import (
 // after it stays positional, in order. A flag's value travels with it when
 // the flag takes one and is not written as --flag=value. It also returns
 // the command path ("model create") for error messages.
+//
+// A global flag (--socket, -o) written before the command moves to the
+// command that runs, ahead of that command's own flags. Every command
+// has its own copy of the global flags (inherit), and urfave/cli fills a
+// copy from its environment variable when the command line leaves it
+// unset: `TTIS_SOCKET=A ttisctl --socket B stop X` would otherwise read
+// the stop command's copy, set from the environment, and act on A. On the
+// command that runs, the command line beats the environment, and a flag
+// written twice takes its last value.
 func reorder(app *cli.App, args []string) (out []string, path []string) {
 	if len(args) == 0 {
 		return args, nil
@@ -22,6 +31,8 @@ func reorder(app *cli.App, args []string) (out []string, path []string) {
 	out = []string{args[0]}
 	flags, cmds := app.Flags, app.Commands
 	rest := args[1:]
+	// Global flags seen before the command that runs, in order.
+	var carried []string
 	for {
 		var fl, pos []string
 		var sub *cli.Command
@@ -35,10 +46,16 @@ func reorder(app *cli.App, args []string) (out []string, path []string) {
 				i = len(rest)
 				break scan
 			case strings.HasPrefix(a, "-") && a != "-":
-				fl = append(fl, a)
-				if !strings.Contains(a, "=") && takesValue(flags, strings.TrimLeft(a, "-")) && i+1 < len(rest) {
+				f := []string{a}
+				name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+				if !strings.Contains(a, "=") && takesValue(flags, name) && i+1 < len(rest) {
 					i++
-					fl = append(fl, rest[i])
+					f = append(f, rest[i])
+				}
+				if isGlobal(name) {
+					carried = append(carried, f...)
+				} else {
+					fl = append(fl, f...)
 				}
 			case len(pos) == 0 && len(cmds) > 0:
 				if sub = findCommand(cmds, a); sub != nil {
@@ -47,19 +64,31 @@ func reorder(app *cli.App, args []string) (out []string, path []string) {
 				}
 				// Not a command: leave the rest as written, for the
 				// parser's "unknown command".
-				return append(append(out, fl...), rest[i:]...), path
+				return append(append(append(out, carried...), fl...), rest[i:]...), path
 			default:
 				pos = append(pos, a)
 			}
 		}
-		out = append(out, fl...)
 		if sub == nil {
-			return append(out, pos...), path
+			// The command that runs: its global flags first (the later
+			// of two wins), then its own, then its arguments.
+			return append(append(append(out, carried...), fl...), pos...), path
 		}
+		out = append(out, fl...)
 		out = append(out, sub.Name)
 		path = append(path, sub.Name)
 		flags, cmds, rest = sub.Flags, sub.Subcommands, rest[i:]
 	}
+}
+
+// isGlobal reports whether name is one of the global flags.
+func isGlobal(name string) bool {
+	for _, f := range globalFlags() {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
 }
 
 func findCommand(cmds []*cli.Command, name string) *cli.Command {

@@ -21,15 +21,17 @@ import (
 func TestReorder(t *testing.T) {
 	app := App("test")
 	for _, tc := range []struct{ in, want, path string }{
-		{"status a -o json", "--socket s status -o json a", "status"},
-		{"status -o json a", "--socket s status -o json a", "status"},
-		{"status a -n 3 b --output=json", "--socket s status -n 3 --output=json a b", "status"},
-		{"status a -- -o json", "--socket s status a -- -o json", "status"},
-		{"model create x --seed 3 --force", "--socket s model create --seed 3 --force x", "model create"},
-		{"model --seed 3 create x", "--socket s model --seed 3 create x", "model"},
-		{"bench u --no-progress --limit smoke", "--socket s bench --no-progress --limit smoke u", "bench"},
-		{"logs -f u", "--socket s logs -f u", "logs"},
+		{"status a -o json", "status --socket s -o json a", "status"},
+		{"status -o json a", "status --socket s -o json a", "status"},
+		{"status a -n 3 b --output=json", "status --socket s --output=json -n 3 a b", "status"},
+		{"status a -- -o json", "status --socket s a -- -o json", "status"},
+		{"model create x --seed 3 --force", "model create --socket s --seed 3 --force x", "model create"},
+		{"model --seed 3 create x", "model --socket s --seed 3 create x", "model"},
+		{"bench u --no-progress --limit smoke", "bench --socket s --no-progress --limit smoke u", "bench"},
+		{"logs -f u", "logs --socket s -f u", "logs"},
 		{"frobnicate -x", "--socket s frobnicate -x", ""},
+		// Globals before a command move to it, in order: the last wins.
+		{"model -o json create x --socket t", "model create --socket s -o json --socket t x", "model create"},
 	} {
 		args := append([]string{"ttisctl", "--socket", "s"}, strings.Fields(tc.in)...)
 		got, path := reorder(app, args)
@@ -157,7 +159,11 @@ func TestFlagsInBothPositions(t *testing.T) {
 	// the shape of the output must not.
 	runID := regexp.MustCompile(`\d{8}T\d{6}Z-[a-z-]+-[0-9a-f]{6}|eyJ[\w.-]+`)
 	number := regexp.MustCompile(`\d+(\.\d+)?([eE][+-]?\d+)?`)
-	normal := func(s string) string { return number.ReplaceAllString(runID.ReplaceAllString(s, "ID"), "N") }
+	// Durations change unit with their size ("900ms", "1.2s").
+	duration := regexp.MustCompile(`\b(\d+(\.\d+)?(h|ms|µs|ns|m|s))+\b`)
+	normal := func(s string) string {
+		return number.ReplaceAllString(duration.ReplaceAllString(runID.ReplaceAllString(s, "ID"), "DURATION"), "N")
+	}
 	for _, name := range names {
 		tc, ok := cases[name]
 		if !ok {

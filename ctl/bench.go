@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -42,20 +43,26 @@ planned from the catalog entry of (model, device) (reference target points
 first), printed, run and graded. -o json prints a point's result JSON, or a
 sweep's report.json.
 
+vllm bench serve's flag names are accepted: --dataset-name,
+--random-input-len, --random-output-len, --random-range-ratio,
+--random-prefix-len, --metric-percentiles, --save-result and --result-dir
+(the point's result JSON, vllm's keys, copied there; the run keeps its
+own). As there, --ignore-eos is off for one point; a sweep sends it.
+
 ` + workflowExitHelp,
 		Flags: append(workflowFlags(),
-			&cli.StringFlag{Name: "endpoint", Value: "completions", Usage: "completions or chat"},
-			&cli.StringFlag{Name: "dataset", Value: "random", Usage: "random, shared-prefix (random after one shared prefix of --prefix-len tokens), sharegpt or custom"},
-			&cli.IntFlag{Name: "prefix-len", Usage: "tokens of one random prefix shared by every random prompt (shared-prefix default: 1000)"},
+			choice(&cli.StringFlag{Name: "endpoint", Value: "completions", Usage: "completions or chat"}, "completions", "chat"),
+			&cli.StringFlag{Name: "dataset", Aliases: []string{"dataset-name"}, Value: "random", Usage: "random, shared-prefix (random after one shared prefix of --prefix-len tokens), sharegpt or custom"},
+			&cli.IntFlag{Name: "prefix-len", Aliases: []string{"random-prefix-len"}, Usage: "tokens of one random prefix shared by every random prompt (shared-prefix default: 1000)"},
 			&cli.StringFlag{Name: "dataset-path", Usage: "ShareGPT JSON or custom JSONL file"},
-			&cli.IntFlag{Name: "isl", Value: 128, Usage: "input length in tokens (random dataset)"},
-			&cli.IntFlag{Name: "osl", Value: 128, Usage: "output length in tokens"},
-			&cli.Float64Flag{Name: "range-ratio", Usage: "spread lengths over [n(1-r), n(1+r)]"},
+			&cli.IntFlag{Name: "isl", Aliases: []string{"random-input-len", "input-len"}, Value: 128, Usage: "input length in tokens (random dataset)"},
+			&cli.IntFlag{Name: "osl", Aliases: []string{"random-output-len", "output-len"}, Value: 128, Usage: "output length in tokens"},
+			&cli.Float64Flag{Name: "range-ratio", Aliases: []string{"random-range-ratio"}, Usage: "spread lengths over [n(1-r), n(1+r)]"},
 			&cli.IntFlag{Name: "num-prompts", Usage: "requests in the run (default: the sweep rule for ISL/OSL/concurrency)"},
 			&cli.IntFlag{Name: "max-concurrency", Value: 1, Usage: "requests in flight (0: no cap); in sweeps, the cap when the catalog has none"},
 			&cli.StringFlag{Name: "request-rate", Value: "inf", Usage: "arrivals per second, or inf"},
 			&cli.Float64Flag{Name: "burstiness", Value: 1, Usage: "gamma shape of arrival gaps (1 = Poisson)"},
-			&cli.BoolFlag{Name: "ignore-eos", Value: true, Usage: "generate exactly --osl tokens"},
+			&cli.BoolFlag{Name: "ignore-eos", Usage: "send ignore_eos, so that every request generates exactly --osl tokens (default: off for one point, as vllm bench serve; on for a --limit sweep, whose targets assume fixed output lengths); the result records it"},
 			&cli.Float64Flag{Name: "temperature", Usage: "sampling temperature of every request (default 0: greedy, as vLLM's benchmark, so every server runs the same sampler)"},
 			&cli.Float64Flag{Name: "top-p", Usage: "top_p of every request (default: the server's)"},
 			&cli.IntFlag{Name: "top-k", Usage: "top_k of every request (default: the server's)"},
@@ -64,15 +71,17 @@ sweep's report.json.
 			&cli.BoolFlag{Name: "continuous-usage", Value: true, Usage: "ask for per-chunk usage to count multi-token chunks (dropped if the server refuses)"},
 			&cli.IntFlag{Name: "num-warmups", Value: 1, Usage: "warm-up requests before each measured run"},
 			&cli.Int64Flag{Name: "seed", Usage: "dataset and arrival seed"},
-			&cli.StringFlag{Name: "percentiles", Value: "50,90,99", Usage: "percentiles to report"},
+			&cli.StringFlag{Name: "percentiles", Aliases: []string{"metric-percentiles"}, Value: "50,90,99", Usage: "percentiles to report"},
 			&cli.StringFlag{Name: "goodput", Usage: "SLOs in ms, e.g. \"ttft:200,tpot:50\""},
 			&cli.DurationFlag{Name: "request-timeout", Value: 30 * time.Minute, Usage: "bound on one request"},
 			&cli.BoolFlag{Name: "no-server-tokenizer", Usage: "do not use the server's /tokenize (approximate lengths)"},
-			&cli.StringFlag{Name: "limit", Usage: "run a sweep: " + limit.Names()},
+			choice(&cli.StringFlag{Name: "limit", Usage: "run a sweep: " + limit.Names()}, limitModes()...),
 			&cli.BoolFlag{Name: "targets-only", Usage: "sweep only the reference target points"},
 			&cli.StringFlag{Name: "targets", Usage: "targets override file (model_performance_reference.json shape)"},
 			&cli.BoolFlag{Name: "plan", Usage: "print the planned points and exit"},
 			&cli.StringFlag{Name: "label", Usage: "label stored in the result"},
+			&cli.BoolFlag{Name: "save-result", Usage: "also copy each point's result JSON (vllm bench serve's keys) into --result-dir; the run in the results store keeps it either way"},
+			&cli.StringFlag{Name: "result-dir", Usage: "folder --save-result copies result JSON into (default: the current folder; giving it implies --save-result)"},
 			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep or a single point measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
 		),
 		Action:       runBench,
@@ -102,6 +111,9 @@ func runBench(c *cli.Context) error {
 	prepare := func(cfg *release.Config) error { return loadTargets(c, cfg) }
 	return runWorkflow(c, "bench", time.Hour, cfg, prepare, func(out *release.Outcome) {
 		w := safeWriter{c.App.Writer}
+		if c.Bool("save-result") || c.String("result-dir") != "" {
+			saveResults(c, out)
+		}
 		if out.Point != nil {
 			printPointSummary(w, out.Point)
 			return
@@ -110,6 +122,39 @@ func runBench(c *cli.Context) error {
 			fmt.Fprintf(w, "Sweep of %d points: see %s\n", len(b.Rows), out.Dir)
 		}
 	})
+}
+
+// saveResults copies the result JSON of every measured point into
+// --result-dir (default: the current folder), as vllm bench serve's
+// --save-result writes its result file; the run keeps its own copy.
+func saveResults(c *cli.Context, out *release.Outcome) {
+	b := out.Report.Benchmarks
+	if b == nil {
+		return
+	}
+	dir := c.String("result-dir")
+	if dir == "" {
+		dir = "."
+	}
+	w := safeWriter{c.App.ErrWriter}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(w, "--result-dir: %v\n", err)
+		return
+	}
+	for _, r := range b.Rows {
+		if r.ResultFile == "" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(out.Dir, "benchmarks", r.ResultFile))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, filepath.Base(r.ResultFile)), data, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(w, "--save-result: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(w, "saved %s\n", filepath.Join(dir, filepath.Base(r.ResultFile)))
+	}
 }
 
 // planBench prints the sweep the flags plan, without running it.
@@ -194,7 +239,9 @@ func benchTemplate(c *cli.Context) (bench.PointConfig, error) {
 		return bench.PointConfig{}, err
 	}
 	return bench.PointConfig{
-		Client: client.Config{API: api, IgnoreEOS: c.Bool("ignore-eos"), ContinuousUsage: c.Bool("continuous-usage"),
+		// A sweep is graded against targets taken at fixed output lengths:
+		// it sends ignore_eos unless told not to.
+		Client: client.Config{API: api, IgnoreEOS: c.Bool("ignore-eos") || (c.String("limit") != "" && !c.IsSet("ignore-eos")), ContinuousUsage: c.Bool("continuous-usage"),
 			ExtraBody: extra, RequestTimeout: c.Duration("request-timeout")},
 		Dataset: ds, NumPrompts: c.Int("num-prompts"),
 		Load: loadgen.Options{MaxConcurrency: c.Int("max-concurrency"), RequestRate: rate, Burstiness: c.Float64("burstiness"),

@@ -256,3 +256,111 @@ func TestBenchSamplingParams(t *testing.T) {
 		t.Errorf("recorded sampling %v", rec)
 	}
 }
+
+// A run is labelled with what it measured: one benchmark point is a
+// "point" (no sweep, not smoke), an eval given a count is that count (not
+// full); modes keep their names.
+func TestRunSizeLabels(t *testing.T) {
+	srv, evalSrv := fakeInference(t, false, nil), zeroServer(t)
+	state := t.TempDir()
+	for _, args := range [][]string{
+		{"bench", "--url", srv.URL, "--isl", "8", "--osl", "2", "--num-prompts", "2", "--num-warmups", "0", "--no-server-tokenizer"},
+		{"bench", "--url", srv.URL, "--limit", "smoke", "--num-prompts", "1", "--num-warmups", "0", "--no-server-tokenizer"},
+		{"eval", "--url", evalSrv.URL, "--task", "ttis_arith", "--limit", "2"},
+	} {
+		if out, code := runCtl(t, append(args, "--state-dir", state, "--no-progress")...); code != 0 {
+			t.Fatalf("ttisctl %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+	out, _, code := runCtlStdout(t, "runs", "--state-dir", state, "-o", "json")
+	var list []struct{ Workflow, Limit string }
+	if err := json.Unmarshal([]byte(out), &list); code != 0 || err != nil {
+		t.Fatalf("runs: exit %d %v\n%s", code, err, out)
+	}
+	got := map[string]int{}
+	for _, m := range list {
+		got[m.Workflow+" "+m.Limit]++
+	}
+	want := map[string]int{"benchmarks point": 1, "benchmarks smoke": 1, "evals 2": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+}
+
+// vllm bench serve's flag names work as they do there: --random-input-len,
+// --random-output-len and --dataset-name name the point, --save-result
+// with --result-dir copies its result JSON out; --ignore-eos is off by
+// default for one point, as there, on for a sweep (targets assume fixed
+// output lengths), and the result records what was sent.
+func TestBenchVllmFlags(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"served-model","max_model_len":2048}]}`)
+		case "/v1/completions":
+			var b map[string]any
+			_ = json.NewDecoder(r.Body).Decode(&b)
+			mu.Lock()
+			bodies = append(bodies, b)
+			mu.Unlock()
+			fmt.Fprint(w, "data: {\"choices\":[{\"text\":\" a\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	sent := func() []map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		out := bodies
+		bodies = nil
+		return out
+	}
+	state, resultDir := t.TempDir(), filepath.Join(t.TempDir(), "results")
+	common := []string{"bench", "--url", srv.URL, "--num-prompts", "2", "--no-server-tokenizer", "--num-warmups", "0", "--no-progress", "--state-dir", state}
+	out, code := runCtl(t, append(common, "--dataset-name", "random", "--random-input-len", "8", "--random-output-len", "3", "--save-result", "--result-dir", resultDir)...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	for _, b := range sent() {
+		if b["max_tokens"] != 3.0 || b["ignore_eos"] != nil {
+			t.Errorf("one point: request %v, want max_tokens 3 and no ignore_eos", b)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(resultDir, "*.json"))
+	if len(files) != 1 || !strings.Contains(out, "saved "+files[0]) {
+		t.Fatalf("--save-result --result-dir: %v\n%s", files, out)
+	}
+	var res struct {
+		IgnoreEOS bool `json:"ignore_eos"`
+		Completed int  `json:"completed"`
+	}
+	if b, err := os.ReadFile(files[0]); err != nil || json.Unmarshal(b, &res) != nil || res.IgnoreEOS || res.Completed != 2 {
+		t.Errorf("saved result %+v (%v): want ignore_eos false, 2 completed", res, err)
+	}
+	if _, code := runCtl(t, append(common, "--isl", "8", "--osl", "3", "--ignore-eos")...); code != 0 {
+		t.Fatalf("--ignore-eos: exit %d", code)
+	}
+	for _, b := range sent() {
+		if b["ignore_eos"] != true {
+			t.Errorf("--ignore-eos: request %v", b)
+		}
+	}
+	// A sweep sends it by default, and not when told not to.
+	for flag, want := range map[string]any{"": true, "--ignore-eos=false": nil} {
+		args := append(common, "--limit", "smoke", "--num-prompts", "1")
+		if flag != "" {
+			args = append(args, flag)
+		}
+		if out, code := runCtl(t, args...); code != 0 {
+			t.Fatalf("sweep %s: exit %d\n%s", flag, code, out)
+		}
+		for _, b := range sent() {
+			if b["ignore_eos"] != want {
+				t.Errorf("sweep %q: request ignore_eos %v, want %v", flag, b["ignore_eos"], want)
+			}
+		}
+	}
+}

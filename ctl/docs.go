@@ -13,8 +13,10 @@ func ExitStatuses() []ExitStatus {
 		{0, "success (status: every unit named is active)"},
 		{exitError, "the command failed"},
 		{exitUsage, "bad arguments or flags"},
-		{exitNotActive, "status: a unit named is not active"},
-		{exitNoUnit, "the named unit does not exist"},
+		{exitNotActive, "status: a unit named is not active; bench, eval, release: the verdict is FAIL"},
+		{exitNoUnit, "the named unit or run does not exist"},
+		{exitIncomplete, "bench, eval, release: the verdict is INCOMPLETE (something required was not measured)"},
 		{exitUnavailable, "ttisd cannot be reached on its control socket"},
+		{exitInterrupted, "bench, eval, release: interrupted by SIGINT or SIGTERM (what finished is kept and can be resumed)"},
 	}
 }

@@ -43,7 +43,7 @@ again.
 
 ` + workflowExitHelp,
 		Flags: append(append(workflowFlags(), hubFlags()...),
-			&cli.StringFlag{Name: "api", Value: "completions", Usage: "completions or chat"},
+			choice(&cli.StringFlag{Name: "api", Value: "completions", Usage: "completions or chat"}, "completions", "chat"),
 			&cli.BoolFlag{Name: "apply-chat-template", Usage: "completions API: send the prompt through the server's chat template as one user turn (lm-eval's --apply_chat_template; releases do this)"},
 			&cli.StringSliceFlag{Name: "task", Aliases: []string{"t"}, Usage: "task to run (repeatable or comma-separated; default: the catalog's references)"},
 			&cli.StringSliceFlag{Name: "dataset", Usage: "local dataset file: PATH (one task) or TASK=PATH"},
@@ -54,7 +54,7 @@ again.
 			&cli.StringFlag{Name: "columns", Usage: "column names of a header-less CSV, comma-separated"},
 			&cli.IntFlag{Name: "size", Usage: "documents generated for built-in tasks (default 200; RULER tasks: samples per length, default 500)"},
 			&cli.IntSliceFlag{Name: "max-seq-lengths", Usage: "prompt lengths in the server's tokens of tasks generated to a length (RULER's max_seq_lengths; default 4096)"},
-			&cli.StringFlag{Name: "limit", Usage: "count, fraction, or mode (" + limit.Names() + ")"},
+			choice(&cli.StringFlag{Name: "limit", Usage: "count, fraction, or mode (" + limit.Names() + ")"}, limitModes()...),
 			&cli.IntFlag{Name: "max-gen-toks", Usage: "override the tasks' generation budget"},
 			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 8, Usage: "documents in flight"},
 			&cli.IntFlag{Name: "max-retries", Value: 3, Usage: "attempts per request (exponential back-off)"},

@@ -204,3 +204,48 @@ func TestEvalJSONOutput(t *testing.T) {
 		t.Errorf("row %+v", row)
 	}
 }
+
+// An eval on a host that cannot reach the Hub says so once on the
+// terminal (the log on stderr, the verdict on stdout): the endpoint and
+// the network's error, each reference task with its own data, and one
+// command that fetches them all.
+func TestEvalWithoutTheHubSaysItOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ttisd serve")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	url := testbin.Serve(t, "model = \"Llama-3.1-8B-Instruct\"\ndevice = \"n150\"\nruntime = \"sim\"\n[sim]\ntime_scale = 0.0\n").URL
+	stdout, stderr, code := runCtlStdout(t, "eval", "--url", url, "--device", "n150", "--limit", "smoke", "--hf-endpoint", closed,
+		"--offline=false", "--state-dir", t.TempDir(), "--no-progress")
+	if code != exitIncomplete {
+		t.Fatalf("exit %d, want 5 (INCOMPLETE)\n%s%s", code, stdout, stderr)
+	}
+	cause := "the Hub could not be reached: " + closed
+	for name, text := range map[string]string{"stdout": stdout, "stderr": stderr} {
+		if n := strings.Count(text, cause); n != 1 {
+			t.Errorf("%s says %q %d times, want once:\n%s", name, cause, n, text)
+		}
+		if n := strings.Count(text, "ttisctl dataset pull meta_ifeval meta_gpqa_cot longbench_code_e"); n != 1 {
+			t.Errorf("%s gives the fix %d times, want once:\n%s", name, n, text)
+		}
+		if strings.Contains(text, "task meta_ifeval,") {
+			t.Errorf("%s reuses the first task's error:\n%s", name, text)
+		}
+		for _, task := range []string{"meta_ifeval", "meta_gpqa_cot", "longbench_code_e", "longbench_synthetic_e"} {
+			lines := 0
+			for _, line := range strings.Split(text, "\n") {
+				if strings.Contains(line, task+":") {
+					lines++
+				}
+			}
+			if lines != 1 {
+				t.Errorf("%s names %s on %d lines, want one:\n%s", name, task, lines, text)
+			}
+		}
+	}
+}

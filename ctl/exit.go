@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ttis-dev/ttis/bench/release"
+	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/daemon/api/client"
 )
 
@@ -23,7 +24,7 @@ const (
 	exitUsage = 2
 	// exitNotActive: status of a unit that is not active.
 	exitNotActive = 3
-	// exitNoUnit: the named unit does not exist.
+	// exitNoUnit: the named unit (or run) does not exist.
 	exitNoUnit = 4
 	// exitFail: a workflow's verdict is FAIL (an enforced check failed).
 	exitFail = 3
@@ -38,10 +39,10 @@ const (
 )
 
 // exitCodesHelp documents the codes in --help.
-const exitCodesHelp = "Exit codes: 0 ok, 1 error, 2 usage, 3 unit not active (status), 4 no such unit, 69 ttisd unreachable."
+const exitCodesHelp = "Exit codes: 0 ok, 1 error, 2 usage, 3 unit not active (status), 4 no such unit or run, 69 ttisd unreachable."
 
 // workflowExitHelp documents the workflow commands' codes.
-const workflowExitHelp = "Exit codes: 0 PASS or UNGRADED, 1 could not run, 2 usage, 3 FAIL, 4 no such unit, 5 INCOMPLETE,\n" +
+const workflowExitHelp = "Exit codes: 0 PASS or UNGRADED, 1 could not run, 2 usage, 3 FAIL, 4 no such unit or run, 5 INCOMPLETE,\n" +
 	"69 ttisd unreachable, 130 interrupted (finished parts kept; --resume RUN finishes it)."
 
 // failure is an error with the exit status it stands for. Messages never
@@ -73,6 +74,15 @@ func daemonError(err error) error {
 	case client.IsUnreachable(err):
 		return cli.Exit(err.Error(), exitUnavailable)
 	case client.IsNotFound(err):
+		return cli.Exit(err.Error(), exitNoUnit)
+	}
+	return cli.Exit(err.Error(), exitError)
+}
+
+// storeError turns an error of the results store into an exit code: 4 for
+// a run that is not there (as for an unknown unit), 1 otherwise.
+func storeError(err error) error {
+	if errors.Is(err, runs.ErrNoRun) {
 		return cli.Exit(err.Error(), exitNoUnit)
 	}
 	return cli.Exit(err.Error(), exitError)

@@ -38,9 +38,10 @@ func modelCommand() *cli.Command {
 }
 
 func modelCreateCommand() *cli.Command {
-	var presetNames []string
+	var presetNames, presets []string
 	for _, p := range synth.Presets() {
-		presetNames = append(presetNames, p.Name)
+		presetNames = append(presetNames, fmt.Sprintf("%s (ctx %d)", p.Name, p.Context))
+		presets = append(presets, p.Name)
 	}
 	return &cli.Command{
 		Name:      "create",
@@ -49,9 +50,10 @@ func modelCreateCommand() *cli.Command {
 		Description: "The weights are random, so the model's text is noise, but its shapes, tensor\n" +
 			"types and compute are those of a real Llama model of the preset's size, and its\n" +
 			"SentencePiece-style vocabulary tokenizes English sensibly. The same --seed gives\n" +
-			"the same file. Presets: " + presetSummary() + ".",
+			"the same file. Presets (ctx: the context length in tokens, which holds the\n" +
+			"chat template with tools and a short exchange): " + presetSummary() + ".",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "preset", Value: "tiny", Usage: "model shape: " + strings.Join(presetNames, ", ")},
+			choice(&cli.StringFlag{Name: "preset", Value: "tiny", Usage: "model shape: " + strings.Join(presetNames, ", ")}, presets...),
 			&cli.StringFlag{Name: "type", Value: "f32", Usage: "type of the weight matrices: " + strings.Join(synth.Types(), ", ")},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random weights"},
 			&cli.StringFlag{Name: "name", Usage: "general.name of the model (default ttis-synthetic-PRESET)"},

@@ -59,7 +59,7 @@ func TestModelInfo(t *testing.T) {
 	}
 	out, code := runCtl(t, "model", "info", path)
 	for _, want := range []string{"architecture  llama", "in 21 tensors (F32 5, Q4_0 16)",
-		"kv cache      0.2 KiB per token (F16 keys and values on the cpu runtime); at most 1.0 MiB for 8 slots of 512 tokens", "tokenizer     llama, 512 tokens, BOS 1, EOS [2]",
+		"kv cache      0.2 KiB per token (F16 keys and values on the cpu runtime); at most 4.0 MiB for 8 slots of 2048 tokens", "tokenizer     llama, 512 tokens, BOS 1, EOS [2]",
 		"built-in llama2 format", "llama.block_count", `string[512] "<unk>" "<s>" "</s>"`} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
@@ -70,13 +70,13 @@ func TestModelInfo(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &info); err != nil || code != 0 {
 		t.Fatalf("json output (exit %d): %v\n%s", code, err, out)
 	}
-	if kv := info.KVCache; kv == nil || *kv != (kvCacheInfo{Type: "f16", BytesPerToken: 256, Context: 512, Slots: 8, MaxBytes: 1 << 20}) {
+	if kv := info.KVCache; kv == nil || *kv != (kvCacheInfo{Type: "f16", BytesPerToken: 256, Context: 2048, Slots: 8, MaxBytes: 4 << 20}) {
 		t.Errorf("json kv_cache %+v", kv)
 	}
 	if out, code := runCtl(t, "model", "info", "--context", "128", "--slots", "2", path); code != 0 || !strings.Contains(out, "at most 64.0 KiB for 2 slots of 128 tokens") {
 		t.Errorf("--context 128 --slots 2: exit %d:\n%s", code, out)
 	}
-	if out, code := runCtl(t, "model", "info", "--kv-type", "f32", path); code != 0 || !strings.Contains(out, "0.5 KiB per token (F32 keys and values on the cpu runtime); at most 2.0 MiB for 8 slots") {
+	if out, code := runCtl(t, "model", "info", "--kv-type", "f32", path); code != 0 || !strings.Contains(out, "0.5 KiB per token (F32 keys and values on the cpu runtime); at most 8.0 MiB for 8 slots") {
 		t.Errorf("--kv-type f32: exit %d:\n%s", code, out)
 	}
 	if out, code := runCtl(t, "model", "info", "--kv-type", "q8", path); code != 2 || !strings.Contains(out, "want f16 or f32") {

@@ -37,8 +37,9 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 
 ` + workflowExitHelp,
 		Flags: append(append(workflowFlags(), hubFlags()...),
-			&cli.StringFlag{Name: "workflow", Value: release.WorkflowRelease, Usage: "release, benchmarks or evals"},
-			&cli.StringFlag{Name: "limit", Value: "smoke", Usage: limit.Names()},
+			choice(&cli.StringFlag{Name: "workflow", Value: release.WorkflowRelease, Usage: "release, benchmarks or evals"},
+				release.WorkflowRelease, release.WorkflowBenchmarks, release.WorkflowEvals),
+			choice(&cli.StringFlag{Name: "limit", Value: "smoke", Usage: limit.Names()}, limitModes()...),
 			&cli.StringSliceFlag{Name: "task", Usage: "eval task (repeatable; default: the catalog's references)"},
 			&cli.StringSliceFlag{Name: "dataset", Usage: "local eval dataset TASK=PATH (repeatable)"},
 			&cli.StringFlag{Name: "eval-api", Value: "completions", Usage: "completions or chat"},

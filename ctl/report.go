@@ -22,7 +22,7 @@ of one, or the path of a run folder. --format md (default) prints report.md,
 json report.json (also -o json), html report.html; path prints the run
 folder's path.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "md", Usage: "md, json, html or path"},
+			choice(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "md", Usage: "md, json, html or path"}, "md", "json", "html", "path"),
 			&cli.StringFlag{Name: "state-dir", Usage: "state folder holding runs/ (default: the daemon's, else ./ttis-state)"},
 		},
 		Action: runReport,
@@ -58,12 +58,13 @@ func runReport(c *cli.Context) error {
 	}
 	m, runDir, err := (&runs.Store{Root: dir}).Open(args[0])
 	if err != nil {
-		return failure(exitError, "%v", err)
+		return storeError(err)
 	}
-	w := c.App.Writer
-	if name == release.ReportMarkdown || name == "" {
-		w = safeWriter{w}
-	}
+	// Every format goes through safeWriter: a report holds what servers
+	// said, and a file in the store may be older than the renderer that
+	// escapes it, or written by someone else (valid JSON and ttis's HTML
+	// carry no control characters, so they pass unchanged).
+	w := safeWriter{c.App.Writer}
 	if name == "" {
 		_, err := io.WriteString(w, runDir+"\n")
 		return err

@@ -45,6 +45,10 @@ func runRuns(c *cli.Context) error {
 	unit := ""
 	if len(args) == 1 {
 		unit = args[0]
+		// A name no unit can have is a usage error, not an empty list.
+		if err := runs.CheckUnitName(unit); err != nil {
+			return usageError(c, "%v", err)
+		}
 	}
 	store := &runs.Store{Root: dir}
 	list, errs := store.List(unit)

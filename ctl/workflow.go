@@ -25,7 +25,7 @@ import (
 func workflowFlags() []cli.Flag {
 	return append(targetFlags(),
 		&cli.StringFlag{Name: "resume", Usage: "finish an interrupted run: its id (as printed), a unique prefix, or its folder; other flags are taken from the run"},
-		&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar"},
+		&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar (on a terminal) or progress lines (in a log)"},
 	)
 }
 
@@ -58,7 +58,7 @@ func runWorkflow(c *cli.Context, purpose string, ttl time.Duration, cfg release.
 	}
 	p.Finish()
 	if out == nil {
-		return failure(exitError, "%v", err)
+		return storeError(err)
 	}
 	asJSON, jerr := jsonOutput(c)
 	if jerr != nil {
@@ -90,8 +90,21 @@ func printVerdict(c *cli.Context, out *release.Outcome) {
 		label string
 		items []release.Blocker
 	}{{"failed", a.Blockers}, {"not measured", a.Missing}} {
-		for _, b := range list.items {
-			fmt.Fprintf(w, "  %s: %s: %s\n", list.label, b.Key, b.Message)
+		// A cause several checks share is said once, with its fix.
+		for _, g := range release.GroupBlockers(list.items) {
+			if g.Cause == "" {
+				for _, b := range g.Items {
+					fmt.Fprintf(w, "  %s: %s: %s\n", list.label, b.Key, b.Message)
+				}
+				continue
+			}
+			fmt.Fprintf(w, "  %s (%d): %s\n", list.label, len(g.Items), g.Cause)
+			for _, b := range g.Items {
+				fmt.Fprintf(w, "    %s: %s\n", b.Key, b.Message)
+			}
+			if g.Fix != "" {
+				fmt.Fprintf(w, "    fix: %s\n", g.Fix)
+			}
 		}
 	}
 	fmt.Fprintf(w, "Run %s (%s)\nReports: %s\n", out.Manifest.ID, out.Manifest.Status,

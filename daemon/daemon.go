@@ -31,6 +31,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/internal/watch"
 	"github.com/ttis-dev/ttis/daemon/schedule"
 	"github.com/ttis-dev/ttis/runtime/device"
+	"github.com/ttis-dev/ttis/units"
 )
 
 // Config is ttisd's configuration (the TOML file /etc/ttis/ttisd.toml).
@@ -124,6 +125,10 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 			}
 		},
 		Ended: servers.Forget,
+		// The pre-start checks ttisd serve and ttisctl validate run too:
+		// a unit that cannot start is failed with the reason, not
+		// restarted until its start limit.
+		Preflight: func(u *units.Unit) error { return units.Preflight(u, units.Host{ModelDirs: cfg.ModelFolders()}) },
 		Hooks: reconcile.Hooks{
 			Applied: func(unit string, k reconcile.Kind) { m.Applied(unit, k.String()) },
 			Error:   m.Error,
@@ -337,7 +342,7 @@ func (d *daemon) Info() api.Info {
 	return api.Info{
 		Version: d.version, PID: d.pid, Started: d.started,
 		UnitsDir: d.cfg.UnitsDir, StateDir: d.cfg.StateDir, Socket: d.cfg.Socket, RunsDir: d.runsDir,
-		HubCache: d.cfg.HubCacheDir(), HFEndpoint: d.cfg.Endpoint(),
+		HubCache: d.cfg.HubCacheDir(), HFEndpoint: d.cfg.Endpoint(), ModelDirs: d.cfg.ModelFolders(),
 		LastScan: d.rec.LastScan(),
 	}
 }

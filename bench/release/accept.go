@@ -67,10 +67,28 @@ type Category struct {
 	Blockers []string `json:"blockers"`
 }
 
-// Blocker is one reason the run is not accepted, or one waiver.
+// Blocker is one reason the run is not accepted, or one waiver. A reason
+// several checks share (the Hub could not be reached, the run is offline)
+// is Cause, said once for all of them, with Fix, the command that fixes
+// it; Message is then the check's own part.
 type Blocker struct {
 	Key     string `json:"key"`
 	Message string `json:"message"`
+	Cause   string `json:"cause,omitempty"`
+	Fix     string `json:"fix,omitempty"`
+}
+
+// Text is the blocker in one sentence, for readers that take each alone
+// (acceptance_blockers in report.json).
+func (b Blocker) Text() string {
+	s := b.Message
+	if b.Cause != "" {
+		s += ": " + b.Cause
+	}
+	if b.Fix != "" {
+		s += "; fix: " + b.Fix
+	}
+	return s
 }
 
 // Acceptance is the run's verdict.
@@ -142,11 +160,12 @@ func Accept(spec *catalog.Spec, bench *BenchSection, evals *EvalSection) Accepta
 		c.Blockers = append(c.Blockers, key)
 		a.Blockers = append(a.Blockers, Blocker{Key: key, Message: msg})
 	}
-	missing := func(c *Category, key, msg string) {
+	missingBecause := func(c *Category, b Blocker) {
 		c.Missing++
-		c.Blockers = append(c.Blockers, key)
-		a.Missing = append(a.Missing, Blocker{Key: key, Message: msg})
+		c.Blockers = append(c.Blockers, b.Key)
+		a.Missing = append(a.Missing, b)
 	}
+	missing := func(c *Category, key, msg string) { missingBecause(c, Blocker{Key: key, Message: msg}) }
 	waive := func(c *Category, key, msg string) {
 		c.Waived++
 		a.Waived = append(a.Waived, Blocker{Key: key, Message: msg})
@@ -230,7 +249,7 @@ func Accept(spec *catalog.Spec, bench *BenchSection, evals *EvalSection) Accepta
 			case r.NotRun != "" && waived:
 				waive(&ec, key, fmt.Sprintf("not measured: %s (waived: known issue %s)", r.NotRun, knownIssue(k)))
 			case r.NotRun != "":
-				missing(&ec, key, r.NotRun)
+				missingBecause(&ec, Blocker{Key: key, Message: r.NotRun, Cause: r.NotRunCause, Fix: r.Fix})
 			case r.Errored > 0 && r.Errored >= r.Samples:
 				missing(&ec, key, fmt.Sprintf("all %d samples errored", r.Samples))
 			case r.Errored > 0:

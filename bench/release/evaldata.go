@@ -46,7 +46,9 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 	}
 	pins := taskdata.PinsOf(earlier)
 	out := map[string]error{}
-	var unreachable error
+	var unreachable *url.Error
+	var problems []Blocker
+	defer func() { logProblems(cfg, problems) }()
 	for _, name := range names {
 		if _, done := out[name]; done || !taskdata.Pullable(name) || needsASR(name, ec) {
 			continue
@@ -55,22 +57,23 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 		if _, only := ec.Datasets[""]; local || (only && len(ec.Tasks) == 1) {
 			continue // a local file (TASK=PATH, or PATH for the only task)
 		}
+		var err error
+		var data *taskdata.Data
 		if unreachable != nil {
-			out[name] = unreachable
-			continue
+			// The endpoint is down: each task is told so, with its own
+			// data and fix, without waiting through its own retries.
+			err = unreachable
+		} else if data, err = taskdata.PullPinned(ctx, ec.Hub, name, ec.HubModel, pins); err != nil && ctx.Err() != nil {
+			return out
 		}
-		data, err := taskdata.PullPinned(ctx, ec.Hub, name, ec.HubModel, pins)
 		if err != nil {
-			if ctx.Err() != nil {
-				return out
-			}
-			err = workflow.PullError(name, ec.HubModel, err)
 			var ue *url.Error
-			if errors.As(err, &ue) {
-				unreachable = err
+			if unreachable == nil && errors.As(err, &ue) {
+				unreachable = ue
 			}
-			out[name] = err
-			cfg.logf("evals: %s: no data: %v", name, err)
+			p := taskdata.Explain(name, ec.HubModel, err)
+			out[name] = p
+			problems = append(problems, Blocker{Key: name, Message: p.Data, Cause: p.Cause, Fix: p.Fix})
 			continue
 		}
 		if ec.Pulled == nil {
@@ -90,6 +93,20 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 		}
 	}
 	return out
+}
+
+// logProblems says, once per cause, which tasks have no data, each with
+// what it reads, and the one command that fetches all of them.
+func logProblems(cfg *Config, problems []Blocker) {
+	for _, g := range GroupBlockers(problems) {
+		cfg.logf("evals: no data for %d task(s): %s", len(g.Items), g.Cause)
+		for _, b := range g.Items {
+			cfg.logf("evals:   %s: %s", b.Key, b.Message)
+		}
+		if g.Fix != "" {
+			cfg.logf("evals:   fix: %s (or pass --dataset TASK=PATH)", g.Fix)
+		}
+	}
 }
 
 // needsASR reports whether task needs a speech-recognition server that ec

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/ttis-dev/ttis/bench/grade"
 )
@@ -23,12 +24,68 @@ func HTML(r *Report) ([]byte, error) {
 	if err := pageTemplate.Execute(&buf, pageData(r)); err != nil {
 		return nil, fmt.Errorf("render %s: %w", ReportHTML, err)
 	}
-	return buf.Bytes(), nil
+	return showControls(buf.Bytes()), nil
 }
 
+// showControls writes the control characters of a page as visible escapes
+// (ESC as \x1b). The template escapes HTML but passes them through, and a
+// server's error or log text may carry terminal escape codes, which a
+// browser drops silently and a terminal that prints the page obeys. The
+// page's own markup uses newlines and nothing else of the kind.
+func showControls(page []byte) []byte {
+	clean := true
+	for _, r := range string(page) {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return page
+	}
+	var b bytes.Buffer
+	for _, r := range string(page) {
+		switch {
+		case !isControl(r):
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.Bytes()
+}
+
+func isControl(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }
+
+// foldAt is the length past which a reason is folded: its start shows,
+// the rest opens on a click.
+const foldAt = 160
+
+// fold renders text that may be long (a reason, an error): as it is when
+// short, else folded in a <details> whose summary is its start.
+func fold(s string) template.HTML {
+	rs := []rune(s)
+	if len(rs) <= foldAt {
+		return template.HTML(html.EscapeString(s)) //nolint:gosec // escaped
+	}
+	cut := foldAt - 20
+	// Cut at a word boundary.
+	for i := cut; i > cut/2; i-- {
+		if rs[i] == ' ' {
+			cut = i
+			break
+		}
+	}
+	return template.HTML(fmt.Sprintf(`<details><summary>%s…</summary>%s</details>`, //nolint:gosec // escaped
+		html.EscapeString(string(rs[:cut])), html.EscapeString(s)))
+}
+
+// htmlList is one list of blockers, grouped (GroupBlockers).
 type htmlList struct {
-	Title string
-	Items []Blocker
+	Title  string
+	Groups []Group
 }
 
 type htmlCategory struct {
@@ -82,9 +139,12 @@ func pageData(r *Report) htmlPage {
 	p := htmlPage{Heading: heading(md.Workflow), Title: title(md), Simulated: md.Simulated, Interrupted: r.Interrupted, RunID: md.RunID,
 		Verdict: a.Verdict, Summary: a.Summary,
 		Conditions: conditionsLine(md), Status: a.ModelStatus, Enforcement: a.EnforcementResult, Regressions: r.Regressions}
-	for _, l := range []htmlList{{"Blockers (enforced checks that failed)", a.Blockers}, {"Not measured (required, so the run cannot pass)", a.Missing}, {"Waived (not counted, and why)", a.Waived}} {
-		if len(l.Items) > 0 {
-			p.Lists = append(p.Lists, l)
+	for _, l := range []struct {
+		title string
+		items []Blocker
+	}{{"Blockers (enforced checks that failed)", a.Blockers}, {"Not measured (required, so the run cannot pass)", a.Missing}, {"Waived (not counted, and why)", a.Waived}} {
+		if len(l.items) > 0 {
+			p.Lists = append(p.Lists, htmlList{Title: l.title, Groups: GroupBlockers(l.items)})
 		}
 	}
 	for _, kv := range [][2]string{
@@ -144,9 +204,12 @@ func pageData(r *Report) htmlPage {
 func tierTable(r *BenchRow) htmlTable {
 	t := htmlTable{Header: []string{"Tier", "TTFT target (ms)", "TTFT ratio", "TTFT", "Tput/user target", "Tput/user ratio", "Tput/user", "Tput target", "Tput ratio", "Tput"}}
 	for _, tier := range r.Grade.Tiers {
-		name := tier.Name
-		if tier.Enforced {
-			name += " (enforced)"
+		name := tier.Name + " (enforced)"
+		if !tier.Enforced {
+			// A tier the status does not enforce decides nothing: its
+			// checks read grey, so a miss there is not a red FAIL beside
+			// the point's PASS.
+			name = tier.Name + " (not enforced)"
 		}
 		row := []string{name}
 		for _, c := range tier.Checks {
@@ -157,12 +220,19 @@ func tierTable(r *BenchRow) htmlTable {
 			if c.Verdict != grade.NA {
 				ratio = strconv.FormatFloat(c.Ratio, 'f', 3, 64)
 			}
-			row = append(row, target, ratio, string(c.Verdict))
+			verdict := string(c.Verdict)
+			if !tier.Enforced && c.Verdict != grade.NA {
+				verdict = notEnforced + strings.ToLower(verdict)
+			}
+			row = append(row, target, ratio, verdict)
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t
 }
+
+// notEnforced heads the check cells of a tier the status does not enforce.
+const notEnforced = "not enforced: "
 
 // charts draws, per ISL/OSL pair, TTFT and tput/user against concurrency,
 // with every tier's target.
@@ -184,11 +254,13 @@ func charts(rows []BenchRow) []htmlPair {
 		var xs []int
 		var ttft, user []*float64
 		var tiers []string
+		enforced := map[string]bool{}
 		ttftT, userT := map[string][]*float64{}, map[string][]*float64{}
 		for i, r := range g {
 			xs = append(xs, r.Concurrency)
 			ttft, user = append(ttft, r.TTFTms), append(user, r.TputUser)
 			for _, t := range r.Grade.Tiers {
+				enforced[t.Name] = enforced[t.Name] || t.Enforced
 				if !slices.Contains(tiers, t.Name) {
 					tiers = append(tiers, t.Name)
 					ttftT[t.Name], userT[t.Name] = make([]*float64, len(g)), make([]*float64, len(g))
@@ -209,8 +281,8 @@ func charts(rows []BenchRow) []htmlPair {
 		}
 		var tt, ut []targetSeries
 		for _, name := range tiers {
-			tt = append(tt, targetSeries{name, ttftT[name]})
-			ut = append(ut, targetSeries{name, userT[name]})
+			tt = append(tt, targetSeries{name, enforced[name], ttftT[name]})
+			ut = append(ut, targetSeries{name, enforced[name], userT[name]})
 		}
 		out = append(out, htmlPair{ISL: k.isl, OSL: k.osl,
 			TTFT:     lineChart(fmt.Sprintf("TTFT (ms), ISL %d / OSL %d", k.isl, k.osl), xs, ttft, tt),
@@ -222,8 +294,9 @@ func charts(rows []BenchRow) []htmlPair {
 
 // targetSeries is one tier's target at each concurrency (nil: none).
 type targetSeries struct {
-	tier   string
-	values []*float64
+	tier     string
+	enforced bool
+	values   []*float64
 }
 
 // niceStep is the tick step for an axis up to top with about n ticks: 1,
@@ -239,7 +312,9 @@ func niceStep(top float64, n int) float64 {
 	return 10 * p
 }
 
-// tierClass styles a tier's target line (three tiers in the catalog).
+// tierClass tells a tier's target line from the others by its dashes
+// (three tiers in the catalog); its colour says whether the status
+// enforces it (dark) or not (grey), never a verdict's red or green.
 var tierClass = map[string]string{"functional": "t0", "complete": "t1", "target": "t2"}
 
 // lineChart is an SVG line chart of measured values (dots, solid line) and
@@ -312,8 +387,15 @@ func lineChart(label string, xs []int, ys []*float64, targets []targetSeries) te
 		if class == "" {
 			class = "t2"
 		}
+		label := t.tier
+		if t.enforced {
+			class += " en"
+		} else {
+			class += " ne"
+			label += " (not enforced)"
+		}
 		series(t.values, class, t.tier)
-		legend = append(legend, fmt.Sprintf(`<tspan class="%s">— %s</tspan>`, class, html.EscapeString(t.tier)))
+		legend = append(legend, fmt.Sprintf(`<tspan class="%s">— %s</tspan>`, class, html.EscapeString(label)))
 	}
 	series(ys, "me", "")
 	fmt.Fprintf(&b, `<text x="%g" y="36" class="lg">%s</text>`, w-right, strings.Join(legend, " "))
@@ -324,6 +406,9 @@ func lineChart(label string, xs []int, ys []*float64, targets []targetSeries) te
 
 // verdictClass styles a table cell by its verdict, if it holds one.
 func verdictClass(cell string) string {
+	if strings.HasPrefix(cell, notEnforced) {
+		return "NOTENF"
+	}
 	for _, v := range []string{"PASS", "FAIL", "INCOMPLETE", "NOT MEASURED", "UNGRADED", "NA", "waived"} {
 		if strings.HasPrefix(cell, v) {
 			return strings.ReplaceAll(strings.ToUpper(v), " ", "_")
@@ -332,24 +417,26 @@ func verdictClass(cell string) string {
 	return ""
 }
 
-var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"verdict": verdictClass}).Parse(`<!DOCTYPE html>
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"verdict": verdictClass, "fold": fold}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{{if .Simulated}}[SIMULATED] {{end}}{{.Heading}}: {{.Title}}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}
-td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}
+table{border-collapse:collapse;margin:1em 0;font-size:13px;max-width:100%}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;overflow-wrap:break-word}
+td.NOT_MEASURED,td.INCOMPLETE,td details{text-align:left}summary{cursor:pointer}li{margin:.2em 0}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}
 table.meta td{text-align:left;overflow-wrap:anywhere;max-width:900px}
 .sim{background:#fff3cd;border:2px solid #e0a800;padding:1em;font-size:1.2em;font-weight:bold}
-.PASS{color:#137333;font-weight:bold}.FAIL,.fail{color:#b3261e;font-weight:bold}.INCOMPLETE,.NOT_MEASURED{color:#b06000;font-weight:bold}.NA,.ABSENT,.UNGRADED,.WAIVED{color:#8a6d00}
+.PASS{color:#137333;font-weight:bold}.FAIL,.fail{color:#b3261e;font-weight:bold}.INCOMPLETE,.NOT_MEASURED{color:#b06000;font-weight:bold}.NA,.ABSENT,.UNGRADED,.WAIVED{color:#8a6d00}.NOTENF{color:#80868b}
 .charts{display:flex;flex-wrap:wrap;gap:1em}
 svg{border:1px solid #ddd;background:#fff}
 .ax{stroke:#555}.ct{font-size:13px;font-weight:bold}.yl{font-size:10px;text-anchor:end}.xl{font-size:10px;text-anchor:middle}.lg{font-size:11px;text-anchor:end}
 polyline.me{fill:none;stroke:#1a73e8;stroke-width:2}circle.me,tspan.me{fill:#1a73e8}
 .gr{stroke:#eee}
-polyline.t0,polyline.t1,polyline.t2{fill:none;stroke-width:1.5;stroke-dasharray:5 4}
-.t0{stroke:#9aa0a6;fill:#80868b}.t1{stroke:#f29900;fill:#e37400}.t2{stroke:#d93025;fill:#d93025}line.tg{stroke-width:2}
+polyline.t0,polyline.t1,polyline.t2{fill:none;stroke-width:1.5}
+polyline.t0{stroke-dasharray:2 3}polyline.t1{stroke-dasharray:6 3}polyline.t2{stroke-dasharray:10 3 2 3}
+.en{stroke:#3c4043;fill:#3c4043}.ne{stroke:#bdc1c6;fill:#9aa0a6}line.tg{stroke-width:2}tspan{stroke:none}
 </style></head><body>
 <h1>{{.Heading}}: {{.Title}}</h1>
 {{if .Simulated}}<p class="sim">SIMULATED: these results come from the sim runtime, not from hardware. They certify nothing about a device.</p>{{end}}
@@ -359,7 +446,9 @@ polyline.t0,polyline.t1,polyline.t2{fill:none;stroke-width:1.5;stroke-dasharray:
 <table><tr><th>Category</th><th>Status</th><th>Total</th><th>Passed</th><th>Failed</th><th>Not measured</th><th>Waived</th><th>Smoke (not graded)</th><th>NA</th></tr>
 {{range .Categories}}<tr><td>{{.Name}}</td><td class="{{verdict .Badge}}">{{if eq .Status "ABSENT"}}not run{{else}}{{.Status}}{{end}}</td><td>{{.Total}}</td><td>{{.Passed}}</td><td>{{.Failed}}</td><td>{{.Missing}}</td><td>{{.Waived}}</td><td>{{.Skipped}}</td><td>{{.NA}}</td></tr>
 {{end}}</table>
-{{range .Lists}}<h3>{{.Title}}</h3><ul>{{range .Items}}<li><code>{{.Key}}</code>: {{.Message}}</li>{{end}}</ul>{{end}}
+{{range .Lists}}<h3>{{.Title}}</h3><ul>{{range .Groups}}{{if not .Cause}}<li>{{range $i, $b := .Items}}{{if $i}}, {{end}}<code>{{$b.Key}}</code>{{end}}: {{fold (index .Items 0).Message}}{{with .Fix}}; fix: <code class="fix">{{.}}</code>{{end}}</li>
+{{else}}<li>{{len .Items}} check(s): {{fold .Cause}}{{with .Fix}}; fix: <code class="fix">{{.}}</code>{{end}}<ul>{{range .Items}}<li><code>{{.Key}}</code>: {{fold .Message}}</li>{{end}}</ul></li>
+{{end}}{{end}}</ul>{{end}}
 <h2>Metadata</h2>
 <table class="meta">{{range .Meta}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
 {{with .Regressions}}{{if .Against}}<h2>Regressions against run {{.Against}}</h2>{{else}}<h2>Regressions</h2><p>No earlier run was taken under the same conditions, so nothing was compared.</p>{{end}}
@@ -367,14 +456,14 @@ polyline.t0,polyline.t1,polyline.t2{fill:none;stroke-width:1.5;stroke-dasharray:
 {{if not .Against}}{{else if .Items}}<table><tr><th>Kind</th><th>Point / Task</th><th>Metric</th><th>Previous</th><th>Current</th><th>Change %</th><th>Allowed</th></tr>
 {{range .Items}}<tr><td>{{.Kind}}</td><td>{{.Key}}</td><td>{{.Metric}}</td><td>{{printf "%.2f" .Previous}}</td><td>{{printf "%.2f" .Current}}</td><td class="fail">{{printf "%+.1f" .ChangePct}}</td><td>{{.Allowed}}</td></tr>
 {{end}}</table>{{else}}<p>No regressions ({{.Compared}} metrics compared).</p>{{end}}{{end}}
-{{with .Evals}}<h2>Accuracy Evaluations</h2>{{if $.EvalError}}<p class="fail">The eval workflow did not finish: {{$.EvalError}}</p>{{end}}
+{{with .Evals}}<h2>Accuracy Evaluations</h2>{{if $.EvalError}}<p class="fail">The eval workflow did not finish: {{fold $.EvalError}}</p>{{end}}
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{.}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{fold .}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
-{{with .Bench}}<h2>Benchmark Sweeps</h2>{{if $.BenchError}}<p class="fail">The benchmark sweep did not finish: {{$.BenchError}}</p>{{end}}
+{{with .Bench}}<h2>Benchmark Sweeps</h2>{{if $.BenchError}}<p class="fail">The benchmark sweep did not finish: {{fold $.BenchError}}</p>{{end}}
 <div class="charts">{{range $.Pairs}}{{.TTFT}}{{.TputUser}}{{end}}</div>
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
-{{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{.}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{fold .}}</td>{{end}}</tr>
 {{end}}</table>
 {{range $.Tiers}}<h3>Targets: {{.Point}}</h3><table><tr>{{range .Table.Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Table.Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{.}}</td>{{end}}</tr>

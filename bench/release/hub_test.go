@@ -5,9 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,8 +192,9 @@ func TestNightlyReleasePullsReferenceDataFromTheHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range out.Report.Evals.Rows {
-		if r.Task == "meta_gpqa" && !strings.Contains(r.NotRun, "ttisctl dataset pull meta_gpqa --catalog-model "+model) {
-			t.Errorf("offline with an empty cache: meta_gpqa %q, want the pull command", r.NotRun)
+		if r.Task == "meta_gpqa" && (r.Fix != "ttisctl dataset pull meta_gpqa --catalog-model "+model || !strings.Contains(r.NotRunCause, "offline") ||
+			!strings.Contains(r.NotRun, model+"-evals__gpqa__details")) {
+			t.Errorf("offline with an empty cache: meta_gpqa %q (%q), fix %q; want its split, offline and the pull command", r.NotRun, r.NotRunCause, r.Fix)
 		}
 	}
 	if v := out.Report.Acceptance.Verdict; v != release.VerdictIncomplete && v != release.VerdictFail {
@@ -265,8 +270,9 @@ func TestReleaseOfTheMostCommonUnit(t *testing.T) {
 	for _, r := range out.Report.Evals.Rows {
 		switch {
 		case r.Task == "meta_ifeval":
-			if !strings.Contains(r.NotRun, "could not be pulled") || !strings.Contains(r.NotRun, "ifeval__strict__details/latest/*.parquet") {
-				t.Errorf("meta_ifeval: %q, want the missing split named", r.NotRun)
+			if !strings.HasPrefix(r.NotRun, "no data: ") || !strings.Contains(r.NotRun, "ifeval__strict__details") || r.NotRunCause == "" ||
+				r.Fix != "ttisctl dataset pull meta_ifeval --catalog-model "+model {
+				t.Errorf("meta_ifeval: %q (%q), fix %q; want the missing split named, why, and the pull command", r.NotRun, r.NotRunCause, r.Fix)
 			}
 		case r.Role == release.RoleReference && r.NotRun == "" && r.Samples > 0:
 			measured++
@@ -280,5 +286,95 @@ func TestReleaseOfTheMostCommonUnit(t *testing.T) {
 	t.Logf("verdict %s: %s", out.Report.Acceptance.Verdict, out.Report.Acceptance.Summary)
 	if out.Report.Acceptance.Verdict == release.VerdictPass {
 		t.Error("PASS with a reference not measured")
+	}
+}
+
+// logLines is a release.Progress that keeps the run's log lines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Logf(format string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, a...))
+}
+func (l *logLines) Step(string, int) {}
+func (l *logLines) Done(int)         {}
+
+// A release on a host that cannot reach the Hub says so once, in its log,
+// report.md and report.html alike: one line with the endpoint and the
+// network's error, then each reference task that could not be measured
+// with its own data (never the first task's), then the one command that
+// fetches them all. The endpoint is tried for one task only.
+func TestReleaseWithoutTheHubSaysItOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ttisd serve")
+	}
+	const model = "Llama-3.1-8B-Instruct"
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	hc, err := hub.New(hub.Config{Endpoint: closed, CacheDir: t.TempDir(), MaxAttempts: 2, MaxRetryWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := testbin.Serve(t, "model = \""+model+"\"\ndevice = \"n150\"\nruntime = \"sim\"\n[sim]\ntime_scale = 0.0\n").URL
+	tgt, err := target.Resolve(context.Background(), target.Query{URL: url, Device: "n150"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &logLines{}
+	out, err := release.Run(context.Background(), release.Config{Target: tgt, Workflow: release.WorkflowEvals, Limit: limit.Smoke,
+		Store: &runs.Store{Root: filepath.Join(t.TempDir(), "runs")}, Hub: hc, Progress: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, r := range catalog.ModelEvalRefs(model) {
+		refs = append(refs, r.Task)
+	}
+	if len(refs) < 2 {
+		t.Fatalf("the catalog's references for %s changed: %v", model, refs)
+	}
+	cause := "the Hub could not be reached: " + closed
+	fix := "ttisctl dataset pull " + strings.Join(refs, " ") + " --catalog-model " + model
+	md, _ := os.ReadFile(filepath.Join(out.Dir, release.ReportMarkdown))
+	page, _ := os.ReadFile(filepath.Join(out.Dir, release.ReportHTML))
+	logText := strings.Join(log.lines, "\n")
+	notMeasured := string(md)[strings.Index(string(md), "#### Not measured"):]
+	notMeasured = notMeasured[:strings.Index(notMeasured, "\n---")]
+	for name, text := range map[string]string{"log": logText, "report.md": notMeasured, "report.html": string(page)} {
+		if n := strings.Count(text, cause); n != 1 {
+			t.Errorf("%s says %q %d times, want once:\n%s", name, cause, n, text)
+		}
+		if n := strings.Count(text, fix); n != 1 {
+			t.Errorf("%s gives the fix %d times, want once: %q\n%s", name, n, fix, text)
+		}
+		for _, task := range refs {
+			if !strings.Contains(text, task) {
+				t.Errorf("%s does not name %s", name, task)
+			}
+		}
+		if strings.Contains(text, "task meta_ifeval,") {
+			t.Errorf("%s reuses the first task's error:\n%s", name, text)
+		}
+	}
+	// Each task's line names its own data.
+	for _, line := range strings.Split(notMeasured, "\n") {
+		for _, task := range refs {
+			if strings.Contains(line, "`evals:"+task+"`") && strings.HasPrefix(task, "longbench_") && !strings.Contains(line, "Xnhyacinth/LongBench") {
+				t.Errorf("%s's line names other data: %s", task, line)
+			}
+		}
+	}
+	for _, r := range out.Report.Evals.Rows {
+		if slices.Contains(refs, r.Task) && (r.NotRunCause == "" || !strings.HasPrefix(r.Fix, "ttisctl dataset pull "+r.Task)) {
+			t.Errorf("%s: not run %q, cause %q, fix %q", r.Task, r.NotRun, r.NotRunCause, r.Fix)
+		}
 	}
 }

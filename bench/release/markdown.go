@@ -83,22 +83,36 @@ func AcceptanceMarkdown(r *Report) string {
 			continue
 		}
 		fmt.Fprintf(&b, "\n#### %s\n\n", list.title)
-		// Identical messages are grouped with a count.
-		seen := map[string]int{}
-		var order []Blocker
-		for _, bl := range list.items {
-			if _, ok := seen[bl.Message]; !ok {
-				order = append(order, bl)
-			}
-			seen[bl.Message]++
+		// A shared cause or message is said once, with every check it
+		// stands for.
+		for _, g := range GroupBlockers(list.items) {
+			b.WriteString(groupMarkdown(g))
 		}
-		for _, bl := range order {
-			if n := seen[bl.Message]; n > 1 {
-				fmt.Fprintf(&b, "- `%s` (and %d more): %s\n", bl.Key, n-1, cell(bl.Message))
-			} else {
-				fmt.Fprintf(&b, "- `%s`: %s\n", bl.Key, cell(bl.Message))
-			}
-		}
+	}
+	return b.String()
+}
+
+// groupMarkdown is one group of blockers as a list item: a cause with its
+// fix and the checks under it, or the checks that share one message.
+func groupMarkdown(g Group) string {
+	fix := ""
+	if g.Fix != "" {
+		fix = "; fix: `" + g.Fix + "`"
+	}
+	keys := make([]string, len(g.Items))
+	for i, bl := range g.Items {
+		keys[i] = "`" + bl.Key + "`"
+	}
+	switch {
+	case g.Cause == "":
+		return fmt.Sprintf("- %s: %s%s\n", strings.Join(keys, ", "), cell(g.Items[0].Message), fix)
+	case len(g.Items) == 1:
+		return fmt.Sprintf("- %s: %s: %s%s\n", keys[0], cell(g.Items[0].Message), cell(g.Cause), fix)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "- %d checks: %s%s\n", len(g.Items), cell(g.Cause), fix)
+	for i, bl := range g.Items {
+		fmt.Fprintf(&b, "  - %s: %s\n", keys[i], cell(bl.Message))
 	}
 	return b.String()
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/ttis-dev/ttis/bench/grade"
 	"github.com/ttis-dev/ttis/bench/report"
@@ -54,6 +55,14 @@ func fixtureReport(status string) *Report {
 			{Task: "gsm8k", Tolerance: 0.05, Published: f(84.5), GPUReference: f(83.1), Score: f(75), ScoreStderr: f(2.5),
 				RatioToPublished: f(75 / 84.5), RatioToReference: f(75 / 83.1), Check: results.Fail, Basis: "GPU reference", Samples: 40},
 			{Task: "ttis_arith", Tolerance: 0.05, Score: f(100), ScoreStderr: f(0), Check: results.NA, Basis: "no reference", Samples: 3},
+			// Two references whose data the Hub could not give, for one
+			// reason: said once in the reports, with one fix.
+			{Task: "meta_ifeval", Role: RoleReference, Check: results.NA, NotRun: "no data: meta-llama/Llama-3.1-8B-Instruct-evals (Llama-3.1-8B-Instruct-evals__ifeval__strict__details; split latest)",
+				NotRunCause: "the Hub could not be reached: http://127.0.0.1:9 (dial tcp 127.0.0.1:9: connect: connection refused)",
+				Fix:         "ttisctl dataset pull meta_ifeval --catalog-model Llama-3.1-8B-Instruct"},
+			{Task: "longbench_code_e", Role: RoleReference, Check: results.NA, NotRun: "no data: Xnhyacinth/LongBench (lcc_e, repobench-p_e; split test)",
+				NotRunCause: "the Hub could not be reached: http://127.0.0.1:9 (dial tcp 127.0.0.1:9: connect: connection refused)",
+				Fix:         "ttisctl dataset pull longbench_code_e"},
 		}},
 	}
 	r.Evals.Rows[0].Role, r.Evals.Rows[1].Role = RoleReference, RoleSmoke
@@ -116,7 +125,9 @@ func TestHTMLSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(page)
-	for _, want := range []string{"SIMULATED", "<svg", "TTFT (ms), ISL 128 / OSL 128", "polyline", `class="tg t2"`, `class="tg t0"`, "Blockers", "gsm8k", "Targets: ISL 128 / OSL 128, concurrency 1", "Verdict: <span"} {
+	// FUNCTIONAL enforces the functional tier alone: its target line is
+	// dark, the others grey and labelled not enforced.
+	for _, want := range []string{"SIMULATED", "<svg", "TTFT (ms), ISL 128 / OSL 128", "polyline", `class="tg t2 ne"`, `class="tg t0 en"`, "target (not enforced)", "Blockers", "gsm8k", "Targets: ISL 128 / OSL 128, concurrency 1", "Verdict: <span"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report.html lacks %q", want)
 		}
@@ -129,6 +140,39 @@ func TestHTMLSelfContained(t *testing.T) {
 	ext := regexp.MustCompile(`(?i)(src|href)\s*=|@import|url\(`)
 	if m := ext.FindString(s); m != "" {
 		t.Errorf("report.html references an external asset: %q", m)
+	}
+}
+
+// A tier the status does not enforce reads grey in report.html, never a
+// red FAIL beside the point's PASS; a server's terminal escape codes show
+// as text (\x1b), and a long reason folds.
+func TestHTMLReadsAsTheVerdict(t *testing.T) {
+	r := fixtureReport(catalog.StatusFunctional)
+	r.Evals.Error = "server said \x1b[31mred\x1b[0m and \u009b2J " + strings.Repeat("and a very long story ", 20)
+	page, err := HTML(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(page)
+	for _, r := range s {
+		if r != '\n' && r != '\t' && unicode.IsControl(r) {
+			t.Fatalf("report.html holds control character %U", r)
+		}
+	}
+	if !strings.Contains(s, `\x1b[31mred\x1b[0m`) || !strings.Contains(s, `\x9b2J`) {
+		t.Errorf("escape codes not shown as text")
+	}
+	if !strings.Contains(s, "<details><summary>server said") {
+		t.Errorf("a long error does not fold")
+	}
+	tiers := s[strings.Index(s, "<h3>Targets:"):]
+	for _, row := range strings.Split(tiers, "<tr>") {
+		if strings.Contains(row, "(not enforced)") && strings.Contains(row, `class="FAIL"`) {
+			t.Errorf("a tier that is not enforced shows a red FAIL: %s", row)
+		}
+	}
+	if !strings.Contains(tiers, `class="NOTENF">not enforced: fail`) {
+		t.Errorf("the target tier's miss is not shown as not enforced:\n%s", tiers)
 	}
 }
 

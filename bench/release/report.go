@@ -160,8 +160,12 @@ type EvalRow struct {
 	// Role is reference (the catalog grades the model with it), smoke (a
 	// built-in plumbing check) or extra (asked for, not referenced).
 	Role string `json:"role"`
-	// NotRun says why a task was not measured.
+	// NotRun says why a task was not measured: its own part, when the
+	// reason has one (the data it lacks), with the cause it may share with
+	// other tasks in NotRunCause and the command that fixes it in Fix.
 	NotRun           string        `json:"not_run,omitempty"`
+	NotRunCause      string        `json:"not_run_cause,omitempty"`
+	Fix              string        `json:"fix,omitempty"`
 	Tolerance        float64       `json:"tolerance"`
 	Published        *float64      `json:"published_score"`
 	GPUReference     *float64      `json:"gpu_reference_score"`
@@ -300,7 +304,7 @@ func JSON(r *Report) ([]byte, error) {
 		Regressions:               r.Regressions,
 	}
 	for _, b := range append(slices.Clone(r.Acceptance.Blockers), r.Acceptance.Missing...) {
-		doc.AcceptanceBlockers[b.Key] = b.Message
+		doc.AcceptanceBlockers[b.Key] = b.Text()
 	}
 	id := BlockID(r.Metadata.Model, r.Metadata.Device)
 	if e := r.Evals; e != nil {

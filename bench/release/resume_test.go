@@ -159,8 +159,18 @@ func TestInterruptedReleaseResumes(t *testing.T) {
 	if notRun == 0 || notRun == points {
 		t.Errorf("%d of %d points marked not run", notRun, points)
 	}
-	if md, err := os.ReadFile(filepath.Join(part.Dir, release.ReportMarkdown)); err != nil || !strings.Contains(string(md), "INTERRUPTED") {
+	md, err := os.ReadFile(filepath.Join(part.Dir, release.ReportMarkdown))
+	if err != nil || !strings.Contains(string(md), "INTERRUPTED") {
 		t.Errorf("partial report: %v\n%s", err, md)
+	}
+	// Each point that did not run says so once, in words.
+	for _, m := range part.Report.Acceptance.Missing {
+		if strings.Count(m.Message, "not run") > 1 || strings.Contains(m.Message, "run: not run") {
+			t.Errorf("%s: %q says it twice", m.Key, m.Message)
+		}
+	}
+	if strings.Contains(string(md), "not run: not run") || !strings.Contains(string(md), "did not run: the run was interrupted") {
+		t.Errorf("partial report words a point that did not run badly:\n%s", md)
 	}
 
 	cfg2, ref, err := release.LoadConfig(part.Dir)

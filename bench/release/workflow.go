@@ -24,6 +24,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
+	"github.com/ttis-dev/ttis/evalsuite/taskdata"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/evalsuite/workflow"
 	"github.com/ttis-dev/ttis/runtime/hub"
@@ -142,11 +143,14 @@ func benchClient() client.Config {
 var BuiltinEvalTasks = []string{"ttis_arith", "ttis_arith_mc_generative"}
 
 // EvalChoice is one task of a run's eval step: whether it runs, and its
-// role; a task that does not run says why.
+// role; a task that does not run says why (its own part in NotRun, the
+// cause it shares with other tasks in Cause, the fix in Fix).
 type EvalChoice struct {
 	Task   string
 	Role   string
 	NotRun string
+	Cause  string
+	Fix    string
 }
 
 // PlanEvals picks the eval tasks of a run. Every task the catalog
@@ -186,8 +190,11 @@ func PlanEvalsPulled(catalogModel string, datasets map[string]string, pulled map
 			c.NotRun = "ttis cannot run it: " + info.NotRunnable
 		case !info.Builtin && !hasData:
 			// A task whose Hub data was pulled runs.
+			var p *taskdata.Problem
 			if err, tried := pulled[ref.Task]; !tried {
 				c.NotRun = "needs its dataset: pass --dataset " + ref.Task + "=PATH, or configure the Hub (ttisctl dataset pull " + ref.Task + ")"
+			} else if errors.As(err, &p) {
+				c.NotRun, c.Cause, c.Fix = "no data: "+p.Data, p.Cause, p.Fix
 			} else if err != nil {
 				c.NotRun = "its dataset could not be pulled: " + err.Error()
 			}
@@ -225,6 +232,28 @@ func runnable(plan []EvalChoice) []string {
 		}
 	}
 	return out
+}
+
+// sizeLabel names the size of what the run measures, for its manifest,
+// report and log: "point" for one benchmark point (no sweep was planned,
+// whatever Limit defaults to), the count or fraction of documents an eval
+// was given instead of a mode ("5", "0.1"), else the mode.
+func (c *Config) sizeLabel() string {
+	switch {
+	case c.Point && c.Workflow == WorkflowBenchmarks:
+		return "point"
+	case c.Workflow == WorkflowEvals && c.Evals != nil:
+		return evalSize(c.Limit, c.Evals.Limit)
+	}
+	return string(c.Limit)
+}
+
+// evalSize is an eval's size: its explicit limit, else its mode.
+func evalSize(mode limit.Mode, explicit string) string {
+	if explicit != "" {
+		return explicit
+	}
+	return string(mode)
 }
 
 func (c *Config) logf(format string, a ...any) {
@@ -318,7 +347,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	defer unlock()
 	md := metadataOf(&cfg)
 	run, err := cfg.Store.Create(runs.Manifest{Unit: t.Unit, Model: md.Model, Device: t.Device, Runtime: t.Runtime,
-		Simulated: t.Simulated, Workflow: cfg.Workflow, Limit: string(cfg.Limit), BaseURL: t.BaseURL, Trigger: cfg.Trigger,
+		Simulated: t.Simulated, Workflow: cfg.Workflow, Limit: cfg.sizeLabel(), BaseURL: t.BaseURL, Trigger: cfg.Trigger,
 		Conditions: t.Conditions})
 	if err != nil {
 		return nil, err
@@ -407,7 +436,7 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome
 	md := metadataOf(cfg)
 	md.RunID = run.ID()
 	md.ReportID = strings.ReplaceAll(md.Model, "/", "__") + "_" + run.Manifest().Started.Format("2006-01-02_15-04-05")
-	cfg.logf("run %s: %s %s of %s on %s (%s) into %s", run.ID(), cfg.Limit, cfg.Workflow, md.Model, md.Device, t.BaseURL, run.Dir)
+	cfg.logf("run %s: %s %s of %s on %s (%s) into %s", run.ID(), cfg.sizeLabel(), cfg.Workflow, md.Model, md.Device, t.BaseURL, run.Dir)
 
 	out := &Outcome{Dir: run.Dir}
 	rep := &Report{Metadata: md}
@@ -484,7 +513,7 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome
 func metadataOf(cfg *Config) Metadata {
 	t := cfg.Target
 	md := Metadata{Unit: t.Unit, Model: t.CatalogModel, ServedModel: t.Model, Device: t.Device, Runtime: t.Runtime,
-		Simulated: t.Simulated, Workflow: cfg.Workflow, Limit: string(cfg.Limit), BaseURL: t.BaseURL, TTISVersion: cfg.Version,
+		Simulated: t.Simulated, Workflow: cfg.Workflow, Limit: cfg.sizeLabel(), BaseURL: t.BaseURL, TTISVersion: cfg.Version,
 		TargetsSource: "none", Conditions: t.Conditions}
 	if md.Device == "" {
 		md.Device = "unknown device"
@@ -648,14 +677,16 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 	}
 	ec.Tasks = runnable(plan)
 	for _, c := range plan {
-		if c.NotRun != "" {
+		// A task without data was named, with its cause, when the pull
+		// failed (pullEvalData).
+		if c.NotRun != "" && c.Cause == "" {
 			cfg.logf("evals: %s (%s) not run: %s", c.Task, c.Role, c.NotRun)
 		}
 	}
 	sec := &EvalSection{Rows: []EvalRow{}}
 	var oc *workflow.Outcome
 	if len(ec.Tasks) > 0 {
-		cfg.logf("evals: %s (limit %s)", strings.Join(ec.Tasks, ", "), cfg.Limit)
+		cfg.logf("evals: %s (limit %s)", strings.Join(ec.Tasks, ", "), evalSize(cfg.Limit, ec.Limit))
 		var err error
 		if oc, err = workflow.Run(ctx, ec); err != nil {
 			if ctx.Err() == nil {
@@ -685,7 +716,7 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 			rows = append(rows, *r)
 			continue
 		}
-		row := EvalRow{Task: c.Task, Role: c.Role, NotRun: c.NotRun, Check: results.NA}
+		row := EvalRow{Task: c.Task, Role: c.Role, NotRun: c.NotRun, NotRunCause: c.Cause, Fix: c.Fix, Check: results.NA}
 		if row.NotRun == "" {
 			row.NotRun = "did not run"
 			if oc != nil && oc.NotRun[c.Task] != "" {
@@ -773,7 +804,7 @@ func runPoint(ctx context.Context, cfg *Config, run *runs.Run, done []report.Poi
 	pr, err := bench.RunPoint(ctx, pc)
 	if err != nil {
 		if ctx.Err() != nil {
-			sec.Rows = BenchRowsOf([]report.Point{bench.NotRunPoint(pt, "not run: the run was interrupted", factors, required)})
+			sec.Rows = BenchRowsOf([]report.Point{bench.NotRunPoint(pt, "the run was interrupted", factors, required)})
 			return sec, nil
 		}
 		sec.Error = err.Error()
@@ -834,7 +865,7 @@ func runSweep(ctx context.Context, cfg *Config, run *runs.Run, md *Metadata, don
 		sec.Error = err.Error()
 		return sec
 	}
-	cfg.logf("benchmarks: %d points", len(pts))
+	cfg.logf("benchmarks: %d point(s)", len(pts))
 	base := benchBase(cfg)
 	if base.Dataset.Name != "" && base.Dataset.Name != "random" {
 		cfg.logf("benchmarks: sweep points use the %s dataset; ISL is only approximate", base.Dataset.Name)
@@ -877,7 +908,7 @@ func runSweep(ctx context.Context, cfg *Config, run *runs.Run, md *Metadata, don
 	}
 	for _, p := range pts {
 		if !ran[p.Key()] {
-			measured = append(measured, bench.NotRunPoint(p, "not run: the run was interrupted", factors, required))
+			measured = append(measured, bench.NotRunPoint(p, "the run was interrupted", factors, required))
 		}
 	}
 	sec.Rows = BenchRowsOf(measured)

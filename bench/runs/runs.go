@@ -395,6 +395,10 @@ func (s *Store) List(unit string) ([]Manifest, []error) {
 // Dir is the folder of a run.
 func (s *Store) Dir(m Manifest) string { return filepath.Join(s.Root, m.Unit, m.ID) }
 
+// ErrNoRun is returned (wrapped) by Open when no run matches: the caller
+// tells an unknown name from a store it could not read.
+var ErrNoRun = errors.New("no run")
+
 // Open finds a run by id, unique id prefix, or the path of its folder.
 func (s *Store) Open(ref string) (Manifest, string, error) {
 	if ref == "" {
@@ -422,9 +426,9 @@ func (s *Store) Open(ref string) (Manifest, string, error) {
 		return hits[0], s.Dir(hits[0]), nil
 	case 0:
 		if len(errs) > 0 {
-			return Manifest{}, "", fmt.Errorf("no run %q in %s (%v)", ref, s.Root, errors.Join(errs...))
+			return Manifest{}, "", fmt.Errorf("%w %q in %s (%v)", ErrNoRun, ref, s.Root, errors.Join(errs...))
 		}
-		return Manifest{}, "", fmt.Errorf("no run %q in %s", ref, s.Root)
+		return Manifest{}, "", fmt.Errorf("%w %q in %s", ErrNoRun, ref, s.Root)
 	}
 	ids := make([]string, 0, len(hits))
 	for _, m := range hits {

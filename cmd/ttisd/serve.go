@@ -76,14 +76,14 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
-			if u.Runtime == units.RuntimeCPU {
-				dirs := c.StringSlice("model-dir")
-				if len(dirs) == 0 {
-					dirs = []string{units.SystemModelDir}
-				}
-				if err := units.CheckModelPath(u.Model, dirs); err != nil {
-					return cli.Exit(err.Error(), 2)
-				}
+			// The daemon's pre-start checks, the same function (a server
+			// started by hand gets them too).
+			dirs := c.StringSlice("model-dir")
+			if len(dirs) == 0 {
+				dirs = []string{units.SystemModelDir}
+			}
+			if err := units.Preflight(u, units.Host{ModelDirs: dirs}); err != nil {
+				return cli.Exit(err.Error(), 2)
 			}
 			reload := make(chan serve.Live)
 			o := serve.Options{Version: version, Logger: log, Grace: c.Duration("grace"), UnitHash: hash, Reload: reload}

@@ -69,6 +69,10 @@ const (
 	// ResultWatchdog: an active server stopped answering its health check.
 	ResultWatchdog  = "watchdog"
 	ResultResources = "resources"
+	// ResultPreStart: the pre-start checks refused the start (a model file
+	// outside the model folders, an empty secret file), as systemd's
+	// ExecCondition= failing; the unit waits for the operator.
+	ResultPreStart = "pre-start"
 )
 
 // Unit is one unit's state as listed by GET /v1/units.
@@ -253,6 +257,10 @@ type Info struct {
 	// that ttisctl pulls into the same cache.
 	HubCache   string `json:"hub_cache,omitempty"`
 	HFEndpoint string `json:"hf_endpoint,omitempty"`
+	// ModelDirs are the folders cpu units may load model files from
+	// (model_dirs, or its defaults), for ttisctl validate's pre-start
+	// checks.
+	ModelDirs []string `json:"model_dirs,omitempty"`
 	// LastScan is when the units folder was last read.
 	LastScan time.Time `json:"last_scan,omitzero"`
 }

@@ -52,7 +52,7 @@ func TestWorkflowRunnerPullsEvalData(t *testing.T) {
 		t.Fatalf("runs %v", list)
 	}
 	report, rerr := os.ReadFile(filepath.Join(store.Dir(list[0]), "report.md"))
-	if rerr != nil || !strings.Contains(string(report), "ttisctl dataset pull meta_gpqa --catalog-model Llama-3.2-3B-Instruct") {
+	if rerr != nil || !strings.Contains(string(report), "ttisctl dataset pull meta_gpqa meta_math livecodebench --catalog-model Llama-3.2-3B-Instruct") {
 		t.Errorf("report lacks the pull command: %v\n%s", rerr, report)
 	}
 	// A benchmarks run needs no datasets.

@@ -131,7 +131,7 @@ func PullPinned(ctx context.Context, c *hub.Client, task, model string, pins Pin
 		}
 		snap, err := c.Pull(ctx, repo, hub.PullOptions{Revision: rev, Include: []string{s.Files}})
 		if err != nil {
-			return nil, fmt.Errorf("task %s, %s split %s: %w", task, s.Repo, s.Split, err)
+			return nil, fmt.Errorf("task %s, %w", task, &splitError{split: s, err: err})
 		}
 		p := Pulled{Split: s, Commit: snap.Commit, Files: snap.Files}
 		if p.Path, err = splitPath(c, repo, snap, s); err != nil {

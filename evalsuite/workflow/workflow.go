@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -343,13 +342,11 @@ func pullData(ctx context.Context, cfg Config, name string) (*taskdata.Data, err
 	return data, nil
 }
 
-// PullError explains a failed pull of a task's data: offline, the command
-// that fetches it; otherwise the local-file alternative.
+// PullError explains a failed pull of a task's data (a
+// *taskdata.Problem): what the task reads, why it could not be had, and
+// the command that fetches it.
 func PullError(task, hubModel string, err error) error {
-	if taskdata.IsMissing(err) {
-		return fmt.Errorf("%w; run `%s` while online (or pass --dataset %s=PATH)", err, taskdata.PullCommand(task, path.Base(hubModel)), task)
-	}
-	return fmt.Errorf("%w (or pass --dataset %s=PATH)", err, task)
+	return taskdata.Explain(task, hubModel, err)
 }
 
 // ReadDataFile reads the datasets.json of an output folder (none: nil).

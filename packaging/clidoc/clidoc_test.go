@@ -12,6 +12,14 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
+// choiceFlag is a string flag with a fixed set of values (clidoc.Chooser).
+type choiceFlag struct {
+	*cli.StringFlag
+	values []string
+}
+
+func (f choiceFlag) Choices() []string { return f.values }
+
 // fixture is a tree with what the generators must handle: nested
 // commands, aliases, flags that take values, hidden parts, a command that
 // completes its arguments itself and one that takes files.
@@ -24,7 +32,7 @@ func fixture() *cli.App {
 		EnableBashCompletion: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Value: "/run/x.sock", EnvVars: []string{"PROG_SOCKET"}, Usage: "control `PATH`"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"},
+			choiceFlag{&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "table or json"}, []string{"table", "json"}},
 			&cli.BoolFlag{Name: "secret", Hidden: true},
 		},
 		Commands: []*cli.Command{
@@ -129,6 +137,8 @@ func TestBashCompletes(t *testing.T) {
 		{"prog model create --t", []string{"--timeout"}},
 		{"prog status --lines ", nil}, // a value: left to file completion
 		{"prog validate ", nil},
+		{"prog -o ", []string{"table", "json"}}, // a value with a fixed set
+		{"prog --output j", []string{"json"}},
 	} {
 		words := strings.Split(tc.line, " ")
 		var arr strings.Builder
@@ -184,6 +194,7 @@ _files() { print -- FILES }
 		{"prog -o json model ", []string{"create", "info"}},
 		{"prog status --lines ", []string{"FILES"}},
 		{"prog validate ", []string{"FILES"}},
+		{"prog -o ", []string{"table", "json"}},
 	} {
 		words := strings.Split(tc.line, " ")
 		var arr strings.Builder
@@ -222,6 +233,8 @@ func TestFishCompletes(t *testing.T) {
 		{"prog status ", []string{"alpha", "beta"}},
 		{"prog status alpha --l", []string{"--lines"}},
 		{"prog --socket /tmp/s model ", []string{"create", "info"}},
+		{"prog -o ", []string{"table", "json"}},
+		{"prog --output j", []string{"json"}},
 	} {
 		cmd := exec.Command(fish, "--no-config", "-c", `source $argv[1]; complete -C $argv[2] | cut -f1`, script, tc.line)
 		cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))

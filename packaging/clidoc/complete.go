@@ -88,6 +88,20 @@ func shTables(b *bytes.Buffer, p string, t *node) {
 		}
 	}
 	b.WriteString("\tesac\n\treturn 1\n}\n")
+	// PREFIX_choices PATH FLAG prints the values of a flag that has a
+	// fixed set, nothing for one whose value is a file or free text.
+	fmt.Fprintf(b, "%s_choices() {\n\tcase \"${1:+$1 }$2\" in\n", p)
+	for _, n := range nodes {
+		for _, f := range n.flags {
+			if len(f.choices) == 0 {
+				continue
+			}
+			for _, sp := range f.spellings() {
+				fmt.Fprintf(b, "\t%s) %s ;;\n", shellQuote(strings.TrimSpace(n.key()+" "+sp)), words(f.choices))
+			}
+		}
+	}
+	b.WriteString("\tesac\n}\n")
 	fmt.Fprintf(b, "%s_sub() {\n\tcase \"${1:+$1 }$2\" in\n", p)
 	for _, n := range nodes {
 		for _, s := range n.subs {
@@ -144,6 +158,12 @@ func Bash(app *cli.App) []byte {
 	cmdpath="$(%[1]s_path "${COMP_WORDS[@]:1:COMP_CWORD-1}")"
 	local prev="${COMP_WORDS[COMP_CWORD-1]}"
 	if ((COMP_CWORD > 1)) && %[1]s_valued "$cmdpath" "$prev"; then
+		local vals
+		vals="$(%[1]s_choices "$cmdpath" "$prev")"
+		if [ -n "$vals" ]; then
+			COMPREPLY=($(compgen -W "$vals" -- "$cur"))
+			return
+		fi
 		compopt -o default 2>/dev/null
 		COMPREPLY=()
 		return
@@ -198,6 +218,12 @@ func Zsh(app *cli.App) []byte {
 	local cmdpath
 	cmdpath="$(%[1]s_path "${(@)words[2,CURRENT-1]}")"
 	if ((CURRENT > 2)) && %[1]s_valued "$cmdpath" "${words[CURRENT-1]}"; then
+		local -a vals
+		vals=(${=$(%[1]s_choices "$cmdpath" "${words[CURRENT-1]}")})
+		if ((${#vals})); then
+			compadd -a vals
+			return
+		fi
 		_files
 		return
 	fi
@@ -303,7 +329,10 @@ complete -c %[2]s -f
 					opts = append(opts, "-l "+fishQuote(name))
 				}
 			}
-			if f.takesValue {
+			switch {
+			case len(f.choices) > 0:
+				opts = append(opts, "-x -a "+fishQuote(strings.Join(f.choices, " ")))
+			case f.takesValue:
 				opts = append(opts, "-r -F")
 			}
 			fmt.Fprintf(&b, "complete -c %s -n %s %s -d %s\n", app.Name, cond, strings.Join(opts, " "), fishQuote(f.usage))

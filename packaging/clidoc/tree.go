@@ -35,6 +35,15 @@ type flagDoc struct {
 	usage       string
 	def         string
 	env         []string
+	// choices are the values the flag takes, completed in place of file
+	// names (a flag that declares them: Choices() []string).
+	choices []string
+}
+
+// Chooser is a flag with a fixed set of values, which the completion
+// scripts offer for it (ttisctl's -o, --limit).
+type Chooser interface {
+	Choices() []string
 }
 
 // spellings are the flag's names as typed: "--output", "-o".
@@ -134,6 +143,9 @@ func flagDocs(flags []cli.Flag) []flagDoc {
 			if d.takesValue {
 				d.def = g.GetDefaultText()
 			}
+		}
+		if c, ok := f.(Chooser); ok && d.takesValue {
+			d.choices = c.Choices()
 		}
 		if d.takesValue && d.placeholder == "" {
 			d.placeholder = placeholder(f)

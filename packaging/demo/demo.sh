@@ -7,7 +7,9 @@
 # tt-media-server's API), waits until they are active, shows `ttisctl
 # status`, generates one image from the media unit, runs the release
 # workflow (smoke eval, smoke benchmark sweep, report with a verdict) on
-# each, prints where the results are, and stops the daemon.
+# each, prints where the results are, and stops the daemon. Nothing reaches
+# the network: the releases run --offline, so eval data comes from the Hub
+# cache or is reported as not measured, with the command that pulls it.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -107,14 +109,16 @@ echo "== release workflow (evals, then the smoke benchmark sweep, then the repor
 #   PASS        everything the model's catalog status enforces was measured and met
 #   FAIL        (exit 3) an enforced check was measured and missed
 #   INCOMPLETE  (exit 5) something required was not measured: here the sim
-#               unit's eval references need datasets the demo does not download,
-#               and the media unit's eval (load_image) is not implemented yet;
-#               its benchmark point (seconds per image, images/s) is graded
+#               unit's eval references need datasets the demo does not download
+#               (--offline: the run reads only the Hub cache, and names the
+#               `ttisctl dataset pull` command that fills it), and the media
+#               unit's eval (load_image) is not implemented yet; its benchmark
+#               point (seconds per image, images/s) is graded
 #   UNGRADED    nothing to grade against: the cpu unit's random-weight model is
 #               not in the catalog, so only functional checks run
 for unit in demo-cpu demo-sim demo-sdxl; do
 	rc=0
-	ttisctl release --limit smoke "$unit" || rc=$?
+	ttisctl release --offline --limit smoke "$unit" || rc=$?
 	case $rc in
 	0 | 3 | 5) ;;
 	*)

@@ -10,10 +10,11 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/ttis-dev/ttis/units"
 )
 
 // Modes a unit's [auth] section may name.
@@ -77,38 +78,11 @@ func New(mode, secretFile string, p Policy) (Verifier, error) {
 }
 
 // ReadSecret reads a secret file, refusing files that group or others may
-// read and empty secrets. Surrounding whitespace (a trailing newline) is
-// dropped.
-func ReadSecret(path string) ([]byte, error) {
-	if path == "" {
-		return nil, errors.New("secret_file is not set")
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read secret: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read secret: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("secret file %s is not a regular file", path)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("secret file %s has mode %04o: it must not be accessible by group or others (chmod 600)", path, perm)
-	}
-	b := make([]byte, 0, st.Size())
-	buf := bytes.NewBuffer(b)
-	if _, err := buf.ReadFrom(f); err != nil {
-		return nil, fmt.Errorf("read secret %s: %w", path, err)
-	}
-	secret := bytes.TrimSpace(buf.Bytes())
-	if len(secret) == 0 {
-		return nil, fmt.Errorf("secret file %s is empty", path)
-	}
-	return secret, nil
-}
+// read, anything but a regular file, and empty secrets; surrounding
+// whitespace (a trailing newline) is dropped. It is the units package's
+// reader, so that ttisctl validate and ttisd's pre-start checks
+// (units.Preflight) refuse exactly what a server would.
+func ReadSecret(path string) ([]byte, error) { return units.ReadSecret(path) }
 
 func bearer(header []byte) ([]byte, error) {
 	const prefix = "bearer "

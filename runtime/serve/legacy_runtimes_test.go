@@ -94,7 +94,7 @@ func TestLegacyAPIOnCPU(t *testing.T) {
 	}
 	// A prompt past the context window is a bad request in the legacy
 	// shape.
-	long := strings.Repeat("word ", 600)
+	long := strings.Repeat("word ", 2600)
 	if code, body, _ := legacyPost(t, url+"/inference/tiny", `{"text":"`+long+`","max_tokens":100}`); code != 400 || !strings.Contains(body, `"status_code":400,"message":"This model's maximum context length`) {
 		t.Errorf("too long: %d %.200s", code, body)
 	}

@@ -54,7 +54,7 @@ func (r *Reconciler) apply(ctx context.Context, actions []Action, now time.Time,
 	wg.Wait()
 	for i, s := range steps {
 		if s.Unit != nil {
-			spec := specOf(s.Unit, s.e.hashOf(s.File))
+			spec := r.specOf(s.Unit, s.e.hashOf(s.File))
 			if s.File != nil {
 				spec = r.snapshot(s.Unit, s.File.Data, spec)
 			}

@@ -55,6 +55,7 @@ type Reconciler struct {
 	log         *slog.Logger
 	now         func() time.Time
 	identify    func(ctx context.Context, listen string) (int, string, bool, error)
+	preflight   func(*units.Unit) error
 
 	runCtx context.Context // parent of every supervisor's Run
 
@@ -113,6 +114,11 @@ type Options struct {
 	// Identify asks a server which pid and unit text it runs (see
 	// Restore); nil means supervise.Identify.
 	Identify func(ctx context.Context, listen string) (pid int, unitHash string, ready bool, err error)
+	// Preflight runs before every start of a unit's server (ttisd's
+	// pre-start checks, units.Preflight with its model folders); a unit
+	// that fails it is failed with the reason, not restarted. Nil checks
+	// nothing.
+	Preflight func(*units.Unit) error
 }
 
 // New returns a reconciler; supervisors run under ctx, and cancelling it
@@ -130,6 +136,7 @@ func New(ctx context.Context, o Options) *Reconciler {
 		log:         o.Logger,
 		now:         o.Now,
 		identify:    o.Identify,
+		preflight:   o.Preflight,
 		runCtx:      ctx,
 		units:       map[string]*entry{},
 	}
@@ -648,6 +655,16 @@ func (r *Reconciler) Summary() string {
 		s += "; " + l.Errors[0]
 	}
 	return s
+}
+
+// specOf is the supervisor's spec of u, with the reconciler's pre-start
+// checks.
+func (r *Reconciler) specOf(u *units.Unit, hash string) supervise.Spec {
+	spec := specOf(u, hash)
+	if r.preflight != nil {
+		spec.Check = func() error { return r.preflight(u) }
+	}
+	return spec
 }
 
 func specOf(u *units.Unit, hash string) supervise.Spec {

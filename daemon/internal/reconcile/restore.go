@@ -117,7 +117,7 @@ func (r *Reconciler) adopt(ctx context.Context, s orphans.Server) error {
 	case pid != s.PID || hash != s.Hash:
 		return fmt.Errorf("unit %s: %s is served by pid %d running %s, not the recorded pid %d running %s", s.Unit, s.Listen, pid, short(hash), s.PID, short(s.Hash))
 	}
-	sup := r.supervisor(e, specOf(e.good, ""))
+	sup := r.supervisor(e, r.specOf(e.good, ""))
 	// A server still loading (minutes for vLLM on hardware) is adopted
 	// too, and awaited as after a start.
 	if err := sup.Adopt(s.PID, s.Start, ready); err != nil {

@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -47,6 +48,11 @@ type Spec struct {
 	Restart Policy
 	// Hash identifies the unit text; a new hash means a new version.
 	Hash string
+	// Check runs before every start of the server: ttisd's pre-start
+	// checks (units.Preflight). An error fails the unit with it as the
+	// reason and no restart, since every retry would fail the same way
+	// until the operator fixes the host and starts the unit again.
+	Check func() error
 }
 
 // Policy is the restart policy of a unit (units.Restart without the TOML
@@ -519,6 +525,20 @@ func (s *Supervisor) cancelRestart() {
 }
 
 func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
+	if s.spec.Check != nil {
+		if err := s.spec.Check(); err != nil {
+			s.want = false
+			msg := fmt.Sprintf("pre-start check failed: %s; fix it, then run \"ttisctl start %s\"", strings.ReplaceAll(err.Error(), "\n", "; "), s.spec.Name)
+			s.setState(api.StateFailed, api.SubFailed, func(st *Status) {
+				st.Result = api.ResultPreStart
+				st.LastError = msg
+				st.PID = 0
+			})
+			s.note("Failed: " + msg)
+			s.log.Error("unit failed", "reason", msg)
+			return
+		}
+	}
 	now := s.deps.Clock.Now()
 	r := s.spec.Restart
 	// Start limit: Burst starts within Interval and the unit gives up.

@@ -933,3 +933,44 @@ func TestOwnFailureOfRealProbe(t *testing.T) {
 		t.Fatalf("a refused connection counted as the daemon's own failure: %v", err)
 	}
 }
+
+// A start the pre-start checks refuse fails the unit with the reason: no
+// process, no restart scheduled, however long one waits (a retry would
+// fail the same way). Once the operator fixes the host, a start works.
+func TestPreStartCheckRefusesTheStart(t *testing.T) {
+	f := newFixture(t, "serve", Policy{Policy: PolicyAlways, StopTimeout: 5 * time.Second})
+	var failing atomic.Bool
+	failing.Store(true)
+	spec := f.sup.Status().Spec
+	spec.Check = func() error {
+		if failing.Load() {
+			return errors.New("/etc/ttis/u.toml:7:1: auth.secret_file: secret file /etc/ttis/key is empty")
+		}
+		return nil
+	}
+	if err := f.sup.Update(f.ctx(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	st := f.waitState(api.StateFailed, api.SubFailed)
+	if st.Result != api.ResultPreStart || st.PID != 0 || st.RestartsTotal != 0 ||
+		!strings.Contains(st.LastError, "pre-start check failed: /etc/ttis/u.toml:7:1: auth.secret_file: secret file /etc/ttis/key is empty") ||
+		!strings.Contains(st.LastError, `ttisctl start u`) {
+		t.Fatalf("status %+v", st)
+	}
+	f.clk.Advance(time.Hour)
+	time.Sleep(50 * time.Millisecond)
+	if st := f.sup.Status(); st.State != api.StateFailed || st.RestartsTotal != 0 || st.Restarts != 0 {
+		t.Fatalf("after an hour: %+v", st)
+	}
+	failing.Store(false)
+	if err := f.sup.Start(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	f.waitState(api.StateActive, api.SubRunning)
+	if err := f.sup.Stop(f.ctx()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +86,54 @@ func TestRunWritesTheFiles(t *testing.T) {
 	}
 	if err := run(out, "dev", "no-such-example.toml"); err == nil || !strings.Contains(err.Error(), "example unit") {
 		t.Errorf("missing example: %v", err)
+	}
+}
+
+// ttisctl's bash completion offers the values of the flags that have a
+// fixed set (run sizes for --limit, table or json for -o) wherever they
+// stand, and file names for the others.
+func TestLiveCompletionValues(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	files, err := generate("v9.9.9", "../../units/sim-llama-8b.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "ttisctl.bash")
+	if err := os.WriteFile(script, files["completions/ttisctl.bash"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	modes := []string{"smoke", "ci-commit", "ci-nightly", "ci-long", "full"}
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{"ttisctl bench --limit ", modes},
+		{"ttisctl eval u --limit ci-", []string{"ci-commit", "ci-nightly", "ci-long"}},
+		{"ttisctl release --limit ", modes},
+		{"ttisctl status -o ", []string{"table", "json"}},
+		{"ttisctl -o ", []string{"table", "json"}},
+		{"ttisctl model create x --output j", []string{"json"}},
+		{"ttisctl report r --format ", []string{"md", "json", "html", "path"}},
+		{"ttisctl runs --limit ", nil}, // a count: nothing to offer
+	} {
+		var arr strings.Builder
+		for _, w := range strings.Split(tc.line, " ") {
+			fmt.Fprintf(&arr, "%q ", w)
+		}
+		prog := `source "$1"; COMP_WORDS=(` + arr.String() + `); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _ttisctl; printf '%s\n' "${COMPREPLY[@]}"`
+		out, err := exec.Command(bash, "-c", prog, "bash", script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v\n%s", tc.line, err, out)
+		}
+		got := strings.Fields(string(out))
+		slices.Sort(got)
+		want := slices.Clone(tc.want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%q completes to %q, want %q", tc.line, got, want)
+		}
 	}
 }

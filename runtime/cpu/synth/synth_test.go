@@ -3,6 +3,7 @@ package synth
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 	"github.com/ttis-dev/ttis/runtime/cpu/tokenizer"
 )
@@ -305,5 +307,56 @@ func TestFallbacksMatchFile(t *testing.T) {
 	}
 	if _, _, err := Fallbacks(Options{Preset: "huge"}); err == nil {
 		t.Error("unknown preset: no error")
+	}
+}
+
+// Every preset's context holds the chat template it ships with, tools
+// included, and a short exchange, with room left to answer: a newcomer's
+// first tools call to `ttisctl model create`'s model must not be a 400.
+// The tokenizer depends on the vocabulary alone, so each preset is written
+// with its vocabulary and context and the smallest weights.
+func TestPresetContextHoldsTheToolTemplate(t *testing.T) {
+	tools := []runtime.Tool{
+		{Name: "get_weather", Description: "Get the current weather in a given city",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"The city name"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["city"]}`)},
+		{Name: "search", Description: "Search the web and return the top results",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"count":{"type":"integer","minimum":1,"maximum":10}},"required":["query"]}`)},
+	}
+	msgs := []runtime.ChatMessage{
+		{Role: "system", Content: "You are a helpful assistant."},
+		{Role: "user", Content: "What is the weather in Paris, and what is on there this weekend?"},
+		{Role: "assistant", ToolCalls: []runtime.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}},
+		{Role: "tool", ToolCallID: "call_1", Name: "get_weather", Content: `{"temperature":18,"unit":"celsius","sky":"clear"}`},
+	}
+	const answer = 256
+	for _, p := range Presets() {
+		t.Run(p.Name, func(t *testing.T) {
+			shape := Preset{Name: p.Name, Dim: 8, Layers: 1, Heads: 2, KVHeads: 1, FFN: 16, Vocab: p.Vocab, Context: p.Context, RopeTheta: p.RopeTheta, RMSEpsilon: p.RMSEpsilon}
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			if err := Create(path, Options{Shape: shape}); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			tok, err := tokenizer.New(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt, _, err := tok.ToolChatPrompt(msgs, tools, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := tok.Encode(prompt, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ids)+answer > p.Context {
+				t.Errorf("preset %s: context %d cannot hold a tools conversation of %d tokens and a %d-token answer", p.Name, p.Context, len(ids), answer)
+			}
+			t.Logf("preset %s: tools conversation %d of %d tokens", p.Name, len(ids), p.Context)
+		})
 	}
 }
