@@ -1,6 +1,8 @@
 package units
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/hardened"
 	"github.com/ttis-dev/ttis/units/limit"
 )
 
@@ -250,9 +253,17 @@ func validateModelFile(c *errorsOf, u *Unit, dir string) {
 		c.add("model", "model file %s is not a regular file", p)
 		return
 	}
-	f, err := os.Open(p)
+	// Opened the hardened way: a pipe swapped in after the stat must not
+	// block the load. Model files have no size bound here.
+	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
+	defer cancel()
+	f, err := hardened.Open(ctx, p, math.MaxInt64)
 	if err != nil {
-		c.add("model", "model file %s is not readable: %v", p, unwrapPathError(err))
+		var he *hardened.Error
+		if errors.As(err, &he) {
+			err = errors.New(he.Reason)
+		}
+		c.add("model", "model file %s is not readable: %v", p, err)
 		return
 	}
 	f.Close()
