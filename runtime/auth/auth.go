@@ -6,14 +6,17 @@ package auth
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // Modes a unit's [auth] section may name.
@@ -76,32 +79,41 @@ func New(mode, secretFile string, p Policy) (Verifier, error) {
 	return &jwtVerifier{secret: secret, now: time.Now, policy: p}, nil
 }
 
+// Bounds on reading a secret file: secrets are tens of bytes, and the file
+// is read the hardened way (units/hardened: never blocking on a pipe or a
+// device node).
+const (
+	MaxSecretBytes    = 64 << 10
+	secretReadTimeout = 10 * time.Second
+)
+
 // ReadSecret reads a secret file, refusing files that group or others may
-// read and empty secrets. Surrounding whitespace (a trailing newline) is
-// dropped.
+// read, anything but a regular file of at most MaxSecretBytes, and empty
+// secrets. Surrounding whitespace (a trailing newline) is dropped.
 func ReadSecret(path string) ([]byte, error) {
 	if path == "" {
 		return nil, errors.New("secret_file is not set")
 	}
-	f, err := os.Open(path)
+	ctx, cancel := context.WithTimeout(context.Background(), secretReadTimeout)
+	defer cancel()
+	f, err := hardened.Open(ctx, path, MaxSecretBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read secret: %w", err)
+		return nil, fmt.Errorf("secret file %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("read secret: %w", err)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("secret file %s is not a regular file", path)
-	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("secret file %s has mode %04o: it must not be accessible by group or others (chmod 600)", path, perm)
 	}
-	b := make([]byte, 0, st.Size())
-	buf := bytes.NewBuffer(b)
-	if _, err := buf.ReadFrom(f); err != nil {
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxSecretBytes+1)); err != nil {
 		return nil, fmt.Errorf("read secret %s: %w", path, err)
+	}
+	if buf.Len() > MaxSecretBytes {
+		return nil, fmt.Errorf("secret file %s: larger than the %d-byte limit", path, MaxSecretBytes)
 	}
 	secret := bytes.TrimSpace(buf.Bytes())
 	if len(secret) == 0 {
