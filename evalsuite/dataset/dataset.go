@@ -96,10 +96,12 @@ const MaxFileBytes = 4 << 30
 // way, so only a hung file system comes near it).
 const openTimeout = 10 * time.Second
 
-// open opens a data file the hardened way (units/hardened): a named pipe
+// Open opens a data file the hardened way (units/hardened): a named pipe
 // or a device node in its place is refused rather than waited on or read
-// forever, and a file over MaxFileBytes rather than loaded.
-func open(path string) (*os.File, error) {
+// forever, and a file over MaxFileBytes rather than loaded. Every reader
+// of eval data files (this package's, and the tasks that read their own
+// formats) opens them here.
+func Open(path string) (*os.File, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	f, err := hardened.Open(ctx, path, MaxFileBytes)
@@ -107,6 +109,17 @@ func open(path string) (*os.File, error) {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	return f, nil
+}
+
+// ReadFile reads a whole data file as Open opens it.
+func ReadFile(path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	b, err := hardened.ReadFile(ctx, path, MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	return b, nil
 }
 
 // Load reads path.
@@ -127,7 +140,7 @@ func Load(path string, opts Options) ([]evalsuite.Doc, error) {
 	if format == "parquet" {
 		return ReadParquetFile(path, opts)
 	}
-	f, err := open(path)
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}

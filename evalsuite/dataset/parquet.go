@@ -18,7 +18,7 @@ import (
 // format alike; a row the library cannot decode ends the read with an
 // error naming the row.
 func ReadParquetFile(path string, opts Options) ([]evalsuite.Doc, error) {
-	f, err := open(path)
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
