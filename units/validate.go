@@ -2,7 +2,6 @@ package units
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -259,11 +258,7 @@ func validateModelFile(c *errorsOf, u *Unit, dir string) {
 	defer cancel()
 	f, err := hardened.Open(ctx, p, math.MaxInt64)
 	if err != nil {
-		var he *hardened.Error
-		if errors.As(err, &he) {
-			err = errors.New(he.Reason)
-		}
-		c.add("model", "model file %s is not readable: %v", p, err)
+		c.add("model", "model file %s is not readable: %v", p, hardened.WithoutPath(err))
 		return
 	}
 	f.Close()

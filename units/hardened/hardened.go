@@ -60,6 +60,26 @@ func (e *Error) Error() string { return e.Path + ": " + e.Reason }
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// WithoutPath is e for a caller whose message names the path already: its
+// text is the reason alone, and it unwraps to e.Err.
+func (e *Error) WithoutPath() error { return reason{e} }
+
+type reason struct{ e *Error }
+
+func (r reason) Error() string { return r.e.Reason }
+
+func (r reason) Unwrap() error { return r.e.Err }
+
+// WithoutPath returns err's reason alone when err is an *Error (see
+// Error.WithoutPath), else err.
+func WithoutPath(err error) error {
+	var he *Error
+	if errors.As(err, &he) {
+		return he.WithoutPath()
+	}
+	return err
+}
+
 // ReadFile returns the content of the regular file at path, refusing a file
 // of more than max bytes (max must be positive).
 func ReadFile(ctx context.Context, path string, max int64) ([]byte, error) {

@@ -281,3 +281,17 @@ func BenchmarkRefuseHugeFile(b *testing.B) {
 		}
 	}
 }
+
+// WithoutPath drops the path for a caller whose message names it, and
+// keeps what the error is.
+func TestWithoutPath(t *testing.T) {
+	_, err := ReadFile(context.Background(), "/nonexistent/x", 10)
+	short := WithoutPath(err)
+	if short.Error() != "no such file or directory" || !errors.Is(short, fs.ErrNotExist) {
+		t.Errorf("WithoutPath(%v) = %v", err, short)
+	}
+	other := errors.New("other")
+	if WithoutPath(other) != other {
+		t.Error("WithoutPath changed an error of another kind")
+	}
+}

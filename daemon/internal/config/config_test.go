@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -86,4 +87,25 @@ func FuzzParse(f *testing.F) {
 		cfg := Default()
 		_ = Parse("f.toml", data, &cfg)
 	})
+}
+
+// A named pipe as the configuration is refused at once, not waited on.
+func TestLoadPipe(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ttisd.toml")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Load(p, true)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != "read config: "+p+": not a regular file (a named pipe)" {
+			t.Errorf("error %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Load blocked on a pipe for 30s")
+	}
 }
