@@ -250,3 +250,56 @@ func TestShutdownLeavesStuckScheduledRun(t *testing.T) {
 		t.Errorf("the stuck run is not logged with its unit and the stop timeout:\n%s", logs.String())
 	}
 }
+
+// snapshots counts the unit snapshots a daemon keeps.
+func (d *daemon) snapshots(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(d.dir, "state", "unit-snapshots"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// 1,000 units created then deleted leave no snapshot files (issue 31: 960
+// stayed, and every start loaded and logged them), whether they are
+// deleted while the daemon runs or while none does.
+func TestDeletedUnitsLeaveNoSnapshotFiles(t *testing.T) {
+	const n = 1000
+	dir := t.TempDir()
+	d := startDaemonIn(t, dir, nil)
+	// Disabled: a thousand servers would measure the machine, not the
+	// snapshots; a disabled unit kept its snapshot before the fix too.
+	for i := range n {
+		d.write(t, fmt.Sprintf("u%04d", i), simUnit(fmt.Sprintf("127.0.0.1:%d", 30000+i), "disabled = true\n"))
+	}
+	if out, code := d.ctl(t, "reload"); code != 0 {
+		t.Fatalf("reload: exit %d\n%s", code, out)
+	}
+	if got := d.snapshots(t); got != n {
+		t.Fatalf("%d snapshots after creating %d units", got, n)
+	}
+	for i := range n / 2 {
+		if err := os.Remove(filepath.Join(d.unitsDir, fmt.Sprintf("u%04d.toml", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.ctl(t, "reload")
+	if got := d.snapshots(t); got != n/2 {
+		t.Fatalf("%d snapshots after deleting %d of %d units", got, n/2, n)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-d.done
+	for i := n / 2; i < n; i++ {
+		if err := os.Remove(filepath.Join(d.unitsDir, fmt.Sprintf("u%04d.toml", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d = startDaemonIn(t, dir, nil)
+	d.ctl(t, "reload")
+	if got := d.snapshots(t); got != 0 {
+		t.Fatalf("%d snapshots after the units were deleted while no daemon ran", got)
+	}
+}
