@@ -207,7 +207,7 @@ func runCtl(t *testing.T, args ...string) (string, int) {
 func sweepDir(t *testing.T, state string) string {
 	t.Helper()
 	store := &runs.Store{Root: filepath.Join(state, "runs")}
-	list, errs := store.List("")
+	list, errs := store.List(context.Background(), "")
 	if len(errs) > 0 || len(list) != 1 {
 		t.Fatalf("runs in %s: %v %v", state, list, errs)
 	}

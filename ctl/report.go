@@ -56,7 +56,9 @@ func runReport(c *cli.Context) error {
 	if err != nil {
 		return failure(exitError, "%v", err)
 	}
-	m, runDir, err := (&runs.Store{Root: dir}).Open(args[0])
+	ctx, cancel := storeContext(c)
+	defer cancel()
+	m, runDir, err := (&runs.Store{Root: dir}).Open(ctx, args[0])
 	if err != nil {
 		return storeError(err)
 	}
@@ -69,7 +71,7 @@ func runReport(c *cli.Context) error {
 		_, err := io.WriteString(w, runDir+"\n")
 		return err
 	}
-	b, err := os.ReadFile(filepath.Join(runDir, name))
+	b, err := runs.ReadFile(ctx, filepath.Join(runDir, name), release.MaxReportBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return failure(exitError, "run %s has no %s (status %s)", m.ID, name, m.Status)
 	}

@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -50,8 +51,10 @@ func runRuns(c *cli.Context) error {
 			return usageError(c, "%v", err)
 		}
 	}
+	ctx, cancel := storeContext(c)
+	defer cancel()
 	store := &runs.Store{Root: dir}
-	list, errs := store.List(unit)
+	list, errs := store.List(ctx, unit)
 	for _, e := range errs {
 		fmt.Fprintf(safeWriter{c.App.ErrWriter}, "%v\n", e)
 	}
@@ -97,4 +100,14 @@ func conditionsOf(m runs.Manifest) string {
 		s += " " + d
 	}
 	return s
+}
+
+// storeTimeout bounds what a command spends reading the results store;
+// each file's read is bounded too (bench/runs), never blocks on a pipe,
+// and SIGINT or SIGTERM (c.Context) ends it at once.
+const storeTimeout = time.Minute
+
+// storeContext is the context of a command's reads of the results store.
+func storeContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Context, storeTimeout)
 }

@@ -120,14 +120,14 @@ func resume(c *cli.Context, ref, purpose string, ttl time.Duration, p *progress)
 		return nil, err
 	}
 	store := &runs.Store{Root: root}
-	m, dir, err := store.Open(ref)
+	m, dir, err := store.Open(c.Context, ref)
 	if err != nil {
 		return nil, err
 	}
 	if c.Command.Name != "release" && workflowOf(c.Command.Name) != m.Workflow {
 		return nil, fmt.Errorf("run %s is a %s run: resume it with `ttisctl release --resume %s`", m.ID, m.Workflow, m.ID)
 	}
-	cfg, tref, err := release.LoadConfig(dir)
+	cfg, tref, err := release.LoadConfig(c.Context, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -51,12 +51,21 @@ func LoadConfig(path string, required bool) (Config, error) { return config.Load
 type Options struct {
 	Version string
 	Logger  *slog.Logger
+	// Workflow runs a unit's scheduled workflows; nil runs them with
+	// bench/release into the results store (schedule.WorkflowRunner).
+	Workflow schedule.RunFunc
 }
 
 // Run runs the daemon until ctx is cancelled (SIGTERM), then stops every
 // unit, waits until their processes are gone and returns nil (with
 // live_restore it leaves them running for the next ttisd instead). SIGHUP
 // re-reads the units folder.
+//
+// Run returns within the daemon's stop timeout of ctx's end, whatever a job
+// is stuck on: each server gets its unit's stop_timeout before SIGKILL,
+// and a scheduled run still going gets the longest of them to record
+// itself as interrupted, after which it is left behind (its manifest then
+// reads interrupted, its process being gone).
 func Run(ctx context.Context, cfg Config, o Options) error {
 	log := o.Logger
 	if log == nil {
@@ -143,8 +152,10 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	}
 	servers.Stop(rejected, 10*time.Second)
 
-	stopSchedules := d.startSchedules(unitsCtx) // [[schedule]] runs; see schedules.go
+	// [[schedule]] runs; see schedules.go. They end first on shutdown.
+	schedCtx, stopSchedules := context.WithCancel(unitsCtx)
 	defer stopSchedules()
+	schedLoopDone := d.startSchedules(schedCtx, o.Workflow)
 	apiDone := make(chan struct{})
 	limits := controlLimits(cfg.Control, log)
 	srv := control.NewHTTPServer((&control.Server{Backend: d, Logger: log, Done: apiDone, Observe: m.Control, Limits: limits}).Handler())
@@ -177,9 +188,14 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	log.Info("ttisd started", "version", o.Version, "units_dir", cfg.UnitsDir, "socket", cfg.Socket, "state_dir", cfg.StateDir, "server", exe)
 	loopErr := d.loop(ctx, triggers, hup, serveErr)
 
-	// Shutdown: stop reading the folder, close the API, stop every unit
-	// (or, with live_restore, leave the servers to the next ttisd).
+	// Shutdown: stop the scheduled runs and reading the folder, close the
+	// API, stop every unit (or, with live_restore, leave the servers to the
+	// next ttisd), and wait for the scheduled runs no longer than the stop
+	// timeout.
 	notify.Stopping()
+	stopTimeout := d.stopTimeout()
+	schedDeadline := time.Now().Add(stopTimeout)
+	stopSchedules()
 	if cfg.LiveRestore {
 		log.Info("ttisd stopping; live_restore leaves the servers running for the next ttisd")
 		rec.Detach(context.WithoutCancel(ctx))
@@ -194,6 +210,13 @@ func Run(ctx context.Context, cfg Config, o Options) error {
 	cancel()
 	stopUnits()
 	rec.Shutdown(context.Background())
+	<-schedLoopDone
+	wctx, cancelWait := context.WithDeadline(context.Background(), schedDeadline)
+	if stuck := d.sched.Wait(wctx); len(stuck) > 0 {
+		log.Error("scheduled runs did not stop within the stop timeout; exiting without them (their runs read interrupted)",
+			"units", stuck, "stop_timeout", stopTimeout.String())
+	}
+	cancelWait()
 	log.Info("ttisd stopped")
 	return loopErr
 }
@@ -231,6 +254,19 @@ func releaseMemory(log *slog.Logger) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	log.Debug("returned the memory of a burst of control connections to the system")
+}
+
+// stopTimeout is how long the daemon's shutdown may take: the longest
+// restart.stop_timeout of its units (the default when it has none).
+func (d *daemon) stopTimeout() time.Duration {
+	t := units.DefaultStopTimeout
+	if us := d.rec.GoodUnits(); len(us) > 0 {
+		t = 0
+		for _, u := range us {
+			t = max(t, u.Restart.StopTimeout.Duration)
+		}
+	}
+	return t
 }
 
 // serveMetrics serves GET /metrics on listen until the returned func is

@@ -11,34 +11,33 @@ import (
 )
 
 // startSchedules fires the units' [[schedule]] entries (benchmarks, evals
-// or release runs into the results store) until ctx ends. The schedules
-// follow the reconciler: after every pass they are set from the versions
-// that run, so a unit whose file is broken keeps the schedules of its last
-// good version. The returned func stops the scheduler and waits for its
-// runs to end.
-func (d *daemon) startSchedules(ctx context.Context) (stop func()) {
-	active := func(name string) error {
-		u, err := d.rec.Unit(name, 0)
-		if err != nil {
-			return err
+// or release runs into the results store, or what run does when set) until
+// ctx ends. The schedules follow the reconciler: after every pass they are
+// set from the versions that run, so a unit whose file is broken keeps the
+// schedules of its last good version. The returned channel is closed when
+// the scheduler's loop has returned; d.sched.Wait then waits for its runs.
+func (d *daemon) startSchedules(ctx context.Context, run schedule.RunFunc) (loopDone <-chan struct{}) {
+	if run == nil {
+		active := func(name string) error {
+			u, err := d.rec.Unit(name, 0)
+			if err != nil {
+				return err
+			}
+			if u.State != api.StateActive {
+				return fmt.Errorf("unit %s is %s, not active", name, u.State)
+			}
+			return nil
 		}
-		if u.State != api.StateActive {
-			return fmt.Errorf("unit %s is %s, not active", name, u.State)
-		}
-		return nil
+		store := &runs.Store{Root: d.runsDir}
+		run = schedule.WorkflowRunner(store, d.version, active, d.log, d.hubClient)
 	}
-	store := &runs.Store{Root: d.runsDir}
-	d.sched = schedule.New(nil, schedule.WorkflowRunner(store, d.version, active, d.log, d.hubClient), d.log)
-	ctx, cancel := context.WithCancel(ctx)
+	d.sched = schedule.New(nil, run, d.log)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		d.sched.Loop(ctx)
 	}()
-	return func() {
-		cancel()
-		<-done
-	}
+	return done
 }
 
 // updateSchedules hands the scheduler the units as the last pass left them.

@@ -1,15 +1,17 @@
 package units
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // File is one unit file as read from a units folder: its bytes and hash (so
@@ -64,6 +66,9 @@ func (s *Set) File(name string) *File {
 	return nil
 }
 
+// MaxFolderEntries bounds the entries of a units folder a daemon reads.
+const MaxFolderEntries = 100_000
+
 // LoadDir reads every *.toml unit file in dir, following symlinks (a
 // Kubernetes ConfigMap mount swaps a "..data" symlink) and skipping hidden
 // files and names starting with "..". It returns every file with its unit
@@ -78,9 +83,11 @@ func LoadDir(dir string) (*Set, error) {
 // keep their chips and listen addresses (see CheckConflicts), so that a new
 // or edited file can never take them from a running unit.
 func LoadDirHeld(dir string, held []*Unit) (*Set, error) {
-	entries, err := os.ReadDir(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
+	entries, err := hardened.ReadDir(ctx, dir, MaxFolderEntries)
+	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("read units folder %s: %w", dir, err)
+		return nil, fmt.Errorf("read units folder %s: %w", dir, hardened.WithoutPath(err))
 	}
 	set := &Set{}
 	for _, e := range entries {

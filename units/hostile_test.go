@@ -102,3 +102,16 @@ func TestLoadHostileFiles(t *testing.T) {
 		}
 	}
 }
+
+// A named pipe in place of the units folder is reported, not opened.
+func TestLoadDirOfAPipe(t *testing.T) {
+	pipe := filepath.Join(t.TempDir(), "units")
+	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	within(t, "LoadDir", func() { _, err = LoadDir(pipe) })
+	if err == nil || err.Error() != "read units folder "+pipe+": not a folder (a named pipe)" {
+		t.Errorf("LoadDir of a pipe: %v", err)
+	}
+}

@@ -2,19 +2,20 @@ package units
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+	"github.com/ttis-dev/ttis/units/hardened"
 	"github.com/ttis-dev/ttis/units/internal/similar"
 )
 
@@ -37,67 +38,36 @@ func Load(path string) (*Unit, error) {
 	return Parse(strings.TrimSuffix(filepath.Base(path), Ext), path, data)
 }
 
+// ReadTimeout bounds one read of a unit file: the read never blocks on a
+// pipe or a device node, so only a hung file system can reach it.
+const ReadTimeout = 10 * time.Second
+
 // ReadFile reads a unit file without ever blocking on it: everything that
 // reads unit files (the units folder, the daemon's reload, `ttisd serve`)
-// goes through here. Opening a named pipe blocks until a writer comes, and
-// reading a device node may never end, so the file is checked with stat
-// (which follows symlinks; a symlink loop fails there) before it is opened,
-// opened non-blocking in case it was swapped for a pipe in between, checked
-// again on the open descriptor, and read up to MaxFileBytes. Problems are an
-// ErrorList naming the path.
+// goes through here. The file is read the hardened way (units/hardened:
+// type and size checked before and after a non-blocking open, the read
+// bounded to MaxFileBytes and ReadTimeout). Problems are an ErrorList
+// naming the path.
 func ReadFile(path string) ([]byte, error) {
-	fail := func(format string, args ...any) error {
-		return ErrorList{{File: path, Msg: fmt.Sprintf(format, args...)}}
+	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
+	defer cancel()
+	data, err := hardened.ReadFile(ctx, path, MaxFileBytes)
+	if err == nil {
+		return data, nil
 	}
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fail("read unit file: %v", unwrapPathError(err))
-	}
-	if err := checkUnitFileInfo(st); err != nil {
-		return nil, fail("%v", err)
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fail("read unit file: %v", unwrapPathError(err))
-	}
-	defer f.Close()
-	if st, err = f.Stat(); err != nil {
-		return nil, fail("read unit file: %v", unwrapPathError(err))
-	}
-	if err := checkUnitFileInfo(st); err != nil {
-		return nil, fail("%v", err)
-	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileBytes+1)); err != nil {
-		return nil, fail("read unit file: %v", unwrapPathError(err))
-	}
-	if buf.Len() > MaxFileBytes {
-		return nil, fail("unit file is larger than %d bytes; a unit file holds a few hundred", MaxFileBytes)
-	}
-	return buf.Bytes(), nil
-}
-
-// checkUnitFileInfo refuses anything but a regular file of at most
-// MaxFileBytes, naming what it is so that the operator knows what to remove.
-func checkUnitFileInfo(st os.FileInfo) error {
-	m := st.Mode()
-	switch {
-	case m.IsRegular():
-		if st.Size() > MaxFileBytes {
-			return fmt.Errorf("unit file is %d bytes, larger than the %d-byte limit; a unit file holds a few hundred", st.Size(), MaxFileBytes)
+	msg := err.Error()
+	var he *hardened.Error
+	if errors.As(err, &he) {
+		switch {
+		case errors.Is(err, hardened.ErrNotRegular):
+			msg = he.Reason + "; remove it or rename it without .toml"
+		case errors.Is(err, hardened.ErrTooLarge):
+			msg = "unit file is " + he.Reason + "; a unit file holds a few hundred"
+		default:
+			msg = "read unit file: " + he.Reason
 		}
-		return nil
-	case m.IsDir():
-		return errors.New("not a regular file (a folder); remove it or rename it without .toml")
-	case m&os.ModeNamedPipe != 0:
-		return errors.New("not a regular file (a named pipe); remove it or rename it without .toml")
-	case m&os.ModeSocket != 0:
-		return errors.New("not a regular file (a socket); remove it or rename it without .toml")
-	case m&os.ModeDevice != 0:
-		return errors.New("not a regular file (a device node); remove it or rename it without .toml")
-	default:
-		return fmt.Errorf("not a regular file (mode %v); remove it or rename it without .toml", m.Type())
 	}
+	return nil, ErrorList{{File: path, Msg: msg}}
 }
 
 // unwrapPathError drops the *PathError wrapper, whose path the message

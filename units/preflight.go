@@ -2,11 +2,13 @@ package units
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"syscall"
+	"time"
+
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // Host is what the pre-start checks know of the host that runs a unit.
@@ -53,6 +55,9 @@ func Preflight(u *Unit, h Host) error {
 // Hugging Face token is well under a kilobyte.
 const MaxSecretBytes = 64 << 10
 
+// secretReadTimeout bounds reading one secret file.
+const secretReadTimeout = 10 * time.Second
+
 // ReadSecret reads a secret file (an API key, a JWT secret, a Hugging Face
 // token) the way the unit loader reads unit files: checked with stat
 // before it is opened, opened non-blocking (a named pipe never blocks the
@@ -64,23 +69,21 @@ func ReadSecret(path string) ([]byte, error) {
 	if path == "" {
 		return nil, errors.New("secret_file is not set")
 	}
-	st, err := os.Stat(path)
+	ctx, cancel := context.WithTimeout(context.Background(), secretReadTimeout)
+	defer cancel()
+	f, err := hardened.Open(ctx, path, MaxSecretBytes)
 	if err != nil {
-		return nil, fmt.Errorf("secret file %s: %v", path, unwrapPathError(err))
-	}
-	if err := checkSecretInfo(path, st); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("secret file %s: %v", path, unwrapPathError(err))
+		return nil, fmt.Errorf("secret file %s: %v", path, hardened.WithoutPath(err))
 	}
 	defer f.Close()
-	if st, err = f.Stat(); err != nil {
+	// The mode is read from the descriptor that is read, so a file
+	// swapped in after the check cannot slip past it.
+	st, err := f.Stat()
+	if err != nil {
 		return nil, fmt.Errorf("secret file %s: %v", path, unwrapPathError(err))
 	}
-	if err := checkSecretInfo(path, st); err != nil {
-		return nil, err
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("secret file %s has mode %04o: it must not be accessible by group or others (chmod 600)", path, perm)
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(io.LimitReader(f, MaxSecretBytes+1)); err != nil {
@@ -89,21 +92,10 @@ func ReadSecret(path string) ([]byte, error) {
 	if buf.Len() > MaxSecretBytes {
 		return nil, fmt.Errorf("secret file %s is larger than %d bytes; a secret is a line", path, MaxSecretBytes)
 	}
-	secret := bytes.TrimSpace(buf.Bytes())
+	secret := buf.Bytes()
+	secret = bytes.TrimSpace(secret)
 	if len(secret) == 0 {
 		return nil, fmt.Errorf("secret file %s is empty: write the key or secret into it (mode 0600)", path)
 	}
 	return secret, nil
-}
-
-func checkSecretInfo(path string, st os.FileInfo) error {
-	switch {
-	case !st.Mode().IsRegular():
-		return fmt.Errorf("secret file %s is not a regular file", path)
-	case st.Size() > MaxSecretBytes:
-		return fmt.Errorf("secret file %s is %d bytes, larger than %d; a secret is a line", path, st.Size(), MaxSecretBytes)
-	case st.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("secret file %s has mode %04o: it must not be accessible by group or others (chmod 600)", path, st.Mode().Perm())
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/hardened"
 	"github.com/ttis-dev/ttis/units/limit"
 )
 
@@ -250,9 +252,13 @@ func validateModelFile(c *errorsOf, u *Unit, dir string) {
 		c.add("model", "model file %s is not a regular file", p)
 		return
 	}
-	f, err := os.Open(p)
+	// Opened the hardened way: a pipe swapped in after the stat must not
+	// block the load. Model files have no size bound here.
+	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
+	defer cancel()
+	f, err := hardened.Open(ctx, p, math.MaxInt64)
 	if err != nil {
-		c.add("model", "model file %s is not readable: %v", p, unwrapPathError(err))
+		c.add("model", "model file %s is not readable: %v", p, hardened.WithoutPath(err))
 		return
 	}
 	f.Close()

@@ -3,8 +3,11 @@ package dataset
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // wordTokenizer is a fake server tokenizer: one token per word, a BOS token
@@ -250,5 +253,30 @@ func TestRandomSharedPrefix(t *testing.T) {
 	}
 	if _, err := Random(context.Background(), newWordTokenizer(), RandomOptions{InputLen: 5, OutputLen: 5, PrefixLen: -1, NumPrompts: 1}); err == nil {
 		t.Error("negative prefix length: no error")
+	}
+}
+
+// A named pipe given as a dataset file is refused with what it is, not
+// waited on.
+func TestDatasetFileIsAPipe(t *testing.T) {
+	pipe := filepath.Join(t.TempDir(), "data.jsonl")
+	if err := syscall.Mkfifo(pipe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan [2]error, 1)
+	go func() {
+		_, e1 := Custom(context.Background(), nil, CustomOptions{Path: pipe, NumPrompts: 1})
+		_, e2 := ShareGPT(context.Background(), nil, ShareGPTOptions{Path: pipe, NumPrompts: 1})
+		done <- [2]error{e1, e2}
+	}()
+	select {
+	case errs := <-done:
+		for _, err := range errs {
+			if err == nil || !strings.Contains(err.Error(), pipe+": not a regular file (a named pipe)") {
+				t.Errorf("error %v", err)
+			}
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("reading a pipe as a dataset blocked for 30s")
 	}
 }

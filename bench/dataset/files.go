@@ -10,7 +10,23 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
+
+	"github.com/ttis-dev/ttis/units/hardened"
 )
+
+// MaxFileBytes bounds a dataset file: it is parsed whole in memory, and
+// ShareGPT's is about 670 MB.
+const MaxFileBytes = 4 << 30
+
+// openFile opens a dataset file the hardened way (units/hardened): a
+// named pipe or a device node in its place is refused rather than waited
+// on or read forever, and a file over MaxFileBytes rather than parsed.
+func openFile(ctx context.Context, path string) (*os.File, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return hardened.Open(ctx, path, MaxFileBytes)
+}
 
 // Pair is one usable ShareGPT conversation: the first turn is the prompt,
 // the second the reference completion.
@@ -67,7 +83,7 @@ func ShareGPT(ctx context.Context, tok Tokenizer, o ShareGPTOptions) (*Set, erro
 	if o.NumPrompts < 1 {
 		return nil, fmt.Errorf("sharegpt dataset: number of prompts %d must be at least 1", o.NumPrompts)
 	}
-	f, err := os.Open(o.Path)
+	f, err := openFile(ctx, o.Path)
 	if err != nil {
 		return nil, fmt.Errorf("sharegpt dataset: %w", err)
 	}
@@ -190,7 +206,7 @@ func Custom(ctx context.Context, tok Tokenizer, o CustomOptions) (*Set, error) {
 	if o.OutputLen < 1 {
 		o.OutputLen = 256
 	}
-	f, err := os.Open(o.Path)
+	f, err := openFile(ctx, o.Path)
 	if err != nil {
 		return nil, fmt.Errorf("custom dataset: %w", err)
 	}

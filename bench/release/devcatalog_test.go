@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -107,7 +108,7 @@ func TestBaselineNeedsSameCatalog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	prev, skipped, ok := Baseline(store, "u", WorkflowBenchmarks, "", map[string]string{"device": "n150", "catalog": "prod"})
+	prev, skipped, ok := Baseline(context.Background(), store, "u", WorkflowBenchmarks, "", map[string]string{"device": "n150", "catalog": "prod"})
 	if !ok || prev.Conditions["catalog"] != "" || len(skipped) != 1 || !strings.Contains(skipped[0], "catalog dev, now prod") {
 		t.Errorf("baseline %+v ok %v, skipped %v", prev, ok, skipped)
 	}

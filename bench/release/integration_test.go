@@ -2,6 +2,7 @@ package release_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,7 +91,7 @@ func TestReleaseUnitThroughDaemon(t *testing.T) {
 		}
 	}
 	store := &runs.Store{Root: filepath.Join(state, "runs")}
-	list, _ := store.List("llama")
+	list, _ := store.List(context.Background(), "llama")
 	if len(list) != 1 || list[0].Verdict != release.VerdictIncomplete || !list[0].Simulated || list[0].Device != "n150" ||
 		list[0].Conditions["time_scale"] != "0" || list[0].Conditions["runtime"] != "sim" {
 		t.Fatalf("runs of llama = %+v", list)
@@ -151,7 +152,7 @@ func TestReleaseAgainstSimUnit(t *testing.T) {
 		}
 	}
 	store := &runs.Store{Root: filepath.Join(state, "runs")}
-	list, errs := store.List("")
+	list, errs := store.List(context.Background(), "")
 	if len(errs) > 0 || len(list) != 1 {
 		t.Fatalf("store lists %v %v, want one run", list, errs)
 	}
@@ -260,7 +261,7 @@ func TestReleaseCPUUnitSmallContext(t *testing.T) {
 		t.Fatalf("release exit %d, want 0 (nothing enforced, nothing failed)\n%s", rc, out)
 	}
 	store := &runs.Store{Root: filepath.Join(state, "runs")}
-	list, _ := store.List("")
+	list, _ := store.List(context.Background(), "")
 	if len(list) != 1 || list[0].Simulated {
 		t.Fatalf("runs = %+v", list)
 	}

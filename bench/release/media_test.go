@@ -1,6 +1,7 @@
 package release_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -46,7 +47,7 @@ func TestReleaseMediaUnits(t *testing.T) {
 				t.Fatalf("want verdict %s:\n%s", tc.verdict, out)
 			}
 			store := &runs.Store{Root: filepath.Join(state, "runs")}
-			list, errs := store.List("")
+			list, errs := store.List(context.Background(), "")
 			if len(errs) > 0 || len(list) != 1 {
 				t.Fatalf("runs %v %v", list, errs)
 			}

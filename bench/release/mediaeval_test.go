@@ -2,6 +2,7 @@ package release_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -122,7 +123,7 @@ func TestReleaseEvalsMediaUnits(t *testing.T) {
 				t.Errorf("a media unit's plan holds the text smoke tasks:\n%s", out)
 			}
 			store := &runs.Store{Root: filepath.Join(state, "runs")}
-			list, errs := store.List("")
+			list, errs := store.List(context.Background(), "")
 			if len(errs) > 0 || len(list) != 1 {
 				t.Fatalf("exit %d, runs %v %v\n%s", rc, list, errs, out)
 			}
@@ -193,7 +194,7 @@ func TestReleaseEvalsTTSUnit(t *testing.T) {
 	row := func(state string) release.EvalRow {
 		t.Helper()
 		store := &runs.Store{Root: filepath.Join(state, "runs")}
-		list, errs := store.List("")
+		list, errs := store.List(context.Background(), "")
 		if len(errs) > 0 || len(list) != 1 || !list[0].Simulated {
 			t.Fatalf("runs %+v %v", list, errs)
 		}

@@ -122,7 +122,7 @@ func TestResumeKeepsTraceCaptureChoice(t *testing.T) {
 		mu.Lock()
 		captures = 0
 		mu.Unlock()
-		cfg, _, err := release.LoadConfig(part.Dir)
+		cfg, _, err := release.LoadConfig(context.Background(), part.Dir)
 		if err != nil {
 			t.Fatal(err)
 		}

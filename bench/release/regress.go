@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -20,8 +21,14 @@ var comparableKeys = []string{"runtime", "simulated", "time_scale", "device", "c
 // under cond) with: the newest complete run of unit and workflow started
 // before it whose comparable conditions match. skipped says why newer
 // candidates were passed over.
-func Baseline(store *runs.Store, unit, workflow, current string, cond map[string]string) (prev runs.Manifest, skipped []string, ok bool) {
-	all, _ := store.List(unit)
+//
+// Run folders the store reports as bad (a named pipe as run.json, a file
+// over its bound) are passed over too, with the reason.
+func Baseline(ctx context.Context, store *runs.Store, unit, workflow, current string, cond map[string]string) (prev runs.Manifest, skipped []string, ok bool) {
+	all, errs := store.List(ctx, unit)
+	for _, err := range errs {
+		skipped = append(skipped, err.Error())
+	}
 	passed := current == ""
 	for _, m := range all {
 		if m.ID == current {

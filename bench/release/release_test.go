@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode"
@@ -429,7 +430,7 @@ func TestRunRefusals(t *testing.T) {
 			}
 		})
 	}
-	if list, _ := store.List(""); len(list) != 0 {
+	if list, _ := store.List(context.Background(), ""); len(list) != 0 {
 		t.Errorf("refused runs were recorded: %v", list)
 	}
 }
@@ -452,14 +453,58 @@ func TestBaselineMatchesConditions(t *testing.T) {
 	_ = mk("1", runs.StatusIncomplete)
 	other := mk("0.05", runs.StatusComplete)
 	cur := mk("1", runs.StatusComplete)
-	prev, skipped, ok := Baseline(store, "u", WorkflowRelease, cur, map[string]string{"runtime": "sim", "time_scale": "1", "server_version": "2"})
+	prev, skipped, ok := Baseline(context.Background(), store, "u", WorkflowRelease, cur, map[string]string{"runtime": "sim", "time_scale": "1", "server_version": "2"})
 	if !ok || prev.ID != same {
 		t.Fatalf("baseline %s (ok %v), want %s", prev.ID, ok, same)
 	}
 	if len(skipped) != 1 || !strings.Contains(skipped[0], other) || !strings.Contains(skipped[0], "time_scale 0.05, now 1") {
 		t.Errorf("skipped %q", skipped)
 	}
-	if _, _, ok := Baseline(store, "u", WorkflowRelease, cur, map[string]string{"runtime": "cpu"}); ok {
+	if _, _, ok := Baseline(context.Background(), store, "u", WorkflowRelease, cur, map[string]string{"runtime": "cpu"}); ok {
 		t.Error("a cpu run was compared with sim runs")
+	}
+}
+
+// A run folder whose manifest is a named pipe (or a file over its bound)
+// is passed over with its reason: the search for a baseline neither hangs
+// on it nor loses the good runs beside it.
+func TestBaselinePassesOverBadEntries(t *testing.T) {
+	clock := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	store := &runs.Store{Root: t.TempDir(), Now: func() time.Time { clock = clock.Add(time.Minute); return clock }}
+	r, err := store.Create(runs.Manifest{Unit: "u", Workflow: WorkflowRelease, Conditions: map[string]string{"runtime": "sim"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Finish(runs.StatusComplete, VerdictPass, ""); err != nil {
+		t.Fatal(err)
+	}
+	pipeDir := filepath.Join(store.Root, "u", "20260102T040000Z-release-0000ff")
+	if err := os.Mkdir(pipeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(pipeDir, runs.ManifestFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		prev    runs.Manifest
+		skipped []string
+		ok      bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		prev, skipped, ok := Baseline(context.Background(), store, "u", WorkflowRelease, "", map[string]string{"runtime": "sim"})
+		done <- result{prev, skipped, ok}
+	}()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Baseline blocked on a named pipe for 30s")
+	}
+	if !res.ok || res.prev.ID != r.ID() {
+		t.Errorf("baseline %s (ok %v), want %s", res.prev.ID, res.ok, r.ID())
+	}
+	if len(res.skipped) != 1 || !strings.Contains(res.skipped[0], filepath.Join(pipeDir, runs.ManifestFile)+": not a regular file (a named pipe)") {
+		t.Errorf("skipped %q", res.skipped)
 	}
 }

@@ -38,6 +38,12 @@ const (
 	ReportHTML     = "report.html"
 )
 
+// MaxReportBytes bounds what is read back of a run's reports (report.md,
+// report.json, report.html) and of a sweep's summary: ours hold tens of
+// kilobytes, and a bigger file in the store is refused with the reason
+// rather than read (see bench/runs).
+const MaxReportBytes = 16 << 20
+
 // Metadata describes the run a report covers.
 type Metadata struct {
 	ReportID    string `json:"report_id"`

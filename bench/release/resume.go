@@ -1,9 +1,11 @@
 package release
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/client"
 	"github.com/ttis-dev/ttis/bench/loadgen"
 	"github.com/ttis-dev/ttis/bench/metrics"
+	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/evalsuite/workflow"
 	"github.com/ttis-dev/ttis/runtime/openai"
 	"github.com/ttis-dev/ttis/units/catalog"
@@ -21,6 +24,10 @@ import (
 // ConfigFile is the run's plan, kept so that an interrupted run can be
 // finished: what was asked, never the credentials.
 const ConfigFile = "config.json"
+
+// MaxPlanBytes bounds the plan read back on resume: ours hold a few
+// kilobytes.
+const MaxPlanBytes = 1 << 20
 
 // TargetRef is what a run remembers of its server, to find it again on
 // resume (the credentials are resolved anew).
@@ -133,11 +140,14 @@ func saveConfig(cfg *Config, write func(name string, data []byte) error) error {
 // LoadConfig reads the plan of the run in dir: the Config to finish it
 // with (without Target, Store and the display, which the caller sets) and
 // the server it measured.
-func LoadConfig(dir string) (Config, TargetRef, error) {
+func LoadConfig(ctx context.Context, dir string) (Config, TargetRef, error) {
 	path := filepath.Join(dir, ConfigFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
+	b, err := runs.ReadFile(ctx, path, MaxPlanBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return Config{}, TargetRef{}, fmt.Errorf("run %s keeps no plan to resume from: %w", dir, err)
+	}
+	if err != nil {
+		return Config{}, TargetRef{}, fmt.Errorf("the run's plan: %w", err)
 	}
 	var s saved
 	if err := json.Unmarshal(b, &s); err != nil {

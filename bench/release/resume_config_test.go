@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,7 +23,7 @@ func TestConfigKeepsNoTraceCapture(t *testing.T) {
 		if err := saveConfig(&cfg, write); err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := LoadConfig(dir)
+		got, _, err := LoadConfig(context.Background(), dir)
 		if err != nil {
 			t.Fatal(err)
 		}

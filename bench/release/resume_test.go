@@ -173,7 +173,7 @@ func TestInterruptedReleaseResumes(t *testing.T) {
 		t.Errorf("partial report words a point that did not run badly:\n%s", md)
 	}
 
-	cfg2, ref, err := release.LoadConfig(part.Dir)
+	cfg2, ref, err := release.LoadConfig(context.Background(), part.Dir)
 	if err != nil || ref.BaseURL != tgt.BaseURL || cfg2.Limit != limit.CICommit || cfg2.Evals == nil || !slices.Equal(cfg2.Evals.Tasks, evals.Tasks) {
 		t.Fatalf("saved plan %+v %+v %v", cfg2, ref, err)
 	}
@@ -238,7 +238,7 @@ func TestBenchSIGINTThenResume(t *testing.T) {
 		t.Fatalf("no resume hint:\n%s", log.String())
 	}
 	store := &runs.Store{Root: filepath.Join(state, "runs")}
-	man, dir, err := store.Open(m[1])
+	man, dir, err := store.Open(context.Background(), m[1])
 	if err != nil || man.Status != runs.StatusInterrupted {
 		t.Fatalf("run %s: %+v %v", m[1], man, err)
 	}
@@ -250,7 +250,7 @@ func TestBenchSIGINTThenResume(t *testing.T) {
 	if rc != 0 {
 		t.Fatalf("resume: exit %d\n%s", rc, o)
 	}
-	man, _, _ = store.Open(m[1])
+	man, _, _ = store.Open(context.Background(), m[1])
 	all, _ := filepath.Glob(filepath.Join(dir, "benchmarks", "benchmark_*.json"))
 	if man.Status != runs.StatusComplete || man.Verdict != release.VerdictPass || len(all) <= len(results) {
 		t.Errorf("after resume: %+v, %d point files (had %d)", man, len(all), len(results))

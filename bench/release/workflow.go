@@ -368,7 +368,7 @@ func Resume(ctx context.Context, cfg Config, ref string) (*Outcome, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	m, dir, err := cfg.Store.Open(ref)
+	m, dir, err := cfg.Store.Open(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -380,17 +380,21 @@ func Resume(ctx context.Context, cfg Config, ref string) (*Outcome, error) {
 		return nil, err
 	}
 	defer unlock()
-	run, err := cfg.Store.Reopen(dir)
+	run, err := cfg.Store.Reopen(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	var p prior
-	if b, err := os.ReadFile(filepath.Join(dir, "benchmarks", bench.SummaryJSON)); err == nil {
+	// What cannot be read back (absent, or refused by the store: a pipe,
+	// a file over its bound) is run again.
+	if b, err := runs.ReadFile(ctx, filepath.Join(dir, "benchmarks", bench.SummaryJSON), MaxReportBytes); err == nil {
 		if d, err := report.ParseJSON(b); err == nil {
 			p.points = d.Points
 		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		cfg.logf("run %s: benchmark points run again: %v", run.ID(), err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, ReportJSON)); err == nil {
+	if b, err := runs.ReadFile(ctx, filepath.Join(dir, ReportJSON), MaxReportBytes); err == nil {
 		if old, err := ParseJSON(b); err == nil && evalsFinished(old.Evals) {
 			p.evals, p.evalSettings = old.Evals, old.Metadata.EvalSettings
 		}
@@ -467,18 +471,30 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome
 	if interrupted != nil {
 		rep.Acceptance.Summary = "the run was interrupted: " + rep.Acceptance.Summary
 	}
-	prev, skipped, ok := Baseline(cfg.Store, t.Unit, cfg.Workflow, run.ID(), t.Conditions)
+	// An interrupted run still gets its report, regressions included: the
+	// store is then read under a deadline of its own (every read of it is
+	// bounded and never blocks, see bench/runs).
+	sctx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), runs.FileTimeout)
+		defer cancel()
+	}
+	prev, skipped, ok := Baseline(sctx, cfg.Store, t.Unit, cfg.Workflow, run.ID(), t.Conditions)
 	for _, s := range skipped {
 		cfg.logf("regressions: not comparable: %s", s)
 	}
 	if ok {
-		if b, err := os.ReadFile(filepath.Join(cfg.Store.Dir(prev), ReportJSON)); err == nil {
-			if old, err := ParseJSON(b); err == nil {
+		b, err := runs.ReadFile(sctx, filepath.Join(cfg.Store.Dir(prev), ReportJSON), MaxReportBytes)
+		if err == nil {
+			var old *Report
+			if old, err = ParseJSON(b); err == nil {
 				rep.Regressions = Compare(prev.ID, old, rep, th)
 				rep.Regressions.Skipped = skipped
-			} else {
-				cfg.logf("regressions: skipping run %s: %v", prev.ID, err)
 			}
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			cfg.logf("regressions: skipping run %s: %v", prev.ID, err)
 		}
 	} else if len(skipped) > 0 {
 		rep.Regressions = &Regressions{Thresholds: th, Items: []Regression{}, Skipped: skipped}

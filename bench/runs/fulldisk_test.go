@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,7 +62,7 @@ func TestFullDiskKeepsWhatWasWritten(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(r.Dir, "point-1.json")); err != nil || string(b) != `{"ok":1}` {
 		t.Errorf("finished point: %q %v", b, err)
 	}
-	m, err := s.readManifest(r.Dir)
+	m, err := s.readManifest(context.Background(), r.Dir)
 	if err != nil || len(m.Files) != 1 || m.Files[0] != "point-1.json" {
 		t.Errorf("manifest %+v %v, want point-1.json listed", m, err)
 	}

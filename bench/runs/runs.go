@@ -5,9 +5,19 @@
 // under its final name. A run stopped by a signal says interrupted; one whose
 // manifest still says "running" after its process has gone (killed, host
 // crash) is reported as interrupted too.
+//
+// Anyone who can write the state folder can put anything in the store, so
+// every file of it is read the hardened way (units/hardened): a named pipe,
+// a device node or a file over its kind's bound is reported as a bad entry
+// with the reason, never opened or read whole. The bounds: a manifest
+// (run.json) MaxManifestBytes, a folder MaxFolderEntries entries; readers
+// of a run's other files name theirs (bench/release: reports and plans).
+// Every read has a deadline, the caller's context or FileTimeout, whichever
+// ends first.
 package runs
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -24,10 +34,52 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/bench/result"
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // ManifestFile is the name of a run's manifest.
 const ManifestFile = "run.json"
+
+// Bounds on what the store reads: a manifest holds a few kilobytes (its
+// file list grows with the run), a unit's folder one entry per run.
+const (
+	MaxManifestBytes = 1 << 20
+	MaxFolderEntries = 100_000
+)
+
+// FileTimeout bounds each read of a file or folder of the store when the
+// caller's context allows longer. Reads never block on a pipe or a device
+// node; only a hung file system comes near it.
+const FileTimeout = 10 * time.Second
+
+// ReadFile reads the store's file at path the hardened way: a regular file
+// of at most max bytes, within ctx and FileTimeout. The error names path
+// and says what is wrong with it.
+func ReadFile(ctx context.Context, path string, max int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, FileTimeout)
+	defer cancel()
+	return hardened.ReadFile(ctx, path, max)
+}
+
+// readDir lists a folder of the store the hardened way.
+func readDir(ctx context.Context, path string) ([]os.DirEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, FileTimeout)
+	defer cancel()
+	return hardened.ReadDir(ctx, path, MaxFolderEntries)
+}
+
+// BadEntry is a run folder whose manifest cannot be read or does not
+// parse: List reports it beside the good runs, with the reason.
+type BadEntry struct {
+	// Dir is the run folder.
+	Dir string
+	// Err says what is wrong; it names the file.
+	Err error
+}
+
+func (b *BadEntry) Error() string { return "bad run entry: " + b.Err.Error() }
+
+func (b *BadEntry) Unwrap() error { return b.Err }
 
 // Run statuses.
 const (
@@ -195,8 +247,8 @@ func (s *Store) Create(m Manifest) (*Run, error) {
 // Reopen continues an unfinished run (interrupted, failed, or incomplete)
 // found by Open's reference: its manifest goes back to running under this
 // process, and the files it has are kept.
-func (s *Store) Reopen(ref string) (*Run, error) {
-	m, dir, err := s.Open(ref)
+func (s *Store) Reopen(ctx context.Context, ref string) (*Run, error) {
+	m, dir, err := s.Open(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -315,9 +367,9 @@ func ParseManifest(name string, b []byte) (Manifest, error) {
 
 // readManifest reads a run folder's manifest and derives the interrupted
 // status.
-func (s *Store) readManifest(dir string) (Manifest, error) {
+func (s *Store) readManifest(ctx context.Context, dir string) (Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(path)
+	b, err := ReadFile(ctx, path, MaxManifestBytes)
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -335,10 +387,12 @@ func (s *Store) readManifest(dir string) (Manifest, error) {
 }
 
 // List returns the runs of unit (every unit when empty), newest first.
-// Folders without a readable manifest (a run that crashed before its
-// first write, a stray folder) are skipped; problems reading a manifest
-// are returned next to the good runs.
-func (s *Store) List(unit string) ([]Manifest, []error) {
+// Folders without a manifest (a run that crashed before its first write, a
+// stray folder) are skipped; a run folder whose manifest cannot be read or
+// does not parse (a named pipe, a file over MaxManifestBytes, broken JSON)
+// is returned as a *BadEntry error beside the good runs. When ctx ends, List
+// returns what it read so far with an error that says so.
+func (s *Store) List(ctx context.Context, unit string) ([]Manifest, []error) {
 	var unitsToRead []string
 	if unit != "" {
 		if err := CheckUnitName(unit); err != nil {
@@ -346,11 +400,13 @@ func (s *Store) List(unit string) ([]Manifest, []error) {
 		}
 		unitsToRead = []string{unit}
 	} else {
-		ents, err := os.ReadDir(s.Root)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, nil
-			}
+		ents, err := readDir(ctx, s.Root)
+		switch {
+		case ctx.Err() != nil:
+			return nil, []error{s.stopped(ctx, 0)}
+		case errors.Is(err, os.ErrNotExist):
+			return nil, nil
+		case err != nil:
 			return nil, []error{fmt.Errorf("results store: %w", err)}
 		}
 		for _, e := range ents {
@@ -362,7 +418,10 @@ func (s *Store) List(unit string) ([]Manifest, []error) {
 	var out []Manifest
 	var errs []error
 	for _, u := range unitsToRead {
-		ents, err := os.ReadDir(filepath.Join(s.Root, u))
+		ents, err := readDir(ctx, filepath.Join(s.Root, u))
+		if ctx.Err() != nil {
+			break
+		}
 		if err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("results store: %w", err))
@@ -373,15 +432,25 @@ func (s *Store) List(unit string) ([]Manifest, []error) {
 			if !e.IsDir() || !idPattern.MatchString(e.Name()) {
 				continue
 			}
-			m, err := s.readManifest(filepath.Join(s.Root, u, e.Name()))
+			if ctx.Err() != nil {
+				break
+			}
+			dir := filepath.Join(s.Root, u, e.Name())
+			m, err := s.readManifest(ctx, dir)
 			if err != nil {
-				if !errors.Is(err, os.ErrNotExist) {
-					errs = append(errs, err)
+				if !errors.Is(err, os.ErrNotExist) && ctx.Err() == nil {
+					errs = append(errs, &BadEntry{Dir: dir, Err: err})
 				}
 				continue
 			}
 			out = append(out, m)
 		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, s.stopped(ctx, len(out)))
 	}
 	slices.SortStableFunc(out, func(a, b Manifest) int {
 		if c := b.Started.Compare(a.Started); c != 0 {
@@ -392,6 +461,11 @@ func (s *Store) List(unit string) ([]Manifest, []error) {
 	return out, errs
 }
 
+// stopped says that a listing ended with ctx, after n runs.
+func (s *Store) stopped(ctx context.Context, n int) error {
+	return fmt.Errorf("results store %s: listing stopped after %d runs: %w", s.Root, n, ctx.Err())
+}
+
 // Dir is the folder of a run.
 func (s *Store) Dir(m Manifest) string { return filepath.Join(s.Root, m.Unit, m.ID) }
 
@@ -400,18 +474,18 @@ func (s *Store) Dir(m Manifest) string { return filepath.Join(s.Root, m.Unit, m.
 var ErrNoRun = errors.New("no run")
 
 // Open finds a run by id, unique id prefix, or the path of its folder.
-func (s *Store) Open(ref string) (Manifest, string, error) {
+func (s *Store) Open(ctx context.Context, ref string) (Manifest, string, error) {
 	if ref == "" {
 		return Manifest{}, "", errors.New("no run given")
 	}
 	if st, err := os.Stat(ref); err == nil && st.IsDir() && strings.ContainsRune(ref, filepath.Separator) {
-		m, err := s.readManifest(ref)
+		m, err := s.readManifest(ctx, ref)
 		if err != nil {
 			return Manifest{}, "", fmt.Errorf("run %s: %w", ref, err)
 		}
 		return m, ref, nil
 	}
-	all, errs := s.List("")
+	all, errs := s.List(ctx, "")
 	var hits []Manifest
 	for _, m := range all {
 		if m.ID == ref {
@@ -425,6 +499,13 @@ func (s *Store) Open(ref string) (Manifest, string, error) {
 	case 1:
 		return hits[0], s.Dir(hits[0]), nil
 	case 0:
+		for _, err := range errs {
+			// The run is there but broken: say why, not that it is missing.
+			var bad *BadEntry
+			if errors.As(err, &bad) && strings.HasPrefix(filepath.Base(bad.Dir), ref) {
+				return Manifest{}, "", bad
+			}
+		}
 		if len(errs) > 0 {
 			return Manifest{}, "", fmt.Errorf("%w %q in %s (%v)", ErrNoRun, ref, s.Root, errors.Join(errs...))
 		}

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,7 +11,7 @@ import (
 	"time"
 )
 
-func testStore(t *testing.T, start time.Time) (*Store, *time.Time) {
+func testStore(t testing.TB, start time.Time) (*Store, *time.Time) {
 	t.Helper()
 	now := start
 	return &Store{
@@ -82,7 +83,7 @@ func TestCreateWriteFinishList(t *testing.T) {
 		t.Error("Finish with a bad status succeeded")
 	}
 
-	got, errs := s.List("llama")
+	got, errs := s.List(context.Background(), "llama")
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -99,11 +100,11 @@ func TestCreateWriteFinishList(t *testing.T) {
 	if got[0].Status != StatusRunning {
 		t.Errorf("r2 status = %s, want running (our own pid)", got[0].Status)
 	}
-	all, _ := s.List("")
+	all, _ := s.List(context.Background(), "")
 	if len(all) != 3 {
 		t.Errorf("List(\"\") = %d runs, want 3", len(all))
 	}
-	if _, errs := s.List("../etc"); len(errs) == 0 {
+	if _, errs := s.List(context.Background(), "../etc"); len(errs) == 0 {
 		t.Error("List accepted a unit name with a path")
 	}
 }
@@ -115,11 +116,11 @@ func TestInterruptedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Alive = func(int) bool { return false }
-	got, _ := s.List("u")
+	got, _ := s.List(context.Background(), "u")
 	if len(got) != 1 || got[0].Status != StatusInterrupted {
 		t.Fatalf("List = %+v, want one interrupted run", got)
 	}
-	m, dir, err := s.Open(r.ID()[:12])
+	m, dir, err := s.Open(context.Background(), r.ID()[:12])
 	if err != nil || m.Status != StatusInterrupted || dir != r.Dir {
 		t.Errorf("Open(prefix) = %+v %s %v", m, dir, err)
 	}
@@ -147,14 +148,14 @@ func TestCrashLeavesNoRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.Root, "u", "notes.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, errs := s.List("u")
+	got, errs := s.List(context.Background(), "u")
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	if len(got) != 1 || got[0].ID != r.ID() || len(got[0].Files) != 0 {
 		t.Fatalf("List = %+v, want only the good run with no files", got)
 	}
-	if _, _, err := s.Open("20260102T030000Z"); err == nil {
+	if _, _, err := s.Open(context.Background(), "20260102T030000Z"); err == nil {
 		t.Error("Open found the crashed run")
 	}
 }
@@ -163,22 +164,22 @@ func TestOpenAmbiguousAndPath(t *testing.T) {
 	s, _ := testStore(t, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	a, _ := s.Create(Manifest{Unit: "u", Workflow: "release"})
 	b, _ := s.Create(Manifest{Unit: "v", Workflow: "release"})
-	if _, _, err := s.Open("20260102"); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+	if _, _, err := s.Open(context.Background(), "20260102"); err == nil || !strings.Contains(err.Error(), "ambiguous") {
 		t.Errorf("Open(common prefix) = %v, want ambiguous", err)
 	}
-	if m, _, err := s.Open(b.ID()); err != nil || m.Unit != "v" {
+	if m, _, err := s.Open(context.Background(), b.ID()); err != nil || m.Unit != "v" {
 		t.Errorf("Open(id) = %+v %v", m, err)
 	}
-	if m, dir, err := s.Open(a.Dir); err != nil || m.ID != a.ID() || dir != a.Dir {
+	if m, dir, err := s.Open(context.Background(), a.Dir); err != nil || m.ID != a.ID() || dir != a.Dir {
 		t.Errorf("Open(path) = %+v %v", m, err)
 	}
-	if _, _, err := s.Open("nope"); err == nil {
+	if _, _, err := s.Open(context.Background(), "nope"); err == nil {
 		t.Error("Open(nope) succeeded")
 	}
 	if err := os.WriteFile(filepath.Join(a.Dir, ManifestFile), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, errs := s.List("u"); len(errs) != 1 {
+	if _, errs := s.List(context.Background(), "u"); len(errs) != 1 {
 		t.Errorf("a corrupt manifest gave errors %v, want one", errs)
 	}
 	if _, err := s.Create(Manifest{Unit: "../x", Workflow: "release"}); err == nil {
@@ -220,7 +221,7 @@ func BenchmarkList(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if got, errs := s.List("u"); len(got) != 50 || len(errs) > 0 {
+		if got, errs := s.List(context.Background(), "u"); len(got) != 50 || len(errs) > 0 {
 			b.Fatalf("listed %d runs, %v", len(got), errs)
 		}
 	}
@@ -249,7 +250,7 @@ func TestLock(t *testing.T) {
 	if _, err := s.Lock("../x"); err == nil {
 		t.Error("Lock accepted a bad unit name")
 	}
-	if list, errs := s.List(""); len(list) != 0 || len(errs) != 0 {
+	if list, errs := s.List(context.Background(), ""); len(list) != 0 || len(errs) != 0 {
 		t.Errorf("lock files list as runs: %v %v", list, errs)
 	}
 }

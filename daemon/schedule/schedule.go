@@ -2,7 +2,8 @@
 // entry's next activation from its cron calendar, runs the injected workflow
 // function when one is due, keeps at most one run per unit going (a firing
 // while the unit's previous run is still going is skipped and logged), and
-// cancels the runs when its context ends. Time comes from an injectable
+// cancels the runs when its context ends; Wait waits for them, for as long
+// as its caller allows. Time comes from an injectable
 // clock so tests drive it without sleeping.
 package schedule
 
@@ -149,10 +150,9 @@ func (s *Scheduler) Next() []Fire {
 	return out
 }
 
-// Loop fires due entries until ctx ends, then waits for the runs it
-// started (they see ctx cancelled) and returns.
+// Loop fires due entries until ctx ends and returns; the runs it started
+// see ctx cancelled, and Wait waits for them.
 func (s *Scheduler) Loop(ctx context.Context) {
-	defer s.wg.Wait()
 	for {
 		deadline := s.fireDue(ctx)
 		var timerC <-chan time.Time
@@ -181,6 +181,32 @@ func (s *Scheduler) Loop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// Wait waits, after Loop has returned, until every run Loop started has
+// returned or ctx ends, whichever comes first, and returns the units whose
+// runs are still going then (sorted). A run should return soon after its
+// context ends; one that does not (stuck on something that ignores its
+// context) must not keep the daemon from exiting, so the caller bounds
+// the wait and reports what it left behind.
+func (s *Scheduler) Wait(ctx context.Context) (stuck []string) {
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	for unit := range s.running {
+		stuck = append(stuck, unit)
+	}
+	s.mu.Unlock()
+	slices.Sort(stuck)
+	return stuck
 }
 
 // fireDue starts every due entry and returns the next activation (zero

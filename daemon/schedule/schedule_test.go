@@ -94,6 +94,11 @@ func start(t *testing.T, us ...*units.Unit) (*Scheduler, *clock.Fake, *recorder,
 		case <-time.After(5 * time.Second):
 			t.Fatal("Loop did not return after cancel")
 		}
+		wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer wcancel()
+		if stuck := s.Wait(wctx); len(stuck) > 0 {
+			t.Fatalf("runs of %v did not return after cancel", stuck)
+		}
 	}
 	return s, clk, rec, stop
 }
@@ -183,6 +188,42 @@ func TestCancelStopsRuns(t *testing.T) {
 	stop() // returns only after the run saw the cancellation
 	if c.ctx.Err() == nil {
 		t.Error("the run's context is not cancelled")
+	}
+}
+
+// A run stuck on something that ignores its context does not keep Wait
+// (and so the daemon) from returning once its caller's deadline passes;
+// Wait names the unit it leaves behind.
+func TestWaitGivesUpOnStuckRun(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 2, 0, 0, 30, 0, time.UTC))
+	started, unstick := make(chan struct{}), make(chan struct{})
+	s := New(clk, func(context.Context, *units.Unit, units.Schedule) error {
+		close(started)
+		<-unstick // deaf to its context
+		return nil
+	}, nil)
+	s.Set([]*units.Unit{unit("a", false, every5("release"))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Loop(ctx); close(done) }()
+	if !clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("the loop armed no timer")
+	}
+	clk.Advance(5 * time.Minute)
+	<-started
+	cancel()
+	<-done
+	// The deadline has passed already: the stuck run is reported at once.
+	wctx, wcancel := context.WithCancel(context.Background())
+	wcancel()
+	if stuck := s.Wait(wctx); len(stuck) != 1 || stuck[0] != "a" {
+		t.Errorf("Wait = %v, want [a]", stuck)
+	}
+	close(unstick)
+	wctx, wcancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer wcancel()
+	if stuck := s.Wait(wctx); len(stuck) != 0 {
+		t.Errorf("Wait after the run returned = %v", stuck)
 	}
 }
 

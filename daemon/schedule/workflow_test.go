@@ -21,7 +21,7 @@ func TestWorkflowRunnerRefusesInactiveUnit(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not active") {
 		t.Fatalf("error %v", err)
 	}
-	if list, _ := store.List(""); len(list) != 0 {
+	if list, _ := store.List(context.Background(), ""); len(list) != 0 {
 		t.Errorf("a run was recorded: %v", list)
 	}
 }
@@ -47,7 +47,7 @@ func TestWorkflowRunnerPullsEvalData(t *testing.T) {
 	if err == nil || asked != 1 {
 		t.Fatalf("run error %v, Hub asked %d times", err, asked)
 	}
-	list, _ := store.List("")
+	list, _ := store.List(context.Background(), "")
 	if len(list) != 1 {
 		t.Fatalf("runs %v", list)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/api/client"
@@ -57,6 +58,10 @@ type faultRow struct {
 	name, outcome string
 	ok            bool
 	took          time.Duration
+	// lost is how many requests to the untouched units (steady, cpu) went
+	// unanswered during the fault, restarts how many of their servers it
+	// replaced: the goal of both is 0.
+	lost, restarts int
 }
 
 // Units: steady and cpu are never touched by a fault (their requests must
@@ -133,15 +138,23 @@ func TestSoak(t *testing.T) {
 		{"disk full on the state folder", s.diskFull},
 		{"ttisctl bench, then again on a full disk", s.benchRuns},
 		{"24,000 log followers (logs -f flood)", s.followerFlood}, // followers_test.go
+		{"named pipe and 400 MB run.json in the store", s.storeFIFO},
 	}
 	deadline := time.Now().Add(*duration)
 	for i := 0; time.Now().Before(deadline) || i < len(faults); i++ {
 		f := faults[i%len(faults)]
 		start := time.Now()
+		lostBefore, pidsBefore := load.lostUntouched(), s.untouchedPIDs()
 		outcome, err := f.do()
 		row := faultRow{name: f.name, outcome: outcome, ok: err == nil, took: time.Since(start)}
 		if err != nil {
 			row.outcome = err.Error()
+		}
+		row.lost = load.lostUntouched() - lostBefore
+		for unit, pid := range s.untouchedPIDs() {
+			if before, ok := pidsBefore[unit]; ok && pid != before {
+				row.restarts++
+			}
 		}
 		s.faults = append(s.faults, row)
 		s.sampleRSS()
@@ -232,6 +245,18 @@ func until(d time.Duration, f func() error) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// untouchedPIDs are the server pids of the units no fault touches (those
+// the daemon answers for).
+func (s *soak) untouchedPIDs() map[string]int {
+	out := map[string]int{}
+	for _, n := range []string{steady, cpuU} {
+		if u, err := s.unit(n); err == nil && u.PID != 0 {
+			out[n] = u.PID
+		}
+	}
+	return out
 }
 
 func (s *soak) unit(name string) (api.UnitDetail, error) {
@@ -473,6 +498,9 @@ func (s *soak) check(l *load) []string {
 		if !f.ok {
 			out = append(out, fmt.Sprintf("fault %q: %s", f.name, f.outcome))
 		}
+		if f.restarts > 0 {
+			out = append(out, fmt.Sprintf("fault %q replaced %d servers of untouched units", f.name, f.restarts))
+		}
 	}
 	return out
 }
@@ -509,11 +537,12 @@ func (s *soak) leaks() []string {
 func (s *soak) report(l *load) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nsoak: %s of faults against ttisd with sim and cpu units\n\n", *duration)
-	fmt.Fprintf(&b, "%-42s %5s %6s  %s\n", "FAULT", "RUNS", "FAILED", "OUTCOME (last)")
+	fmt.Fprintf(&b, "%-44s %5s %6s %5s %8s  %s\n", "FAULT", "RUNS", "FAILED", "LOST", "RESTARTS", "OUTCOME (last)")
 	type agg struct {
-		runs, failed int
-		last         string
-		took         time.Duration
+		runs, failed   int
+		lost, restarts int
+		last           string
+		took           time.Duration
 	}
 	byName := map[string]*agg{}
 	var order []string
@@ -528,11 +557,13 @@ func (s *soak) report(l *load) {
 		if !f.ok {
 			a.failed++
 		}
+		a.lost += f.lost
+		a.restarts += f.restarts
 		a.last, a.took = f.outcome, max(a.took, f.took)
 	}
 	for _, n := range order {
 		a := byName[n]
-		fmt.Fprintf(&b, "%-42s %5d %6d  %s (slowest %s)\n", n, a.runs, a.failed, a.last, a.took.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "%-44s %5d %6d %5d %8d  %s (slowest %s)\n", n, a.runs, a.failed, a.lost, a.restarts, a.last, a.took.Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(&b, "\n%-8s %8s %8s %8s %10s  %s\n", "UNIT", "OK", "ERRORS", "LOST", "MALFORMED", "FIRST ERROR")
 	l.mu.Lock()
@@ -546,7 +577,8 @@ func (s *soak) report(l *load) {
 		fmt.Fprintf(&b, "%-8s %8d %8d %8d %10d  %s\n", u, c["ok"], c["error"], c["lost"], c["malformed"], l.firstError[u])
 	}
 	l.mu.Unlock()
-	fmt.Fprintf(&b, "\nttisd peak RSS %d MiB (limit %d); ERRORS are well-formed error answers (e.g. 503 while a server starts); LOST are requests without an answer (expected only on the victim, whose server is killed)\n", s.peakRSS>>20, *maxRSS)
+	fmt.Fprintf(&b, "\nLOST and RESTARTS count, per fault, the unanswered requests to and the replaced servers of the units no fault touches (steady, cpu): the goal is 0.\n")
+	fmt.Fprintf(&b, "ttisd peak RSS %d MiB (limit %d); ERRORS are well-formed error answers (e.g. 503 while a server starts); LOST are requests without an answer (expected only on the victim, whose server is killed)\n", s.peakRSS>>20, *maxRSS)
 	fmt.Print(b.String())
 }
 
@@ -561,6 +593,20 @@ type load struct {
 
 func newLoad() *load {
 	return &load{counts: map[string]map[string]int{}, firstLost: map[string]string{}, firstMalformed: map[string]string{}, firstError: map[string]string{}}
+}
+
+// lostUntouched is how many requests to the units no fault touches went
+// unanswered so far.
+func (l *load) lostUntouched() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for unit, c := range l.counts {
+		if unit != victim {
+			n += c["lost"]
+		}
+	}
+	return n
 }
 
 func (l *load) add(unit, kind, detail string) {
@@ -716,4 +762,119 @@ func benchErrors(dir string) string {
 		return nil
 	})
 	return b.String()
+}
+
+// storeFIFO puts among the victim's runs what hung every reader of the
+// results store (issue 31): a named pipe as run.json, a 400 MB run.json
+// (sparse) and a named pipe as report.md. `ttisctl runs` must answer and
+// list both bad entries with their reasons without reading the big file,
+// `ttisctl report` must name the pipe, a scheduled run of the unit (which
+// reads the store for its regressions) must still run and finish, and no
+// server may restart. The entries are removed afterwards: check reads
+// every JSON file of the state folder.
+func (s *soak) storeFIFO() (string, error) {
+	pidsBefore := map[string]int{}
+	for _, n := range []string{steady, victim, cpuU} {
+		u, err := s.unit(n)
+		if err != nil {
+			return "", err
+		}
+		pidsBefore[n] = u.PID
+	}
+	runsDir := filepath.Join(s.state, "runs", victim)
+	const pipeRun, bigRun, pipeMD = "20000101T000001Z-benchmarks-00f1f0", "20000101T000002Z-benchmarks-00b190", "20000101T000003Z-benchmarks-00f1f1"
+	for _, id := range []string{pipeRun, bigRun, pipeMD} {
+		if err := os.MkdirAll(filepath.Join(runsDir, id), 0o755); err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(filepath.Join(runsDir, id))
+	}
+	if err := unix.Mkfifo(filepath.Join(runsDir, pipeRun, "run.json"), 0o644); err != nil {
+		return "", err
+	}
+	big, err := os.Create(filepath.Join(runsDir, bigRun, "run.json"))
+	if err != nil {
+		return "", err
+	}
+	err = big.Truncate(400 << 20)
+	big.Close()
+	if err != nil {
+		return "", err
+	}
+	manifest := fmt.Sprintf(`{"id":%q,"unit":%q,"workflow":"benchmarks","status":"complete","started":"2000-01-01T00:00:03Z","files":["report.md"]}`, pipeMD, victim)
+	if err := os.WriteFile(filepath.Join(runsDir, pipeMD, "run.json"), []byte(manifest), 0o644); err != nil {
+		return "", err
+	}
+	if err := unix.Mkfifo(filepath.Join(runsDir, pipeMD, "report.md"), 0o644); err != nil {
+		return "", err
+	}
+
+	start := time.Now()
+	out, code, rss, err := s.ctlBounded("runs", victim)
+	if err != nil {
+		return "", err
+	}
+	took := time.Since(start)
+	for _, want := range []string{
+		"bad run entry: " + filepath.Join(runsDir, pipeRun, "run.json") + ": not a regular file (a named pipe)",
+		"bad run entry: " + filepath.Join(runsDir, bigRun, "run.json") + ": 419430400 bytes, larger than the 1048576-byte limit",
+		pipeMD,
+	} {
+		if !strings.Contains(out, want) {
+			return "", fmt.Errorf("ttisctl runs (exit %d) lacks %q:\n%s", code, want, out)
+		}
+	}
+	out, code, _, err = s.ctlBounded("report", pipeMD)
+	if err != nil {
+		return "", err
+	}
+	if code == 0 || !strings.Contains(out, filepath.Join(runsDir, pipeMD, "report.md")+": not a regular file (a named pipe)") {
+		return "", fmt.Errorf("ttisctl report of a run whose report.md is a pipe: exit %d\n%s", code, out)
+	}
+
+	// A scheduled run of the victim reads the same store.
+	since := time.Now()
+	s.write(victim, s.texts[victim]+"\n[[schedule]]\nworkflow = \"benchmarks\"\ncalendar = \"@every 5s\"\nlimit = \"smoke\"\n")
+	defer s.write(victim, s.texts[victim])
+	var sched string
+	err = until(2*time.Minute, func() error {
+		list, _ := (&runs.Store{Root: filepath.Join(s.state, "runs")}).List(context.Background(), victim)
+		for _, m := range list {
+			if m.Trigger == "schedule" && m.Started.After(since) && m.Status != runs.StatusRunning {
+				sched = m.ID + " " + m.Status
+				return nil
+			}
+		}
+		return errors.New("no scheduled run of the victim finished within 2m beside the pipes")
+	})
+	if err != nil {
+		return "", err
+	}
+	for n, pid := range pidsBefore {
+		if u, err := s.unit(n); err != nil || u.PID != pid {
+			return "", fmt.Errorf("unit %s restarted during the store fault: pid %d, then %d (%v)", n, pid, u.PID, err)
+		}
+	}
+	return fmt.Sprintf("runs answered in %s with both bad entries (ttisctl peak RSS %d MiB); report named the pipe; scheduled run %s",
+		took.Round(10*time.Millisecond), rss>>20, sched), nil
+}
+
+// ctlBounded runs ttisctl with a 10s bound (issue 31's never answered),
+// returning its output, exit status and peak resident memory.
+func (s *soak) ctlBounded(args ...string) (string, int, int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.ttisctl, append([]string{"--socket", s.socket}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return "", 0, 0, fmt.Errorf("ttisctl %s did not answer within 10s", strings.Join(args, " "))
+	}
+	if err != nil && cmd.ProcessState == nil {
+		return "", 0, 0, err
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss << 10
+	}
+	return string(out), cmd.ProcessState.ExitCode(), rss, nil
 }

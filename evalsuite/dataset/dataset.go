@@ -12,6 +12,7 @@ package dataset
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -20,8 +21,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // Mapping maps a task's field name to the file's column name.
@@ -84,6 +87,41 @@ type Options struct {
 	MaxLineBytes int
 }
 
+// MaxFileBytes bounds one data file: every document of it is held in
+// memory, and the largest shards of the evals we run are a few hundred
+// megabytes.
+const MaxFileBytes = 4 << 30
+
+// openTimeout bounds opening a data file (checked and opened the hardened
+// way, so only a hung file system comes near it).
+const openTimeout = 10 * time.Second
+
+// Open opens a data file the hardened way (units/hardened): a named pipe
+// or a device node in its place is refused rather than waited on or read
+// forever, and a file over MaxFileBytes rather than loaded. Every reader
+// of eval data files (this package's, and the tasks that read their own
+// formats) opens them here.
+func Open(path string) (*os.File, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	f, err := hardened.Open(ctx, path, MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	return f, nil
+}
+
+// ReadFile reads a whole data file as Open opens it.
+func ReadFile(path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	b, err := hardened.ReadFile(ctx, path, MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	return b, nil
+}
+
 // Load reads path.
 func Load(path string, opts Options) ([]evalsuite.Doc, error) {
 	format := opts.Format
@@ -102,9 +140,9 @@ func Load(path string, opts Options) ([]evalsuite.Doc, error) {
 	if format == "parquet" {
 		return ReadParquetFile(path, opts)
 	}
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	name := filepath.Base(path)

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestReadJSONLWithMapping(t *testing.T) {
@@ -137,4 +139,48 @@ func FuzzReadCSV(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A named pipe or a device node given as a data file (or in a dataset
+// folder) is refused with what it is, not waited on or read forever.
+func TestLoadHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.jsonl"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"pipe.jsonl":   "not a regular file (a named pipe)",
+		"zero.parquet": "not a regular file (a device node)",
+	} {
+		path := filepath.Join(dir, name)
+		done := make(chan error, 1)
+		go func() {
+			_, err := Load(path, Options{})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != "dataset: "+path+": "+want {
+				t.Errorf("%s: %v, want %q", name, err, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("Load(%s) blocked for 30s", name)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := LoadDir(dir, Options{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("LoadDir of a folder with a pipe: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("LoadDir blocked for 30s")
+	}
 }

@@ -1,21 +1,28 @@
 package dataset
 
 import (
+	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/units/hardened"
 )
+
+// maxDirEntries bounds the files of a dataset folder (the shards of one
+// split).
+const maxDirEntries = 100_000
 
 // LoadDir reads every data file of a folder (a split stored as several
 // shards, as the Hub keeps large splits), in name order, as one dataset:
 // document ids run on across the files. Hidden files are skipped; a file
 // whose format cannot be told from its extension is an error.
 func LoadDir(dir string, opts Options) ([]evalsuite.Doc, error) {
-	entries, err := os.ReadDir(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	entries, err := hardened.ReadDir(ctx, dir, maxDirEntries)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}

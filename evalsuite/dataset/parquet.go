@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/parquet-go/parquet-go"
@@ -19,9 +18,9 @@ import (
 // format alike; a row the library cannot decode ends the read with an
 // error naming the row.
 func ReadParquetFile(path string, opts Options) ([]evalsuite.Doc, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()

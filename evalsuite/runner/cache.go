@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,9 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/google/renameio/v2"
 	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // Cache stores completed requests on disk so that an interrupted run
@@ -47,10 +50,18 @@ func Key(task, docHash, model, api string, inst evalsuite.Instance) string {
 
 func (c *Cache) path(key string) string { return filepath.Join(c.dir, key[:2], key+".json") }
 
+// maxEntryBytes bounds one cache entry (one answer, with the server's raw
+// reply); a bigger file is damaged.
+const maxEntryBytes = 64 << 20
+
 // Get returns a stored response; ok is false when there is none. A
-// damaged entry counts as absent (the request is sent again).
+// damaged entry counts as absent (the request is sent again); so does one
+// that is not a regular file within maxEntryBytes: the cache lives in the
+// results store, and is read the hardened way (units/hardened).
 func (c *Cache) Get(key string) (evalsuite.Response, json.RawMessage, bool) {
-	b, err := os.ReadFile(c.path(key))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := hardened.ReadFile(ctx, c.path(key), maxEntryBytes)
 	if err != nil {
 		return evalsuite.Response{}, nil, false
 	}

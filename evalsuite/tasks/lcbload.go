@@ -89,9 +89,9 @@ func loadLCB(src Source) ([]evalsuite.Doc, error) {
 // readLCBJSONL reads one JSONL file, every field but private_test_cases
 // kept in memory.
 func readLCBJSONL(path string) ([]evalsuite.Doc, error) {
-	f, err := os.Open(path)
+	f, err := dataset.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	return readLCBRows(f, path)
@@ -155,7 +155,7 @@ func lcbPrivateField(d evalsuite.Doc) (string, error) {
 	if !ok {
 		return d.Str("private_test_cases")
 	}
-	f, err := os.Open(ref.File)
+	f, err := dataset.Open(ref.File)
 	if err != nil {
 		return "", fmt.Errorf("%s: private tests: %w", d.Source, err)
 	}

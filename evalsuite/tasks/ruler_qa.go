@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ttis-dev/ttis/evalsuite"
+	"github.com/ttis-dev/ttis/evalsuite/dataset"
 	"github.com/ttis-dev/ttis/evalsuite/internal/pyrand"
 )
 
@@ -167,7 +168,7 @@ func readHotpot(path string) ([]qaItem, []string, error) {
 		}
 		path = m[0]
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := dataset.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}

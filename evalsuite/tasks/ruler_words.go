@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/ttis-dev/ttis/evalsuite/dataset"
 )
 
 // wonderwordsPairs is prepare_niah's WORDS: the sorted, deduplicated
@@ -24,7 +25,7 @@ type wonderwordsPairs struct {
 // readWordList is wonderwords' _get_words_from_text_file: one word a
 // line, trailing whitespace removed.
 func readWordList(dir, name string) ([]string, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, name))
+	raw, err := dataset.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		return nil, fmt.Errorf("wonderwords word list: %w (pass the installed package's assets folder, site-packages/wonderwords/assets)", err)
 	}

@@ -7,7 +7,9 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,6 +26,7 @@ import (
 	"github.com/ttis-dev/ttis/runtime/hub"
 	"github.com/ttis-dev/ttis/runtime/openai"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/hardened"
 	"github.com/ttis-dev/ttis/units/limit"
 )
 
@@ -349,10 +352,16 @@ func PullError(task, hubModel string, err error) error {
 	return taskdata.Explain(task, hubModel, err)
 }
 
-// ReadDataFile reads the datasets.json of an output folder (none: nil).
+// maxDataFileBytes bounds datasets.json: one entry per task's split.
+const maxDataFileBytes = 16 << 20
+
+// ReadDataFile reads the datasets.json of an output folder (none: nil),
+// the hardened way (units/hardened): the folder is in the results store.
 func ReadDataFile(dir string) ([]*taskdata.Data, error) {
-	b, err := os.ReadFile(filepath.Join(dir, DataFileName))
-	if os.IsNotExist(err) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := hardened.ReadFile(ctx, filepath.Join(dir, DataFileName), maxDataFileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {

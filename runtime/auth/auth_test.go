@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/ttis-dev/ttis/units"
 )
 
 func writeSecret(t *testing.T, content string, mode os.FileMode) string {
@@ -52,6 +55,41 @@ func TestReadSecret(t *testing.T) {
 	}
 	if _, err := New("basic", "", Policy{}); err == nil {
 		t.Error("unknown mode accepted")
+	}
+}
+
+// A secret file that is a named pipe, a device node, a folder or bigger
+// than any secret is refused without being opened or read whole.
+func TestReadSecretHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	big := writeSecret(t, strings.Repeat("k", units.MaxSecretBytes+1), 0o600)
+	for path, want := range map[string]string{
+		fifo: "secret file " + fifo + ": not a regular file (a named pipe)",
+		zero: "secret file " + zero + ": not a regular file (a device node)",
+		dir:  "secret file " + dir + ": not a regular file (a folder)",
+		big:  "secret file " + big + ": 65537 bytes, larger than the 65536-byte limit",
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := ReadSecret(path)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || err.Error() != want {
+				t.Errorf("%s: error %v, want %q", path, err, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("ReadSecret(%s) blocked for 30s", path)
+		}
 	}
 }
 

@@ -1,7 +1,9 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -9,7 +11,34 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/ttis-dev/ttis/units/hardened"
 )
+
+// The cache is a folder others may write (a shared HF_HOME): what it holds
+// is read the hardened way (units/hardened), never blocking on a pipe or a
+// device node, within these bounds.
+const (
+	maxRefBytes      = 4 << 10   // refs/<revision>: a commit id
+	maxTreeBytes     = 64 << 20  // trees/<commit>.json: a repository's file listing
+	maxCacheEntries  = 1_000_000 // entries of one cache folder
+	cacheReadTimeout = 10 * time.Second
+)
+
+// readCacheFile reads one of the cache's small files.
+func readCacheFile(path string, max int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cacheReadTimeout)
+	defer cancel()
+	return hardened.ReadFile(ctx, path, max)
+}
+
+// readCacheDir lists one of the cache's folders.
+func readCacheDir(path string) ([]os.DirEntry, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cacheReadTimeout)
+	defer cancel()
+	return hardened.ReadDir(ctx, path, maxCacheEntries)
+}
 
 // repoDir is the repository's folder in the cache.
 func (c *Client) repoDir(repo Repo) string { return filepath.Join(c.cfg.CacheDir, repo.cacheName()) }
@@ -75,9 +104,12 @@ func (c *Client) cachedRef(repo Repo, rev string) (string, error) {
 	if err := checkRevision(rev); err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(c.refFile(repo, rev))
-	if err != nil {
+	b, err := readCacheFile(c.refFile(repo, rev), maxRefBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", errNotCached
+	}
+	if err != nil {
+		return "", fmt.Errorf("hub cache: %w (delete it and pull again)", err)
 	}
 	commit := strings.TrimSpace(string(b))
 	if !IsCommit(commit) {
@@ -102,9 +134,12 @@ func (c *Client) writeTree(repo Repo, commit string, files []File) error {
 }
 
 func (c *Client) cachedTree(repo Repo, commit string) ([]File, error) {
-	data, err := os.ReadFile(c.treeFile(repo, commit))
-	if err != nil {
+	data, err := readCacheFile(c.treeFile(repo, commit), maxTreeBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errNotCached
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hub cache: %w (delete it and pull again)", err)
 	}
 	var files []File
 	if err := json.Unmarshal(data, &files); err != nil {
@@ -134,8 +169,8 @@ type CachedRepo struct {
 
 // List describes every repository in the cache, sorted.
 func (c *Client) List() ([]CachedRepo, error) {
-	entries, err := os.ReadDir(c.cfg.CacheDir)
-	if os.IsNotExist(err) {
+	entries, err := readCacheDir(c.cfg.CacheDir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -148,7 +183,7 @@ func (c *Client) List() ([]CachedRepo, error) {
 			continue
 		}
 		cr := CachedRepo{Repo: repo, Refs: map[string]string{}, Snapshots: map[string]int{}, Dir: c.repoDir(repo)}
-		refs, _ := os.ReadDir(filepath.Join(cr.Dir, "refs"))
+		refs, _ := readCacheDir(filepath.Join(cr.Dir, "refs"))
 		for _, r := range refs {
 			rev, err := url.PathUnescape(r.Name())
 			if err != nil || strings.HasPrefix(r.Name(), ".tmp-") {
@@ -158,7 +193,7 @@ func (c *Client) List() ([]CachedRepo, error) {
 				cr.Refs[rev] = commit
 			}
 		}
-		snaps, _ := os.ReadDir(filepath.Join(cr.Dir, "snapshots"))
+		snaps, _ := readCacheDir(filepath.Join(cr.Dir, "snapshots"))
 		for _, s := range snaps {
 			if !IsCommit(s.Name()) {
 				continue
@@ -172,7 +207,7 @@ func (c *Client) List() ([]CachedRepo, error) {
 			})
 			cr.Snapshots[s.Name()] = n
 		}
-		blobs, _ := os.ReadDir(filepath.Join(cr.Dir, "blobs"))
+		blobs, _ := readCacheDir(filepath.Join(cr.Dir, "blobs"))
 		for _, b := range blobs {
 			info, err := b.Info()
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -319,6 +320,69 @@ func TestVerifyFindsCorruption(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(snap.Files[1].Local); !bytes.Equal(got, trainRows) {
 		t.Fatal("the corrupt file was not fetched again")
+	}
+}
+
+// The cache is read the hardened way: a named pipe as a revision's ref, a
+// commit's file list or a snapshot file is reported (missing, corrupt),
+// never waited on, and an online pull writes a good file over it.
+func TestHostileCacheFiles(t *testing.T) {
+	fake := hubtest.New(t)
+	gsm8k(fake)
+	dir := filepath.Join(t.TempDir(), "hub")
+	online := newClient(t, fake, func(c *hub.Config) { c.CacheDir = dir })
+	snap, err := online.Pull(context.Background(), gsmRepo, hub.PullOptions{Include: []string{"main/*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounded := func(what string, f func()) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() { defer close(done); f() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s blocked for 30s", what)
+		}
+	}
+	mkfifo := func(path string) {
+		t.Helper()
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(path, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkfifo(snap.Files[1].Local)
+	var res []hub.VerifyResult
+	bounded("Verify", func() { _, res, err = online.Verify(gsmRepo, hub.PullOptions{Include: []string{"main/train-*"}}) })
+	if err != nil || len(res) != 1 || res[0].Status != "corrupt" || !strings.Contains(res[0].Detail, "not a regular file (a named pipe)") {
+		t.Fatalf("verify of a snapshot file that is a pipe: %+v, %v", res, err)
+	}
+
+	repoDir := filepath.Join(dir, "datasets--openai--gsm8k")
+	mkfifo(filepath.Join(repoDir, "refs", "main"))
+	mkfifo(filepath.Join(repoDir, "trees", snap.Commit+".json"))
+	offline := newClient(t, fake, func(c *hub.Config) { c.CacheDir, c.Offline = dir, true })
+	bounded("offline Pull", func() {
+		_, err = offline.Pull(context.Background(), gsmRepo, hub.PullOptions{Include: []string{"main/*"}})
+	})
+	if !errors.Is(err, hub.ErrOffline) || !strings.Contains(err.Error(), "revision main") {
+		t.Fatalf("offline pull with a pipe as the ref: %v", err)
+	}
+	bounded("List", func() { _, err = offline.List() })
+	if err != nil {
+		t.Fatalf("list of a cache with pipes: %v", err)
+	}
+	bounded("online Pull", func() {
+		_, err = online.Pull(context.Background(), gsmRepo, hub.PullOptions{Include: []string{"main/*"}})
+	})
+	if err != nil {
+		t.Fatalf("online pull over pipes in the cache: %v", err)
+	}
+	if got, err := os.ReadFile(snap.Files[1].Local); err != nil || !bytes.Equal(got, trainRows) {
+		t.Fatalf("the pipe was not replaced by the file: %v", err)
 	}
 }
 

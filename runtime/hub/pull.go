@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // PullOptions selects what to pull.
@@ -296,15 +299,19 @@ func (c *Client) Verify(repo Repo, opts PullOptions) (commit string, results []V
 	for _, f := range picked {
 		snap := filepath.Join(c.SnapshotDir(repo, commit), filepath.FromSlash(f.Path))
 		r := VerifyResult{Path: f.Path, Status: "ok"}
-		fh, err := os.Open(snap)
+		// Hardened: a pipe or a device node in the snapshot must not hang
+		// the check, nor a file bigger than listed be hashed to its end.
+		ctx, cancel := context.WithTimeout(context.Background(), cacheReadTimeout)
+		fh, err := hardened.Open(ctx, snap, max(f.contentSize(), 1))
+		cancel()
 		switch {
-		case os.IsNotExist(err):
+		case errors.Is(err, fs.ErrNotExist):
 			r.Status = "missing"
 		case err != nil:
 			r.Status, r.Detail = "corrupt", err.Error()
 		default:
 			h, want := newHasher(f)
-			n, err := io.Copy(h, fh)
+			n, err := io.Copy(h, io.LimitReader(fh, f.contentSize()+1))
 			fh.Close()
 			got := fmt.Sprintf("%x", h.Sum(nil))
 			switch {

@@ -3,6 +3,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/ttis-dev/ttis/runtime/device"
 	"github.com/ttis-dev/ttis/units"
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // DefaultPath is where ttisd looks for its configuration.
@@ -149,7 +151,11 @@ func Default() Config {
 // required (the user named it); the default path may be absent.
 func Load(path string, required bool) (Config, error) {
 	cfg := Default()
-	data, err := os.ReadFile(path)
+	// Read as unit files are (units/hardened): a pipe or a device node in
+	// its place must not hang the start, nor a huge file be read.
+	ctx, cancel := context.WithTimeout(context.Background(), units.ReadTimeout)
+	defer cancel()
+	data, err := hardened.ReadFile(ctx, path, units.MaxFileBytes)
 	if err != nil {
 		if !required && errors.Is(err, os.ErrNotExist) {
 			return cfg, nil

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -118,5 +119,26 @@ func TestExampleFileShowsTheDefaults(t *testing.T) {
 	}
 	if want := Default(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s:\n%+v\nwant the defaults\n%+v", path, got, want)
+	}
+}
+
+// A named pipe as the configuration is refused at once, not waited on.
+func TestLoadPipe(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ttisd.toml")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Load(p, true)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != "read config: "+p+": not a regular file (a named pipe)" {
+			t.Errorf("error %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Load blocked on a pipe for 30s")
 	}
 }

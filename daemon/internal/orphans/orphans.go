@@ -6,6 +6,7 @@
 package orphans
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,7 +23,27 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/ttis-dev/ttis/daemon/internal/proc"
+	"github.com/ttis-dev/ttis/units"
+	"github.com/ttis-dev/ttis/units/hardened"
 )
+
+// Bounds on what the registry reads: a record holds a unit's text (at most
+// units.MaxFileBytes, JSON-escaped), a legacy record two numbers, and the
+// folder one record per unit.
+const (
+	maxRecordBytes       = 8 * units.MaxFileBytes
+	maxLegacyRecordBytes = 4 << 10
+	maxRecords           = 100_000
+)
+
+// readFile reads one of the registry's files, or the unit text a server
+// runs, the hardened way: the state folder is writable by others than
+// this daemon, and a pipe there must not stall the supervisor.
+func readFile(path string, max int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), units.ReadTimeout)
+	defer cancel()
+	return hardened.ReadFile(ctx, path, max)
+}
 
 // Registry keeps one file per unit, "<unit>.json", describing its server.
 type Registry struct {
@@ -51,7 +72,7 @@ func (r Registry) Record(unit string, pid int, listen, unitFile string) error {
 	if err != nil {
 		return err
 	}
-	text, err := os.ReadFile(unitFile)
+	text, err := readFile(unitFile, units.MaxFileBytes)
 	if err != nil {
 		return err
 	}
@@ -79,7 +100,9 @@ func (r Registry) Forget(unit string, pid int) {
 // Servers returns the recorded servers that still run, each the leader of
 // its own process group. Records of processes that are gone are removed.
 func (r Registry) Servers() ([]Server, error) {
-	entries, err := os.ReadDir(r.Dir)
+	ctx, cancel := context.WithTimeout(context.Background(), units.ReadTimeout)
+	entries, err := hardened.ReadDir(ctx, r.Dir, maxRecords)
+	cancel()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -146,7 +169,7 @@ func (r Registry) Stop(servers []Server, grace time.Duration) {
 
 func readRecord(path string) (Server, error) {
 	var s Server
-	b, err := os.ReadFile(path)
+	b, err := readFile(path, maxRecordBytes)
 	if err != nil {
 		return s, err
 	}
@@ -161,7 +184,7 @@ func readRecord(path string) (Server, error) {
 
 func readLegacy(path string) (Server, error) {
 	var s Server
-	b, err := os.ReadFile(path)
+	b, err := readFile(path, maxLegacyRecordBytes)
 	if err != nil {
 		return s, err
 	}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -142,4 +143,57 @@ func FuzzRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A named pipe, a device node or a file over its bound among the records
+// (the state folder is writable by others than the daemon) is dropped
+// without being opened or read whole, beside a good record; a pipe in
+// place of the unit text a server runs is refused, not waited on.
+func TestServersSkipHostileRecords(t *testing.T) {
+	r := Registry{Dir: t.TempDir()}
+	cmd := startGroup(t)
+	if err := r.Record("good", cmd.Process.Pid, "127.0.0.1:1", unitFile(t, "model = \"m\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pipe.json", "pipe.pid"} {
+		if err := syscall.Mkfifo(filepath.Join(r.Dir, name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(r.Dir, "zero.json")); err != nil {
+		t.Fatal(err)
+	}
+	big, err := os.Create(filepath.Join(r.Dir, "big.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Truncate(400 << 20); err != nil {
+		t.Fatal(err)
+	}
+	big.Close()
+	done := make(chan struct{})
+	var got []Server
+	go func() {
+		defer close(done)
+		got, err = r.Servers()
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Servers blocked on a hostile record for 30s")
+	}
+	if err != nil || len(got) != 1 || got[0].Unit != "good" {
+		t.Fatalf("servers %+v, %v", got, err)
+	}
+	left, _ := os.ReadDir(r.Dir)
+	if len(left) != 1 || left[0].Name() != "good.json" {
+		t.Errorf("records left: %v", left)
+	}
+	pipe := filepath.Join(t.TempDir(), "unit.toml")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Record("p", cmd.Process.Pid, "127.0.0.1:1", pipe); err == nil || !strings.Contains(err.Error(), "not a regular file (a named pipe)") {
+		t.Errorf("record of a server whose unit text is a pipe: %v", err)
+	}
 }

@@ -60,6 +60,7 @@ type Reconciler struct {
 	runCtx context.Context // parent of every supervisor's Run
 
 	scanMu sync.Mutex // one reconcile pass at a time
+	pruned bool       // stale snapshots were pruned (first good pass); scanMu
 
 	mu       sync.Mutex
 	units    map[string]*entry
@@ -197,6 +198,10 @@ func (r *Reconciler) Reconcile(ctx context.Context) api.ReloadResult {
 	r.mu.Unlock()
 
 	r.apply(ctx, actions, now, &res)
+	if !r.pruned {
+		r.pruneSnapshots(set)
+		r.pruned = true
+	}
 	r.mu.Lock()
 	res.Units = len(r.units)
 	r.mu.Unlock()
@@ -271,7 +276,10 @@ func (r *Reconciler) run(e *entry, sup *supervise.Supervisor) {
 	r.mu.Unlock()
 }
 
-// stopEntry stops a unit's process; remove also ends its supervisor.
+// stopEntry stops a unit's process; remove also ends its supervisor and
+// deletes what the daemon keeps of the unit: its snapshot, whether or not
+// it ever ran (a disabled unit, a version restored at start whose file is
+// gone), and the starter's files.
 func (r *Reconciler) stopEntry(ctx context.Context, e *entry, remove bool) {
 	r.mu.Lock()
 	sup, cancel := e.sup, e.cancel
@@ -279,22 +287,22 @@ func (r *Reconciler) stopEntry(ctx context.Context, e *entry, remove bool) {
 		e.sup, e.cancel = nil, nil
 	}
 	r.mu.Unlock()
-	if sup == nil {
+	if sup != nil {
+		if err := sup.Stop(ctx); err != nil {
+			r.log.Error("stop unit", "unit", e.name, "err", err)
+		}
+		if remove {
+			cancel()
+			<-sup.Done()
+		}
+	}
+	if !remove {
 		return
 	}
-	if err := sup.Stop(ctx); err != nil {
-		r.log.Error("stop unit", "unit", e.name, "err", err)
-	}
-	if remove {
-		cancel()
-		<-sup.Done()
-		if r.snapshotDir != "" {
-			_ = os.Remove(filepath.Join(r.snapshotDir, e.name+units.Ext))
-		}
-		// The starter may keep files per unit (ExecStarter's output).
-		if f, ok := r.deps.Starter.(interface{ Forget(unit string) }); ok {
-			f.Forget(e.name)
-		}
+	r.removeSnapshot(e.name)
+	// The starter may keep files per unit (ExecStarter's output).
+	if f, ok := r.deps.Starter.(interface{ Forget(unit string) }); ok {
+		f.Forget(e.name)
 	}
 }
 

@@ -2,8 +2,9 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
 	"github.com/ttis-dev/ttis/daemon/internal/orphans"
 	"github.com/ttis-dev/ttis/units"
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // Restore picks up where an earlier daemon left off, before the first
@@ -44,9 +46,11 @@ func (r *Reconciler) restoreSnapshots() {
 	if r.snapshotDir == "" {
 		return
 	}
-	entries, err := os.ReadDir(r.snapshotDir)
+	ctx, cancel := context.WithTimeout(context.Background(), units.ReadTimeout)
+	entries, err := hardened.ReadDir(ctx, r.snapshotDir, maxSnapshots)
+	cancel()
 	if err != nil {
-		if !os.IsNotExist(err) {
+		if !errors.Is(err, fs.ErrNotExist) {
 			r.log.Warn("cannot read the last good unit versions", "dir", r.snapshotDir, "err", err)
 		}
 		return

@@ -1,12 +1,15 @@
 package punkt
 
 import (
+	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
+
+	"github.com/ttis-dev/ttis/units/hardened"
 )
 
 // The files of one language in NLTK's punkt_tab resource
@@ -18,13 +21,25 @@ const (
 	OrthoContextFile = "ortho_context.tab"
 )
 
+// maxFileBytes bounds one parameter file: NLTK's English ones are tens of
+// kilobytes.
+const maxFileBytes = 64 << 20
+
+// readFile reads a parameter file the hardened way (units/hardened): a
+// named pipe or a device node in its place is refused, not waited on.
+func readFile(path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return hardened.ReadFile(ctx, path, maxFileBytes)
+}
+
 // Load reads a punkt_tab language folder as NLTK 3.9's
 // load_punkt_params does.
 func Load(dir string) (Params, error) {
 	var p Params
 	read := func(name string) ([]string, error) {
 		path := filepath.Join(dir, name)
-		data, err := os.ReadFile(path)
+		data, err := readFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("punkt parameters: %w (name the folder holding NLTK's tokenizers/punkt_tab/english files)", err)
 		}
