@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/grammar"
 	"github.com/ttis-dev/ttis/runtime/toolcall"
 )
 
@@ -54,6 +55,8 @@ type job struct {
 
 	// toolSyntax is how the chat template asked for tool calls.
 	toolSyntax runtime.ToolSyntax
+	// ix is the index the output is constrained by (nil: none).
+	ix *grammar.Index
 
 	head []byte // SSE chunk head, see appendChunkHead
 
@@ -266,6 +269,12 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 	if e != nil {
 		return nil, e
 	}
+	j.ix = ix
+	if r.maxTokens >= 0 {
+		if e := j.checkOutputFits(r.maxTokens, -1); e != nil {
+			return nil, e
+		}
+	}
 	for pi := range prompts {
 		for c := 0; c < r.n; c++ {
 			q := &seqState{index: pi*r.n + c, prompt: pi, m: newStopMatcher(r.stop)}
@@ -332,6 +341,34 @@ func (j *job) checkContext(toks, bytes int) *apiError {
 	return badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.", limit, toks+mt, toks, what, mt, what)
 }
 
+// checkOutputFits refuses a constrained request whose token limit cannot
+// hold a complete output: the limit is max_tokens, or (promptToks >= 0)
+// what a prompt of that many tokens leaves of the context window. An
+// output cut short would not parse, so ttis answers 400 where vLLM
+// returns the cut output with finish_reason "length".
+func (j *job) checkOutputFits(limit, promptToks int) *apiError {
+	if j.ix == nil {
+		return nil
+	}
+	ok, need, exact := j.ix.Fits(limit)
+	if ok {
+		return nil
+	}
+	c := j.r.constraint
+	why := fmt.Sprintf("the shortest output %s allows takes %d tokens of this model's vocabulary", c.param, need)
+	if !exact {
+		why = fmt.Sprintf("ttis can promise a complete output %s allows from %d tokens (its shortest output's bytes, one token each)", c.param, need)
+	}
+	if promptToks >= 0 {
+		what := "prompt"
+		if j.r.chat {
+			what = "messages"
+		}
+		return badRequest(what, "the %s (%d tokens) leaves %d tokens of the model's %d-token context window for the output, but %s; shorten the %s", what, promptToks, limit, j.st.maxContext, why, what)
+	}
+	return badRequest(j.r.maxTokensArg, "%s is %d, but %s; set %s to at least %d (a structured output cut short would not parse)", j.r.maxTokensArg, limit, why, j.r.maxTokensArg, need)
+}
+
 // tokenize encodes the job's text prompts (the job holds its slots or
 // queue places by now), checks every prompt exactly against the context
 // window, and gives each sequence its prompt and token limit. The prompt
@@ -367,6 +404,9 @@ func (j *job) tokenize() *apiError {
 		mt := r.maxTokens
 		if mt < 0 {
 			mt = st.maxContext - len(p)
+			if e := j.checkOutputFits(mt, len(p)); e != nil {
+				return e
+			}
 		}
 		maxTokens[pi] = mt
 	}
