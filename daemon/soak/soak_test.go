@@ -130,6 +130,7 @@ func TestSoak(t *testing.T) {
 		{"device claim collision", s.collision},
 		{"disk full on the state folder", s.diskFull},
 		{"ttisctl bench, then again on a full disk", s.benchRuns},
+		{"40 concurrent 7.9 MB prompts to a server", s.bigPromptBurst},
 	}
 	deadline := time.Now().Add(*duration)
 	for i := 0; time.Now().Before(deadline) || i < len(faults); i++ {
