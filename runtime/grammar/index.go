@@ -714,7 +714,7 @@ func (m *Matcher) Allowed(remaining int) ([]uint64, error) {
 // complete within k tokens (fits) and reports whether there were any.
 func (ix *Index) fitMask(s int32, e *maskEntry, k int32, out []uint64) bool {
 	work := 0
-	any := false
+	found := false
 	for w, word := range e.bits {
 		for word != 0 {
 			bit := word & -word
@@ -732,11 +732,11 @@ func (ix *Index) fitMask(s int32, e *maskEntry, k int32, out []uint64) bool {
 				return false
 			} else if ok {
 				out[w] |= bit
-				any = true
+				found = true
 			}
 		}
 	}
-	return any
+	return found
 }
 
 func nonEmpty(bits, eos []uint64) []uint64 {

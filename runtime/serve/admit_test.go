@@ -2,11 +2,14 @@ package serve
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/ttis-dev/ttis/runtime"
 )
@@ -226,5 +229,83 @@ func TestMinTokensBound(t *testing.T) {
 		if lo := minTokens(tok, s); lo > len(ids) {
 			t.Errorf("%q: bound %d over its %d tokens", s, lo, len(ids))
 		}
+	}
+}
+
+// heldUpstream answers every forwarded request once release is closed.
+type heldUpstream struct {
+	release chan struct{}
+	calls   atomic.Int64
+	dead    chan struct{}
+}
+
+func (u *heldUpstream) Forward(ctx *fasthttp.RequestCtx, _ func(int), done func(error)) {
+	u.calls.Add(1)
+	<-u.release
+	ctx.SetContentType("application/json")
+	ctx.SetBodyString(`{"choices":[]}`)
+	if done != nil {
+		done(nil)
+	}
+}
+func (*heldUpstream) Model() string           { return "up" }
+func (u *heldUpstream) Done() <-chan struct{} { return u.dead }
+func (*heldUpstream) Err() error              { return nil }
+func (*heldUpstream) Close() error            { return nil }
+
+// TestUpstreamReadingBudget: a request for an upstream (which tokenizes
+// what it is sent) holds its bytes of the reading budget until it holds
+// its slot, so the bodies queued for an upstream are bounded too.
+func TestUpstreamReadingBudget(t *testing.T) {
+	up := &heldUpstream{release: make(chan struct{}), dead: make(chan struct{})}
+	const body = 4 << 10
+	s, err := New(Config{Model: "up", MaxConcurrency: 1, MaxQueue: 1, MaxBodyBytes: body, MaxInflightBytes: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetUpstream(up)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.srv.Shutdown()
+	url := "http://" + ln.Addr().String() + "/v1/completions"
+	prompt := `{"prompt":"` + strings.Repeat("x", 2500) + `"}`
+	var wg sync.WaitGroup
+	codes := make(chan int, 2)
+	post := func() {
+		defer wg.Done()
+		resp, err := http.Post(url, "application/json", strings.NewReader(prompt))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		resp.Body.Close()
+		codes <- resp.StatusCode
+	}
+	wg.Add(1)
+	go post() // takes the slot and gives its bytes back
+	waitFor(t, func() bool { return up.calls.Load() == 1 })
+	if got := s.m.readingBytes.Load(); got != 0 {
+		t.Errorf("%d bytes held by a request the upstream has", got)
+	}
+	wg.Add(1)
+	go post() // waits for the slot, holding its 2.5 KB
+	waitFor(t, func() bool { return s.m.waiting.Load() == 1 && s.m.readingBytes.Load() == int64(len(prompt)) })
+	code, _, msg := errorOf(t, url, prompt)
+	if code != 429 || !strings.Contains(msg, "limits.max_inflight_bytes = 4096") {
+		t.Errorf("third request: %d %q, want 429 naming limits.max_inflight_bytes", code, msg)
+	}
+	close(up.release)
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != 200 {
+			t.Errorf("status %d, want 200", c)
+		}
+	}
+	if got := s.m.readingBytes.Load(); got != 0 {
+		t.Errorf("%d bytes still held", got)
 	}
 }

@@ -1,8 +1,9 @@
 // Package serve is a unit's OpenAI-compatible inference front door: the
 // fasthttp server behind `ttisd serve`. It owns HTTP, auth, admission
-// (max_concurrency slots and a bounded wait queue), request validation, stop
-// strings, n>1 fan-out, SSE framing and vLLM-named Prometheus metrics, and
-// drives a runtime.Engine for tokens.
+// before work (admit.go: a reading budget in bytes, prompts judged by their
+// length, max_concurrency slots and a bounded wait queue), request
+// validation, stop strings, n>1 fan-out, SSE framing and vLLM-named
+// Prometheus metrics, and drives a runtime.Engine for tokens.
 //
 // Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
 // POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health,
