@@ -100,6 +100,12 @@ type Limits struct {
 	RequestTimeout Duration `toml:"request_timeout" json:"request_timeout"`
 	// MaxBodyBytes limits request bodies.
 	MaxBodyBytes int `toml:"max_body_bytes" json:"max_body_bytes"`
+	// MaxInflightBytes bounds the bytes of request bodies the server
+	// decodes and tokenizes at once: a request counts from its arrival
+	// until its prompt is tokenized (or, on a media or vllm unit, until it
+	// holds its slot); more wait in the queue (default 2 x max_body_bytes;
+	// at least max_body_bytes).
+	MaxInflightBytes int64 `toml:"max_inflight_bytes" json:"max_inflight_bytes"`
 	// WriteTimeout ends a stream whose client accepts nothing for this
 	// long (a write blocked, or nothing acknowledged), freeing its slot
 	// (default 30s).

@@ -473,6 +473,14 @@ func validateLimits(c *errorsOf, u *Unit) {
 	if l.MaxBodyBytes == 0 {
 		l.MaxBodyBytes = defaultBodyBytes(u)
 	}
+	switch {
+	case l.MaxInflightBytes < 0:
+		c.add("limits.max_inflight_bytes", "must be positive, got %d", l.MaxInflightBytes)
+	case l.MaxInflightBytes == 0 && l.MaxBodyBytes > 0:
+		l.MaxInflightBytes = 2 * int64(l.MaxBodyBytes)
+	case l.MaxInflightBytes > 0 && l.MaxInflightBytes < int64(l.MaxBodyBytes):
+		c.add("limits.max_inflight_bytes", "%d is less than limits.max_body_bytes (%d): a request of the largest size could never be read", l.MaxInflightBytes, l.MaxBodyBytes)
+	}
 	switch d := l.WriteTimeout.Duration; {
 	case d == 0:
 		l.WriteTimeout.Duration = DefaultWriteTimeout
