@@ -100,6 +100,7 @@ func validate(c *errorsOf, u *Unit, dir string) {
 	validateSections(c, u)
 	validateVllm(c, u, dir)
 	validateEvals(c, u, dir)
+	validateTests(c, u)
 	validateAPI(c, u)
 	validateMedia(c, u, dev, devOK)
 }
@@ -131,6 +132,28 @@ func validateEvals(c *errorsOf, u *Unit, dir string) {
 		if !filepath.IsAbs(p) {
 			e.Datasets[task] = filepath.Join(dir, p)
 		}
+	}
+}
+
+// validateTests checks the spec-test overrides against the catalog's
+// suites and test names.
+func validateTests(c *errorsOf, u *Unit) {
+	t := &u.Tests
+	if t.Suite != "" {
+		if suite, err := catalog.SpecTestSuiteNamed(t.Suite, "", ""); err != nil {
+			c.add("tests.suite", "%v", err)
+		} else if u.Spec != nil && !slices.Contains(suite.ModelTypes, u.Spec.ModelType) {
+			c.add("tests.suite", "suite %q tests %s models; %s is a %s model", t.Suite, strings.Join(suite.ModelTypes, ", "), u.Spec.ModelName, u.Spec.ModelType)
+		}
+	}
+	names := catalog.SpecTestNames()
+	for i, name := range t.Skip {
+		if !slices.Contains(names, name) {
+			c.add("tests.skip."+strconv.Itoa(i), "unknown test %q (want one of %s)", name, strings.Join(names, ", "))
+		}
+	}
+	if t.StabilityConcurrency < 0 {
+		c.add("tests.stability_concurrency", "must not be negative, got %d", t.StabilityConcurrency)
 	}
 }
 
