@@ -44,7 +44,7 @@ func TestBadFiles(t *testing.T) {
 		},
 		"tests-bad.toml": {
 			"tests-bad.toml:7:1: tests.suite: suite \"image\" tests IMAGE models; Llama-3.1-8B-Instruct is a LLM model",
-			"tests-bad.toml:8:17: tests.skip[1]: unknown test \"penalties\" (want one of liveness, …)",
+			"tests-bad.toml:8:17: tests.skip[1]: unknown test \"penalties\" (want one of: liveness, …)",
 			"tests-bad.toml:9:1: tests.stability_concurrency: must not be negative, got -1",
 		},
 		"bad-port.toml":                {"bad-port.toml:4:1: listen: invalid port \"70000\""},

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -135,21 +136,41 @@ func validateEvals(c *errorsOf, u *Unit, dir string) {
 	}
 }
 
-// validateTests checks the spec-test overrides against the catalog's
-// suites and test names.
+// validateTests checks the spec-test overrides against the catalog: the
+// suite must test the unit's model class, and a skipped test must be one
+// of the unit's suite.
 func validateTests(c *errorsOf, u *Unit) {
 	t := &u.Tests
-	if t.Suite != "" {
-		if suite, err := catalog.SpecTestSuiteNamed(t.Suite, "", ""); err != nil {
+	var suite catalog.SpecTestSuite
+	var err error
+	switch {
+	case t.Suite != "":
+		if suite, err = catalog.SpecTestSuiteNamed(t.Suite, "", ""); err != nil {
 			c.add("tests.suite", "%v", err)
 		} else if u.Spec != nil && !slices.Contains(suite.ModelTypes, u.Spec.ModelType) {
 			c.add("tests.suite", "suite %q tests %s models; %s is a %s model", t.Suite, strings.Join(suite.ModelTypes, ", "), u.Spec.ModelName, u.Spec.ModelType)
+			err = errors.New("wrong suite")
 		}
+	case u.Spec != nil:
+		suite, err = catalog.SpecTestSuiteFor(u.Spec)
+	default:
+		// A model the catalog does not know is tested as text.
+		suite, err = catalog.SpecTestSuiteNamed("text", "", "")
 	}
 	names := catalog.SpecTestNames()
+	if err == nil {
+		names = names[:0]
+		for _, tc := range suite.Tests {
+			names = append(names, tc.Name)
+		}
+	}
 	for i, name := range t.Skip {
 		if !slices.Contains(names, name) {
-			c.add("tests.skip."+strconv.Itoa(i), "unknown test %q (want one of %s)", name, strings.Join(names, ", "))
+			where := ""
+			if err == nil {
+				where = " of suite " + suite.Name
+			}
+			c.add("tests.skip."+strconv.Itoa(i), "unknown test %q (want one of%s: %s)", name, where, strings.Join(names, ", "))
 		}
 	}
 	if t.StabilityConcurrency < 0 {
