@@ -74,6 +74,7 @@ type htmlPage struct {
 	Bench       *htmlTable
 	BenchError  string
 	Pairs       []htmlPair
+	Tests       *htmlTests
 }
 
 func pageData(r *Report) htmlPage {
@@ -114,6 +115,9 @@ func pageData(r *Report) htmlPage {
 				strconv.Itoa(row.Samples), strconv.Itoa(row.Errored), evalVerdict(row)})
 		}
 		p.Evals = t
+	}
+	if ts := r.Tests; ts != nil {
+		p.Tests = testsPage(ts)
 	}
 	if b := r.Benchmarks; b != nil {
 		p.BenchError = b.Error
@@ -379,5 +383,6 @@ polyline.t0,polyline.t1,polyline.t2{fill:none;stroke-width:1.5;stroke-dasharray:
 {{range $.Tiers}}<h3>Targets: {{.Point}}</h3><table><tr>{{range .Table.Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Table.Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}{{end}}
+{{template "tests" .Tests}}
 </body></html>
-`))
+` + testsTemplate))
