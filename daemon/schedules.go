@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ttis-dev/ttis/bench/runs"
+	"github.com/ttis-dev/ttis/bench/spectest"
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/schedule"
 	"github.com/ttis-dev/ttis/runtime/hub"
@@ -27,8 +28,19 @@ func (d *daemon) startSchedules(ctx context.Context) (stop func()) {
 		}
 		return nil
 	}
+	// The spec tests' stability check asks the supervisor, as ttisctl
+	// asks the control API, whether the server restarted under load.
+	observe := func(name string) spectest.Observer {
+		return func(context.Context) (spectest.ServerState, error) {
+			u, err := d.rec.Unit(name, 0)
+			if err != nil {
+				return spectest.ServerState{}, err
+			}
+			return spectest.ServerState{Restarts: u.RestartsTotal, PID: u.PID}, nil
+		}
+	}
 	store := &runs.Store{Root: d.runsDir}
-	d.sched = schedule.New(nil, schedule.WorkflowRunner(store, d.version, active, d.log, d.hubClient), d.log)
+	d.sched = schedule.New(nil, schedule.WorkflowRunner(store, d.version, active, observe, d.log, d.hubClient), d.log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

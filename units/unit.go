@@ -50,12 +50,12 @@ type Unit struct {
 	API      API        `toml:"api" json:"api"`
 	// Media configures a media model's server (see Media).
 	Media Media `toml:"media" json:"media"`
-	// Evals shapes the eval step of the unit's releases and scheduled runs
-	// (the catalog's reference tasks by default).
-	Evals Evals `toml:"evals" json:"evals"`
 	// Tests shapes the spec-test step of the unit's releases and scheduled
 	// runs (the catalog's suite for its model by default).
 	Tests Tests `toml:"tests" json:"tests"`
+	// Evals shapes the eval step of the unit's releases and scheduled runs
+	// (the catalog's reference tasks by default).
+	Evals Evals `toml:"evals" json:"evals"`
 
 	// Spec is the catalog entry of a sim or vllm unit's (model, device);
 	// Load sets it. Nil for cpu units.
@@ -131,7 +131,7 @@ type Restart struct {
 
 // Schedule runs a workflow against the unit on a calendar.
 type Schedule struct {
-	// Workflow is "benchmarks", "evals" or "release".
+	// Workflow is "benchmarks", "evals", "tests" or "release".
 	Workflow string `toml:"workflow" json:"workflow"`
 	// Calendar is a 5-field cron spec.
 	Calendar string `toml:"calendar" json:"calendar"`
