@@ -62,7 +62,8 @@ type Test struct {
 	Upstream    string `json:"upstream,omitempty"`
 	// Required tests count in the verdict: one that does not run makes a
 	// run INCOMPLETE. A test the spec does not promise, or that belongs
-	// to a larger run size, is listed but not required.
+	// to a larger run size, is listed but not required (and runs for
+	// information only when it has no Skip).
 	Required bool `json:"required"`
 	// Skip says why the test will not run ("" when it runs).
 	Skip   string `json:"skip,omitempty"`
@@ -158,9 +159,7 @@ func Plan(in Input) ([]Test, error) {
 		case !c.RunsIn(in.Limit):
 			t.Required, t.Skip = false, "runs in "+strings.Join(c.Limits, ", ")+" runs, not "+string(in.Limit)
 		case c.Requires == catalog.RequiresToolCallParser:
-			if why := toolCallsNotPromised(in); why != "" {
-				t.Required, t.Skip = false, "not promised: "+why
-			}
+			t.Required, t.Skip = toolCallsPromised(in)
 		}
 		if t.Skip == "" && needsContext(c.Template) && t.Params.MaxContext < 1 {
 			// Without a known context length there is nothing to hold
@@ -200,22 +199,21 @@ func suiteOf(in Input) (catalog.SpecTestSuite, string, error) {
 	return catalog.SpecTestSuite{}, "", fmt.Errorf("suite %s: model types %s are in no spec-test class", suite.Name, strings.Join(suite.ModelTypes, ", "))
 }
 
-// toolCallsNotPromised says why a server is not held to tool calls and
-// structured outputs ("" when it is): the spec names no tool-call parser,
-// or, without a spec, the server is not one of ttis's runtimes (which
-// serve them for every model).
-func toolCallsNotPromised(in Input) string {
-	if in.Spec != nil {
-		if in.Spec.ToolCallParser() == "" {
-			return "the spec names no tool-call parser for " + in.Spec.ModelName
-		}
-		return ""
+// toolCallsPromised says whether a server is held to tool calls and
+// structured outputs: where the spec names a tool-call parser. Without a
+// spec nothing promises them; ttis's own runtimes serve them for every
+// model, so they are run there for information (not required), and
+// skipped elsewhere.
+func toolCallsPromised(in Input) (required bool, skip string) {
+	switch {
+	case in.Spec != nil && in.Spec.ToolCallParser() != "":
+		return true, ""
+	case in.Spec != nil:
+		return false, "not promised: the spec names no tool-call parser for " + in.Spec.ModelName
+	case in.Runtime == "cpu" || in.Runtime == "sim":
+		return false, ""
 	}
-	switch in.Runtime {
-	case "cpu", "sim":
-		return ""
-	}
-	return "the catalog has no spec for the model, and the server is not a ttis runtime"
+	return false, "not promised: the catalog has no spec for the model, and the server is not a ttis runtime"
 }
 
 func needsContext(template string) bool {

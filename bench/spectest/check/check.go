@@ -222,7 +222,7 @@ func (r *rec) result(res spectest.Result) spectest.Result {
 	case len(r.fails) > 0:
 		res.Verdict = spectest.Fail
 		f := r.fails[0]
-		res.Summary = fmt.Sprintf("%d of %d checks failed; first: %s: expected %s, got %s", len(r.fails), len(r.fails)+len(r.passes), f.Check, f.Expected, f.Got)
+		res.Summary = fmt.Sprintf("%d of %d %s failed; first: %s: expected %s, got %s", len(r.fails), len(r.fails)+len(r.passes), checks(len(r.fails)+len(r.passes)), f.Check, f.Expected, f.Got)
 	case r.notRun != "":
 		res.NotRun = r.notRun
 		res.Summary = "not run: " + r.notRun
@@ -232,13 +232,20 @@ func (r *rec) result(res spectest.Result) spectest.Result {
 		res.Summary = "not run: " + res.NotRun
 	default:
 		res.Verdict = spectest.Pass
-		res.Summary = fmt.Sprintf("%d checks passed", len(r.passes))
+		res.Summary = fmt.Sprintf("%d %s passed", len(r.passes), checks(len(r.passes)))
 	}
 	if r.note != "" {
 		res.Summary += " (" + r.note + ")"
 	}
 	res.Summary = spectest.Truncate(res.Summary, 2*spectest.MaxField)
 	return res
+}
+
+func checks(n int) string {
+	if n == 1 {
+		return "check"
+	}
+	return "checks"
 }
 
 // answer is a server's reply: its status, content type and body (up to

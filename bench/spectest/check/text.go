@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -121,6 +122,14 @@ type generated struct {
 func (e *env) generate(ctx context.Context, r *rec, check string, c apiCase) generated {
 	a := e.post(ctx, c.path, c.body)
 	g := generated{raw: a}
+	if a.status == http.StatusBadRequest && strings.Contains(strings.ToLower(a.message()), "maximum context length") {
+		// The request itself (a tool's definition in the chat template)
+		// is longer than a small model's context: the test cannot be
+		// made, which is not a broken promise.
+		r.sent(false)
+		r.cannot(check + ": the request does not fit the model's context: " + a.message())
+		return g
+	}
 	if !a.ok() {
 		r.sent(true)
 		r.check(false, spectest.Evidence{Check: check, Request: compact(c.body), Expected: "HTTP 200 with an answer", Got: a.describe()})
@@ -668,8 +677,13 @@ func toolCalls(ctx context.Context, e *env, t spectest.Test, r *rec) {
 			}
 		}
 	}
+	// Call ids are random: the evidence shows the calls without them.
+	var shown []string
+	for _, tc := range calls {
+		shown = append(shown, tc.Function.Name+"("+tc.Function.Arguments+")")
+	}
 	r.check(len(problems) == 0, spectest.Evidence{Check: "named tool_choice get_weather", Request: compact(c.body),
-		Expected: `a call of get_weather with arguments {"city": string, "unit": "celsius" or "fahrenheit"}`, Got: gotOr(problems, "tool_calls "+compact(calls))})
+		Expected: `a call of get_weather with arguments {"city": string, "unit": "celsius" or "fahrenheit"}`, Got: gotOr(problems, "tool_calls "+strings.Join(shown, ", "))})
 }
 
 func contentOf(c *chatAnswer) string {
