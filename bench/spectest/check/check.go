@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -257,6 +258,10 @@ type answer struct {
 	err    error
 }
 
+// blobs are the long base64 strings of an answer (images, audio), which
+// evidence names by their length.
+var blobs = regexp.MustCompile(`"[A-Za-z0-9+/=]{256,}"`)
+
 // maxAnswer bounds a reply read into memory (an image or a clip).
 const maxAnswer = 64 << 20
 
@@ -268,7 +273,9 @@ func (a answer) describe() string {
 	if len(a.body) == 0 {
 		return fmt.Sprintf("HTTP %d (empty body)", a.status)
 	}
-	body := string(a.body)
+	body := blobs.ReplaceAllStringFunc(string(a.body), func(m string) string {
+		return fmt.Sprintf(`"<%d base64 bytes>"`, len(m)-2)
+	})
 	if !strings.HasPrefix(a.ctype, "application/json") && !strings.HasPrefix(a.ctype, "text/") && !json.Valid(a.body) {
 		body = fmt.Sprintf("%d bytes of %s", len(a.body), a.ctype)
 	}

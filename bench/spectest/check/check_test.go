@@ -235,6 +235,7 @@ func TestMediaSuitesAgainstSim(t *testing.T) {
 	}{
 		{"stable-diffusion-xl-base-1.0", "n150", nil},
 		{"FLUX.1-schnell", "t3k", nil},
+		{"Z-Image-Turbo", "p300x2", map[string]string{"image_steps": "sim takes 1 step for Z-Image-Turbo; tt-media-server's field still needs 4"}},
 		{"stable-diffusion-xl-base-1.0-img-2-img", "n150", nil},
 		{"whisper-large-v3", "n150", nil},
 		{"speecht5_tts", "n150", map[string]string{"speech_formats": "sim answers wav, json and verbose_json, not tt-media-server's mp3 and ogg"}},
