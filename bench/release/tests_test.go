@@ -117,3 +117,23 @@ func TestReportWithSpecTests(t *testing.T) {
 		}
 	}
 }
+
+// A resume keeps a spec-test step that ended, and runs again one that an
+// interruption cut short or that could not run.
+func TestTestSectionFinished(t *testing.T) {
+	cut := testRows()
+	cut.Rows[2].NotRun = "the run was interrupted"
+	for _, tc := range []struct {
+		s    *TestSection
+		want bool
+	}{
+		{nil, false},
+		{testRows(), true},
+		{cut, false},
+		{&TestSection{Error: "not run: the run was interrupted (--resume runs them)"}, false},
+	} {
+		if got := tc.s.finished(); got != tc.want {
+			t.Errorf("finished(%+v) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
