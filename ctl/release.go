@@ -13,13 +13,14 @@ import (
 func releaseCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "release",
-		Usage:     "run the release workflow (evals, then the benchmark sweep) and write one report with a verdict",
+		Usage:     "run the release workflow (the benchmark sweep, evals, then spec tests) and write one report with a verdict",
 		ArgsUsage: "UNIT | --url URL --device D",
-		Description: `Runs the catalog's eval references for the model (those ttis cannot run are
-listed as not measured; built-in smoke tasks check the plumbing when no
-reference can run), then the benchmark sweep for --limit, into one run of
-the results store (<state>/runs/<unit>/<run-id>/), and writes report.md,
-report.json and report.html there. The verdict claims only what was
+		Description: `Runs the benchmark sweep for --limit, then the catalog's eval references
+for the model (those ttis cannot run are listed as not measured; built-in
+smoke tasks check the plumbing when no reference can run), then the spec
+tests of the model's class (see "ttisctl test --help"), in seed 001's
+order, into one run of the results store (<state>/runs/<unit>/<run-id>/),
+and writes report.md, report.json and report.html there. The verdict claims only what was
 measured: PASS (everything the model's catalog status enforces was
 measured and met), FAIL (an enforced check failed), INCOMPLETE (something
 required was not measured), UNGRADED (nothing to grade against). Metrics
@@ -37,8 +38,8 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 
 ` + workflowExitHelp,
 		Flags: append(append(workflowFlags(), hubFlags()...),
-			choice(&cli.StringFlag{Name: "workflow", Value: release.WorkflowRelease, Usage: "release, benchmarks or evals"},
-				release.WorkflowRelease, release.WorkflowBenchmarks, release.WorkflowEvals),
+			choice(&cli.StringFlag{Name: "workflow", Value: release.WorkflowRelease, Usage: "release, benchmarks, evals or tests"},
+				release.WorkflowRelease, release.WorkflowBenchmarks, release.WorkflowEvals, release.WorkflowTests),
 			choice(&cli.StringFlag{Name: "limit", Value: "smoke", Usage: limit.Names()}, limitModes()...),
 			&cli.StringSliceFlag{Name: "task", Usage: "eval task (repeatable; default: the catalog's references)"},
 			&cli.StringSliceFlag{Name: "dataset", Usage: "local eval dataset TASK=PATH (repeatable)"},

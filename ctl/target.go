@@ -112,6 +112,10 @@ func daemonUnit(c *cli.Context, name string) (*target.Unit, string, error) {
 	if d.Evals != nil {
 		u.Evals = *d.Evals
 	}
+	if d.Tests != nil {
+		u.Tests = *d.Tests
+	}
+	u.MaxConcurrency, u.MaxAudioSeconds = d.MaxConcurrency, d.MaxAudioSeconds
 	u.TraceCapture = d.TraceCapture != nil && *d.TraceCapture
 	u.Catalog = d.Catalog
 	return u, runsDir, nil

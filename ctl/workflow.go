@@ -46,6 +46,10 @@ func runWorkflow(c *cli.Context, purpose string, ttl time.Duration, cfg release.
 			return rerr
 		}
 		cfg.Target, cfg.Store, cfg.Trigger, cfg.Version, cfg.Progress = t, store, "ttisctl", c.App.Version, p
+		if args, _ := positional(c, 0, 1); len(args) == 1 {
+			// A unit's restarts are ttisd's to tell (spec tests).
+			cfg.Observe = unitObserver(c, t.Unit)
+		}
 		if cfg.Hub, err = workflowHub(c, cfg.Workflow, store.Root); err != nil {
 			return err
 		}
@@ -154,6 +158,9 @@ func resume(c *cli.Context, ref, purpose string, ttl time.Duration, p *progress)
 		return nil, err
 	}
 	cfg.Target, cfg.Store, cfg.Trigger, cfg.Version, cfg.Progress = t, store, "ttisctl", c.App.Version, p
+	if q.Unit != nil {
+		cfg.Observe = unitObserver(c, m.Unit)
+	}
 	if cfg.Hub, err = workflowHub(c, cfg.Workflow, store.Root); err != nil {
 		return nil, err
 	}
@@ -167,6 +174,8 @@ func workflowOf(command string) string {
 		return release.WorkflowBenchmarks
 	case "eval":
 		return release.WorkflowEvals
+	case "test":
+		return release.WorkflowTests
 	}
 	return release.WorkflowRelease
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -40,6 +41,11 @@ func TestBadFiles(t *testing.T) {
 			"evals-bad.toml:8:1: evals.api: unknown API \"grpc\"",
 			"evals-bad.toml:9:12: evals.limits.gsm8k: want a count (a whole number ≥ 1) or a fraction in (0, 1), got 1.5",
 			"evals-bad.toml:9:25: evals.limits.ifeval: want a count",
+		},
+		"tests-bad.toml": {
+			"tests-bad.toml:7:1: tests.suite: suite \"image\" tests IMAGE models; Llama-3.1-8B-Instruct is a LLM model",
+			"tests-bad.toml:8:17: tests.skip[1]: unknown test \"penalties\" (want one of: liveness, …)",
+			"tests-bad.toml:9:1: tests.stability_concurrency: must not be negative, got -1",
 		},
 		"bad-port.toml":                {"bad-port.toml:4:1: listen: invalid port \"70000\""},
 		"bad-runtime.toml":             {"bad-runtime.toml:3:1: runtime: unknown runtime \"tpu\""},
@@ -185,6 +191,8 @@ func TestDefaults(t *testing.T) {
 				u.Spec != nil && u.Spec.ModelName == "Llama-3.1-8B-Instruct", "spec",
 				u.Schedule[0].Limit == "smoke" && u.Schedule[1].Limit == "ci-nightly", "schedule limits",
 				*u.Sim.TimeScale == 0.5, "time scale",
+				slices.Equal(u.Tests.Skip, []string{"context_full"}) && u.Tests.StabilityDuration.Duration == 2*time.Minute &&
+					u.Tests.StabilityConcurrency == 8, "tests",
 			)
 		}},
 		{"testdata/good/vllm-n300.toml", func(u *Unit) []string {

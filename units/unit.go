@@ -50,6 +50,9 @@ type Unit struct {
 	API      API        `toml:"api" json:"api"`
 	// Media configures a media model's server (see Media).
 	Media Media `toml:"media" json:"media"`
+	// Tests shapes the spec-test step of the unit's releases and scheduled
+	// runs (the catalog's suite for its model by default).
+	Tests Tests `toml:"tests" json:"tests"`
 	// Evals shapes the eval step of the unit's releases and scheduled runs
 	// (the catalog's reference tasks by default).
 	Evals Evals `toml:"evals" json:"evals"`
@@ -134,7 +137,7 @@ type Restart struct {
 
 // Schedule runs a workflow against the unit on a calendar.
 type Schedule struct {
-	// Workflow is "benchmarks", "evals" or "release".
+	// Workflow is "benchmarks", "evals", "tests" or "release".
 	Workflow string `toml:"workflow" json:"workflow"`
 	// Calendar is a 5-field cron spec.
 	Calendar string `toml:"calendar" json:"calendar"`
@@ -161,6 +164,24 @@ type Evals struct {
 	// Datasets maps a task to a local dataset file in the dataset's own
 	// column layout (relative paths are from the unit file's folder).
 	Datasets map[string]string `toml:"datasets" json:"datasets,omitempty"`
+}
+
+// Tests overrides, for one unit, the spec tests its releases and
+// scheduled runs hold (bench/spectest). Without it they run the catalog's
+// suite for the model's class on its device. A skipped test is reported
+// as not run, so a unit cannot pass by skipping a required one.
+type Tests struct {
+	// Suite names the catalog suite to run instead of the spec's ("text"
+	// for a cpu unit's GGUF model, which has no spec, is the default).
+	Suite string `toml:"suite" json:"suite,omitempty"`
+	// Skip lists tests not to run (each is reported as not run).
+	Skip []string `toml:"skip" json:"skip,omitempty"`
+	// StabilityDuration replaces the run size's length of the stability
+	// test's steady load.
+	StabilityDuration Duration `toml:"stability_duration" json:"stability_duration,omitzero"`
+	// StabilityConcurrency is how many requests the stability test keeps
+	// in flight (default: the spec's max_concurrency, or the unit's).
+	StabilityConcurrency int `toml:"stability_concurrency" json:"stability_concurrency,omitempty"`
 }
 
 // Sim configures the simulated accelerator.

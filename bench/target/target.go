@@ -48,6 +48,12 @@ type Unit struct {
 	MaxTokenLifetime time.Duration
 	// Evals are the unit's eval overrides ([evals]).
 	Evals units.Evals
+	// Tests are the unit's spec-test overrides ([tests]); MaxConcurrency
+	// and MaxAudioSeconds its limits (limits.max_concurrency, [media]
+	// max_audio_duration_seconds; 0 when unknown).
+	Tests           units.Tests
+	MaxConcurrency  int
+	MaxAudioSeconds float64
 	// TraceCapture is set for a vllm unit with [vllm] trace_capture on.
 	TraceCapture bool
 	// Catalog is the unit's catalog mode ("dev", or "" and "prod").
@@ -58,7 +64,8 @@ type Unit struct {
 func UnitOf(u *units.Unit) Unit {
 	return Unit{Name: u.Name, Listen: u.Listen, Model: u.Model, Device: u.Device, Chips: slices.Clone(u.Chips),
 		Runtime: u.Runtime, AuthMode: u.Auth.Mode, SecretFile: u.Auth.SecretFile,
-		MaxTokenLifetime: u.Auth.MaxTokenLifetime.Duration, Evals: u.Evals,
+		MaxTokenLifetime: u.Auth.MaxTokenLifetime.Duration, Evals: u.Evals, Tests: u.Tests,
+		MaxConcurrency: u.Limits.MaxConcurrency, MaxAudioSeconds: u.Media.MaxAudioDurationSeconds,
 		TraceCapture: u.Runtime == units.RuntimeVllm && u.Vllm.TraceCaptureOn(), Catalog: u.Catalog}
 }
 
@@ -118,6 +125,11 @@ type Target struct {
 	Catalog string
 	// Evals are the unit's eval overrides (a URL target has none).
 	Evals units.Evals
+	// Tests are the unit's spec-test overrides, MaxConcurrency and
+	// MaxAudioSeconds its limits (a URL target has none: 0).
+	Tests           units.Tests
+	MaxConcurrency  int
+	MaxAudioSeconds float64
 	// TraceCapture says whether sweeps warm the server up per (ISL, batch)
 	// before measuring: a vllm unit's [vllm] trace_capture, or for a URL a
 	// Tenstorrent hardware --device.
@@ -163,6 +175,7 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 			return nil, fmt.Errorf("unit %s: %w", u.Name, err)
 		}
 		t.Unit, t.BaseURL, t.Runtime, t.Chips, t.Evals = u.Name, base, u.Runtime, slices.Clone(u.Chips), u.Evals
+		t.Tests, t.MaxConcurrency, t.MaxAudioSeconds = u.Tests, u.MaxConcurrency, u.MaxAudioSeconds
 		t.TraceCapture = u.TraceCapture
 		t.Catalog = u.Catalog
 		if t.Device == "" {

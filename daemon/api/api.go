@@ -152,6 +152,14 @@ type UnitDetail struct {
 	// Evals are the unit's eval overrides ([evals]), which releases of the
 	// unit follow whoever starts them.
 	Evals *units.Evals `json:"evals,omitempty"`
+	// Tests are the unit's spec-test overrides ([tests]), which releases
+	// of the unit follow whoever starts them.
+	Tests *units.Tests `json:"tests,omitempty"`
+	// MaxConcurrency and MaxAudioSeconds are the unit's limits the spec
+	// tests hold a server to when the catalog has no spec for its model
+	// (limits.max_concurrency, [media] max_audio_duration_seconds).
+	MaxConcurrency  int     `json:"max_concurrency,omitempty"`
+	MaxAudioSeconds float64 `json:"max_audio_seconds,omitempty"`
 	// TraceCapture is a vllm unit's [vllm] trace_capture (nil for other
 	// runtimes): whether benchmarks warm its server up per (ISL, batch).
 	TraceCapture *bool `json:"trace_capture,omitempty"`

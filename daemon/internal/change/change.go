@@ -107,6 +107,7 @@ var Rules = []Rule{
 	{"vllm.host_checks", Daemon, "read before the next start; a running server is not affected"},
 	{"api", Restart, "the server's routes (the legacy API) are set when it starts"},
 	{"evals", Daemon, "the eval step of releases and scheduled runs; the server never reads it"},
+	{"tests", Daemon, "the spec-test step of releases and scheduled runs; the server never reads it"},
 	{"media", Restart, "a media model's worker chip groups and upload limits are set when its server starts"},
 }
 

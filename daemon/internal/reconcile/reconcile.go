@@ -512,6 +512,10 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 		if e := good.Evals; len(e.Tasks) > 0 || e.API != "" || len(e.Limits) > 0 || len(e.Datasets) > 0 {
 			d.Evals = &e
 		}
+		if t := good.Tests; t.Suite != "" || len(t.Skip) > 0 || t.StabilityDuration.Duration > 0 || t.StabilityConcurrency > 0 {
+			d.Tests = &t
+		}
+		d.MaxConcurrency, d.MaxAudioSeconds = good.Limits.MaxConcurrency, good.Media.MaxAudioDurationSeconds
 	}
 	if logLines > 0 {
 		d.Logs = e.ring.Tail(logLines)
