@@ -488,7 +488,7 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome
 		rep.Tests = p.tests
 	case ctx.Err() != nil:
 		// Interrupted before the tests: a resume runs them.
-		rep.Tests = &TestSection{Rows: []spectest.Result{}, Error: "not run: the run was interrupted (--resume runs them)"}
+		rep.Tests = &TestSection{Rows: []spectest.Result{}, Error: "the run was interrupted (--resume runs them)"}
 	default:
 		rep.Tests = runTests(ctx, cfg, run)
 	}
