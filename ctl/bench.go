@@ -21,6 +21,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/result"
 	"github.com/ttis-dev/ttis/bench/sweep"
 	"github.com/ttis-dev/ttis/runtime/openai"
+	"github.com/ttis-dev/ttis/units/catalog"
 	"github.com/ttis-dev/ttis/units/limit"
 )
 
@@ -153,14 +154,16 @@ func loadTargets(c *cli.Context, cfg *release.Config) error {
 		return failure(exitError, "--targets: %v", err)
 	}
 	defer fh.Close()
-	ts, found, err := sweep.ParseTargets(fh, f, cfg.Target.CatalogModel, cfg.Target.Device)
+	keys := catalog.TargetKeys(cfg.Target.CatalogModel, cfg.Target.Spec)
+	ts, key, found, err := sweep.ParseTargets(fh, f, keys, cfg.Target.Device)
 	if err != nil {
 		return failure(exitError, "--targets: %v", err)
 	}
 	if !found {
-		return failure(exitError, "--targets: %s has no targets for %s on %s", f, cfg.Target.CatalogModel, cfg.Target.Device)
+		return failure(exitError, "--targets: %s has no targets on %s under any of %s", f, cfg.Target.Device, strings.Join(keys, ", "))
 	}
 	cfg.Targets = ts
+	cfg.TargetsSource = fmt.Sprintf("%s (%s/%s)", f, key, cfg.Target.Device)
 	return nil
 }
 
