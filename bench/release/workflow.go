@@ -712,6 +712,9 @@ func benchBase(cfg *Config) bench.PointConfig {
 	t := cfg.Target
 	base.Client.BaseURL, base.Client.Model, base.Client.Header = t.BaseURL, t.Model, t.AuthHeader()
 	base.Simulated = t.Simulated
+	// Result files are named as run.py names them, after the catalog
+	// model and the device, so its report globs find them.
+	base.FileModel, base.Device = t.CatalogModel, t.Device
 	if base.Load.RequestIDPrefix == "" {
 		base.Load.RequestIDPrefix = cfg.Workflow + "-"
 	}
