@@ -419,3 +419,19 @@ func TestBaselineMatchesConditions(t *testing.T) {
 		t.Error("a cpu run was compared with sim runs")
 	}
 }
+
+// TestRunPyReportDataGolden: the fixture report in run.py's
+// report_data_<id>.json shape (bench/release/runpy.go).
+func TestRunPyReportDataGolden(t *testing.T) {
+	r := fixtureReport(catalog.StatusFunctional)
+	js, err := RunPyReportData(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report_data.json", js)
+	md, data := runPyReportPaths(&r.Metadata)
+	if md != "reports_output/release/report_Llama-3.1-8B-Instruct_2026-01-02_03-04-05.md" ||
+		data != "reports_output/release/data/report_data_Llama-3.1-8B-Instruct_2026-01-02_03-04-05.json" {
+		t.Errorf("run.py report paths %s, %s", md, data)
+	}
+}
