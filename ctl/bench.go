@@ -70,8 +70,7 @@ sweep's report.json.
 			&cli.DurationFlag{Name: "request-timeout", Value: 30 * time.Minute, Usage: "bound on one request"},
 			&cli.BoolFlag{Name: "no-server-tokenizer", Usage: "do not use the server's /tokenize (approximate lengths)"},
 			&cli.StringFlag{Name: "limit", Usage: "run a sweep: " + limit.Names()},
-			&cli.BoolFlag{Name: "targets-only", Usage: "sweep only the reference target points"},
-			&cli.StringFlag{Name: "targets", Usage: "targets override file (model_performance_reference.json shape)"},
+			targetsOnlyFlag(), targetsFileFlag(),
 			&cli.BoolFlag{Name: "plan", Usage: "print the planned points and exit"},
 			&cli.StringFlag{Name: "label", Usage: "label stored in the result"},
 			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep or a single point measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
@@ -140,6 +139,18 @@ func planBench(c *cli.Context, cfg release.Config) error {
 	}
 	fmt.Fprintf(c.App.Writer, "Sweep %s for %s on %s (%s, %s catalog), %d points:\n", cfg.Limit, t.CatalogModel, t.Device, t.BaseURL, t.Catalog, len(pts))
 	return sweep.WriteTable(c.App.Writer, pts)
+}
+
+// targetsOnlyFlag and targetsFileFlag are run.py's ONLY_BENCHMARK_TARGETS
+// and OVERRIDE_BENCHMARK_TARGETS, each also a flag that beats it.
+func targetsOnlyFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "targets-only", EnvVars: []string{"ONLY_BENCHMARK_TARGETS"},
+		Usage: "sweep only the reference target points (run.py's ONLY_BENCHMARK_TARGETS; the variable takes 1/true or 0/false)"}
+}
+
+func targetsFileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "targets", EnvVars: []string{"OVERRIDE_BENCHMARK_TARGETS"},
+		Usage: "targets override file (model_performance_reference.json shape; run.py's OVERRIDE_BENCHMARK_TARGETS): its points, prompt counts as given, replace the catalog's"}
 }
 
 // loadTargets reads --targets for the target's (model, device); its entry

@@ -136,6 +136,9 @@ func resume(c *cli.Context, ref, purpose string, ttl time.Duration, p *progress)
 			q.Unit, q.URL = u, ""
 		}
 	}
+	if err := runPyTarget(c, &q, q.Unit != nil); err != nil {
+		return nil, err
+	}
 	t, err := target.Resolve(c.Context, q)
 	if err != nil {
 		return nil, err
