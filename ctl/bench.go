@@ -81,6 +81,9 @@ sweep's report.json.
 }
 
 func runBench(c *cli.Context) error {
+	if err := applyWorkflowArgs(c); err != nil {
+		return err
+	}
 	pc, err := benchTemplate(c)
 	if err != nil {
 		return err

@@ -54,12 +54,15 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 }
 
 func runRelease(c *cli.Context) error {
+	if err := applyWorkflowArgs(c); err != nil {
+		return err
+	}
 	mode, err := limit.Parse(c.String("limit"))
 	if err != nil {
 		return usageError(c, "--limit: %v", err)
 	}
 	cfg := release.Config{Workflow: c.String("workflow"), Limit: mode, NoTraceCapture: c.Bool("no-trace-capture"),
-		TargetsOnly: c.Bool("targets-only"), TargetsSource: c.String("targets")}
+		TargetsOnly: c.Bool("targets-only"), TargetsSource: c.String("targets"), NumPrompts: workflowArgsNumPrompts(c)}
 	if tasks, datasets := splitList(c.StringSlice("task")), splitTaskPaths(c.StringSlice("dataset")); len(tasks) > 0 || len(datasets) > 0 || c.IsSet("eval-api") || c.IsSet("request-timeout") || c.IsSet("asr-url") {
 		ec := release.DefaultEvals()
 		ec.Tasks, ec.Datasets = tasks, datasets
@@ -75,6 +78,12 @@ func runRelease(c *cli.Context) error {
 		pc.Client.RequestTimeout = c.Duration("request-timeout")
 		cfg.Bench = &pc
 	}
-	prepare := func(cfg *release.Config) error { return loadTargets(c, cfg) }
+	prepare := func(cfg *release.Config) error {
+		if cfg.Workflow == release.WorkflowEvals {
+			cfg.TargetsSource = "" // no benchmark to grade
+			return nil
+		}
+		return loadTargets(c, cfg)
+	}
 	return runWorkflow(c, "release", 24*time.Hour, cfg, prepare, func(*release.Outcome) {})
 }

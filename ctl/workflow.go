@@ -26,6 +26,7 @@ func workflowFlags() []cli.Flag {
 	return append(targetFlags(),
 		&cli.StringFlag{Name: "resume", Usage: "finish an interrupted run: its id (as printed), a unique prefix, or its folder; other flags are taken from the run"},
 		&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar"},
+		workflowArgsFlag(),
 	)
 }
 
