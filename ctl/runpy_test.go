@@ -216,3 +216,27 @@ func TestBenchmarkTargetVariables(t *testing.T) {
 		t.Errorf("ONLY_BENCHMARK_TARGETS=yes: exit %d\n%s", code, out)
 	}
 }
+
+// report --rebuild writes a run's reports again from its raw files.
+func TestReportRebuild(t *testing.T) {
+	srv := fakeInference(t, false, nil)
+	state := t.TempDir()
+	if out, code := runCtl(t, append(benchPoint, "--url", srv.URL, "--state-dir", state)...); code != 0 {
+		t.Fatalf("bench: exit %d\n%s", code, out)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(state, "runs", "*", "*-benchmarks-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("run folders %v", dirs)
+	}
+	report := filepath.Join(dirs[0], "report.json")
+	if err := os.WriteFile(report, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCtl(t, "report", filepath.Base(dirs[0]), "--rebuild", "--format", "json", "--state-dir", state)
+	if code != 0 || !strings.Contains(out, `"verdict": "UNGRADED"`) || !strings.Contains(out, `"isl": 8`) || !strings.Contains(out, `"unit": "url-served-model"`) {
+		t.Errorf("report --rebuild: exit %d\n%s", code, out)
+	}
+	if out, code := runCtl(t, "report", "no-such-run", "--rebuild", "--state-dir", state); code != exitError {
+		t.Errorf("report --rebuild of an unknown run: exit %d\n%s", code, out)
+	}
+}
