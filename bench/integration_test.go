@@ -290,7 +290,8 @@ func TestSmokeSweepCPU(t *testing.T) {
 func TestSweepServerDown(t *testing.T) {
 	state := t.TempDir()
 	url := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	out, code := runCtl(t, "bench", "--url", url, "--model", simModel, "--device", simDevice, "--limit", "smoke", "--state-dir", state, "--no-progress")
+	// Not waited for (--wait-ready 0): the sweep runs and finds it down.
+	out, code := runCtl(t, "bench", "--url", url, "--model", simModel, "--device", simDevice, "--limit", "smoke", "--state-dir", state, "--no-progress", "--wait-ready", "0")
 	if code != 5 || !strings.Contains(out, "Verdict: INCOMPLETE") {
 		t.Fatalf("exit %d, want 5 (incomplete):\n%s", code, out)
 	}
