@@ -1,5 +1,11 @@
 package release
 
+// A run also lays out its files as tt-inference-server's run.py does, so
+// that CI written against run.py's workflow_logs reads a ttis run
+// unchanged: lm-eval's files under eval_<model>_<device>/<org>__<repo>/,
+// and the report as reports_output/<workflow>/data/report_data_<id>.json
+// with run.py's keys (tt-inference-server.md §5; seeds 001 and 003).
+
 import (
 	"encoding/json"
 	"fmt"
@@ -32,9 +38,9 @@ func EvalResultsDir(t *target.Target) string {
 	return path.Join(results.Sanitize("eval_"+model+"_"+device), strings.ReplaceAll(results.Sanitize(repo), "/", "__"))
 }
 
-// Files a run writes in run.py's report layout, beside its own report.*:
-// reports_output/<workflow>/report_<report_id>.md and
-// reports_output/<workflow>/data/report_data_<report_id>.json, where CI
+// runPyReportPaths names the files of run.py's report layout a run writes
+// beside its own report.*: reports_output/<workflow>/report_<report_id>.md
+// and reports_output/<workflow>/data/report_data_<report_id>.json, where CI
 // aggregation (tt-inference-server's scripts/release/workflow_logs_parser.py)
 // looks for them.
 func runPyReportPaths(md *Metadata) (markdown, data string) {
