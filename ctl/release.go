@@ -48,6 +48,7 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 			&cli.StringFlag{Name: "asr-url", Usage: "speech-recognition server (a whisper unit) that re-transcribes a text-to-speech unit's speech (tts_generation)"},
 			&cli.StringFlag{Name: "asr-model", Usage: "model name sent to --asr-url"},
 			&cli.BoolFlag{Name: "no-trace-capture", Usage: "skip the warm-up that captures traces per (ISL, batch) before a sweep or a single point measures (on for vllm units with [vllm] trace_capture, and --url with a Tenstorrent --device)"},
+			targetsOnlyFlag(), targetsFileFlag(),
 		),
 		Action:       runRelease,
 		BashComplete: completeUnits,
@@ -55,11 +56,15 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 }
 
 func runRelease(c *cli.Context) error {
+	if err := applyWorkflowArgs(c); err != nil {
+		return err
+	}
 	mode, err := limit.Parse(c.String("limit"))
 	if err != nil {
 		return usageError(c, "--limit: %v", err)
 	}
-	cfg := release.Config{Workflow: c.String("workflow"), Limit: mode, NoTraceCapture: c.Bool("no-trace-capture")}
+	cfg := release.Config{Workflow: c.String("workflow"), Limit: mode, NoTraceCapture: c.Bool("no-trace-capture"),
+		TargetsOnly: c.Bool("targets-only"), TargetsSource: c.String("targets"), NumPrompts: workflowArgsNumPrompts(c)}
 	if tasks, datasets := splitList(c.StringSlice("task")), splitTaskPaths(c.StringSlice("dataset")); len(tasks) > 0 || len(datasets) > 0 || c.IsSet("eval-api") || c.IsSet("request-timeout") || c.IsSet("asr-url") {
 		ec := release.DefaultEvals()
 		ec.Tasks, ec.Datasets = tasks, datasets
@@ -75,5 +80,12 @@ func runRelease(c *cli.Context) error {
 		pc.Client.RequestTimeout = c.Duration("request-timeout")
 		cfg.Bench = &pc
 	}
-	return runWorkflow(c, "release", 24*time.Hour, cfg, nil, func(*release.Outcome) {})
+	prepare := func(cfg *release.Config) error {
+		if cfg.Workflow == release.WorkflowEvals {
+			cfg.TargetsSource = "" // no benchmark to grade
+			return nil
+		}
+		return loadTargets(c, cfg)
+	}
+	return runWorkflow(c, "release", 24*time.Hour, cfg, prepare, func(*release.Outcome) {})
 }

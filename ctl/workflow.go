@@ -26,6 +26,7 @@ func workflowFlags() []cli.Flag {
 	return append(targetFlags(),
 		&cli.StringFlag{Name: "resume", Usage: "finish an interrupted run: its id (as printed), a unique prefix, or its folder; other flags are taken from the run"},
 		&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar (on a terminal) or progress lines (in a log)"},
+		workflowArgsFlag(),
 	)
 }
 
@@ -152,6 +153,9 @@ func resume(c *cli.Context, ref, purpose string, ttl time.Duration, p *progress)
 		if u, _, err := daemonUnit(c, m.Unit); err == nil {
 			q.Unit, q.URL = u, ""
 		}
+	}
+	if err := runPyTarget(c, &q, q.Unit != nil); err != nil {
+		return nil, err
 	}
 	t, err := target.Resolve(c.Context, q)
 	if err != nil {

@@ -591,6 +591,10 @@ func WriteReports(run *runs.Run, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	// run.py's file names and keys, for the CI that parses them.
+	if err := writeRunPyReports(run, rep); err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		name string
 		data []byte
@@ -674,6 +678,9 @@ func evalConfig(cfg *Config, run *runs.Run) workflow.Config {
 	}
 	ec.LimitMode, ec.Version = cfg.Limit, cfg.Version
 	ec.OutputDir = filepath.Join(run.Dir, "evals")
+	// lm-eval's files go where run.py's report globs them:
+	// eval_<model>_<device>/<org>__<repo>/results_*.json.
+	ec.ResultsDir = filepath.Join(ec.OutputDir, EvalResultsDir(t))
 	// Answers are kept with the run, so an interrupted run resumes.
 	ec.CacheDir = filepath.Join(ec.OutputDir, "cache")
 	if cfg.Progress != nil {
@@ -790,6 +797,9 @@ func benchBase(cfg *Config) bench.PointConfig {
 	t := cfg.Target
 	base.Client.BaseURL, base.Client.Model, base.Client.Header = t.BaseURL, t.Model, t.AuthHeader()
 	base.Simulated = t.Simulated
+	// Result files are named as run.py names them, after the catalog
+	// model and the device, so its report globs find them.
+	base.FileModel, base.Device = t.CatalogModel, t.Device
 	if base.Load.RequestIDPrefix == "" {
 		base.Load.RequestIDPrefix = cfg.Workflow + "-"
 	}
