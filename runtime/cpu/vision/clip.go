@@ -419,26 +419,36 @@ func (e *encoder) forward(p *kernels.Pool, x []float32, lens []int, causal bool)
 	a := make([]float32, rows*d)
 	m := make([]float32, rows*e.inter)
 	for li, l := range e.layers {
-		nn.LayerNorm(h, x, rows, d, l.ln1.g, l.ln1.b, e.eps)
+		e.norm(p, h, x, rows, l.ln1)
 		l.q.Forward(p, q, h, rows)
 		l.k.Forward(p, k, h, rows)
 		l.v.Forward(p, v, h, rows)
 		nn.Attention(p, a, q, k, v, lens, e.heads, d/e.heads, causal)
 		l.o.Forward(p, h, a, rows)
 		kernels.Add(x[:rows*d], h)
-		nn.LayerNorm(h, x, rows, d, l.ln2.g, l.ln2.b, e.eps)
+		e.norm(p, h, x, rows, l.ln2)
 		l.fc1.Forward(p, m, h, rows)
-		if e.quickGELU {
-			nn.QuickGELU(m)
-		} else {
-			nn.GELU(m)
-		}
+		p.Run(rows, func(lo, hi int) {
+			if e.quickGELU {
+				nn.QuickGELU(m[lo*e.inter : hi*e.inter])
+			} else {
+				nn.GELU(m[lo*e.inter : hi*e.inter])
+			}
+		})
 		l.fc2.Forward(p, h, m, rows)
 		kernels.Add(x[:rows*d], h)
 		if e.trace != nil {
 			e.trace(fmt.Sprintf("%s.layer.%d", e.prefix, li), x[:rows*d])
 		}
 	}
+}
+
+// norm is LayerNorm over rows rows of x into dst, split over the pool.
+func (e *encoder) norm(p *kernels.Pool, dst, x []float32, rows int, ln layerNorm) {
+	d := e.dim
+	p.Run(rows, func(lo, hi int) {
+		nn.LayerNorm(dst[lo*d:hi*d], x[lo*d:hi*d], hi-lo, d, ln.g, ln.b, e.eps)
+	})
 }
 
 // vitTower is CLIP's vision transformer with its projection.

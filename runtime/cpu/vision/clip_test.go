@@ -24,11 +24,26 @@ type reference struct {
 	Texts  []string
 	Tokens [][]int
 	Scores [][]float64
-	Arrays map[string]struct {
-		Shape  []int
-		Offset int
+	Arrays map[string]refArray
+	data   []byte
+}
+
+type refArray struct {
+	Shape  []int
+	Offset int
+	// CHW and Step describe a sampled NCHW activation: every Step-th
+	// element of a C×H×W array.
+	CHW  []int
+	Step int
+}
+
+func (r *reference) raw(t *testing.T, name string) refArray {
+	t.Helper()
+	a, ok := r.Arrays[name]
+	if !ok {
+		t.Fatalf("reference has no array %q", name)
 	}
-	data []byte
+	return a
 }
 
 func loadReference(t *testing.T, name string) *reference {
