@@ -71,6 +71,8 @@ type htmlPage struct {
 	Regressions *Regressions
 	Evals       *htmlTable
 	EvalError   string
+	Media       *htmlTable
+	MediaLists  []htmlList
 	Bench       *htmlTable
 	BenchError  string
 	Pairs       []htmlPair
@@ -114,6 +116,7 @@ func pageData(r *Report) htmlPage {
 				strconv.Itoa(row.Samples), strconv.Itoa(row.Errored), evalVerdict(row)})
 		}
 		p.Evals = t
+		p.Media, p.MediaLists = mediaHTML(e)
 	}
 	if b := r.Benchmarks; b != nil {
 		p.BenchError = b.Error
@@ -371,6 +374,11 @@ polyline.t0,polyline.t1,polyline.t2{fill:none;stroke-width:1.5;stroke-dasharray:
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
+{{with .Media}}<h3>Image and Video Figures</h3>{{if $.Simulated}}<p><strong>SIMULATED</strong>: the images and videos come from the sim runtime; their scores are computed, not assumed.</p>{{end}}
+<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{range $.MediaLists}}<h4>{{.Title}}</h4><ul>{{range .Items}}<li><code>{{.Key}}</code>: {{.Message}}</li>{{end}}</ul>{{end}}{{end}}
 {{with .Bench}}<h2>Benchmark Sweeps</h2>{{if $.BenchError}}<p class="fail">The benchmark sweep did not finish: {{$.BenchError}}</p>{{end}}
 <div class="charts">{{range $.Pairs}}{{.TTFT}}{{.TputUser}}{{end}}</div>
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
