@@ -229,3 +229,22 @@ func DefaultLimit(task, model string) (string, bool) {
 	}
 	return "", true
 }
+
+// WhyNotMeasurable says why ttis cannot measure task for a catalog model
+// ("" when it can, given its data): the task is unknown, listed as not
+// runnable, or runs differently per model and has no variant for this
+// one. The catalog's completeness rule (ttisctl catalog) asks this of
+// every reference.
+func WhyNotMeasurable(task, model string) string {
+	info, ok := InfoOf(task)
+	switch {
+	case !ok:
+		return "ttis does not implement this task"
+	case info.NotRunnable != "":
+		return info.NotRunnable
+	}
+	if _, _, err := VariantOf(task, model); err != nil {
+		return err.Error()
+	}
+	return ""
+}
