@@ -139,10 +139,11 @@ func readCaptions(b []byte, file string) ([]evalsuite.Doc, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
+			// A csv.ParseError names the line and column.
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
+		line, _ := r.FieldPos(0)
 		if i == 0 {
 			continue
 		}

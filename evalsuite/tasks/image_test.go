@@ -288,3 +288,24 @@ func TestCatalogCompleteness(t *testing.T) {
 		t.Errorf("media references still unmeasurable: %v", missing)
 	}
 }
+
+// FuzzMediaInputs feeds the readers of the image tasks' inputs (the
+// captions TSV, the edit payloads, a generated image, a detector row's
+// vector) with arbitrary bytes: they must fail cleanly.
+func FuzzMediaInputs(f *testing.F) {
+	f.Add([]byte("id\timage_id\tcaption\n1\t2\t\"a \"\"cat\"\"\"\n"))
+	f.Add([]byte(`{"inpaint_image":"iVBORw0KGgo=","inpaint_mask":"AAAA"}`))
+	f.Add([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = readCaptions(b, "f.tsv")
+		_, _ = editPayload(b, true, "f")
+		_, _ = editPayload(b, false, "f")
+		_, _ = decodeImage(b)
+		_, _ = imageBytes(map[string]any{"bytes": string(b)})
+		v := make([]float64, len(b)/8)
+		for i := range v {
+			v[i] = float64(int8(b[i*8])) // small counts and coordinates
+		}
+		_ = cocoMAP([][]float64{v})
+	})
+}
