@@ -269,6 +269,10 @@ type Instance struct {
 	Inputs []string `json:"input,omitempty"`
 	// Media is the route and fields of an image, CNN or video request.
 	Media *MediaArgs `json:"media,omitempty"`
+	// Measurement names the networks a task's Measure uses (weights and
+	// their revisions); it is not sent, but keys the cache, so that a run
+	// measured with other weights is not reused.
+	Measurement string `json:"measurement,omitempty"`
 }
 
 // Response is the model's answer to one Instance.

@@ -86,3 +86,14 @@ func TestMeasureBeforeCache(t *testing.T) {
 		t.Errorf("resumed run: %d requests, %d measurements, want 1 each", be.calls.Load()-calls, measured.Load()-meas)
 	}
 }
+
+// The weights a task measures with key the cache: answers measured with
+// other weights are asked again.
+func TestMeasurementKeysTheCache(t *testing.T) {
+	a := evalsuite.Instance{Kind: evalsuite.KindImage, Context: "cat", Measurement: "clip@1"}
+	b := a
+	b.Measurement = "clip@2"
+	if runner.Key("t", "d", "m", "completions", a) == runner.Key("t", "d", "m", "completions", b) {
+		t.Error("the measurement does not key the cache")
+	}
+}

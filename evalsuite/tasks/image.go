@@ -324,7 +324,8 @@ func buildTextToImage(src Source) (*evalsuite.Task, error) {
 			if err != nil {
 				return nil, err
 			}
-			return []evalsuite.Instance{{Kind: evalsuite.KindImage, Context: p, Media: evalsuite.NewMediaArgs("/v1/images/generations", fields(p), nil)}}, nil
+			return []evalsuite.Instance{{Kind: evalsuite.KindImage, Context: p, Media: evalsuite.NewMediaArgs("/v1/images/generations", fields(p), nil),
+				Measurement: clipID + " " + incAsset.id()}}, nil
 		},
 		Measure: measureImage(clip, inc),
 		ProcessMedia: func(d evalsuite.Doc, resps []evalsuite.Response) (evalsuite.Scores, error) {
@@ -410,7 +411,7 @@ func buildEditImage(src Source, inpaint bool) (*evalsuite.Task, error) {
 		Name: "load_image", Version: variant, Output: evalsuite.Media, Docs: docs,
 		DocToTarget: func(d evalsuite.Doc) (string, error) { return d.Str("caption") },
 		MediaRequests: func(d evalsuite.Doc) ([]evalsuite.Instance, error) {
-			return []evalsuite.Instance{{Kind: evalsuite.KindImage, Context: prompt, Media: evalsuite.NewMediaArgs(route, fields, images)}}, nil
+			return []evalsuite.Instance{{Kind: evalsuite.KindImage, Context: prompt, Media: evalsuite.NewMediaArgs(route, fields, images), Measurement: clipID}}, nil
 		},
 		Measure: measureImage(clip, nil),
 		ProcessMedia: func(d evalsuite.Doc, resps []evalsuite.Response) (evalsuite.Scores, error) {

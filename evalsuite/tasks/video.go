@@ -113,7 +113,7 @@ func buildLoadVideo(src Source) (*evalsuite.Task, error) {
 			if err != nil {
 				return nil, err
 			}
-			return []evalsuite.Instance{{Kind: evalsuite.KindVideo, Context: p, Media: evalsuite.NewMediaArgs(route, fields(p), nil)}}, nil
+			return []evalsuite.Instance{{Kind: evalsuite.KindVideo, Context: p, Media: evalsuite.NewMediaArgs(route, fields(p), nil), Measurement: clipID}}, nil
 		},
 		Measure: func(ctx context.Context, inst evalsuite.Instance, r *evalsuite.Response) error {
 			fr, total, err := frames.Sample(ctx, r.Media, videoFrameSample)
