@@ -46,7 +46,7 @@ func (v *visionNets) CLIP() (tasks.ImageTextEncoder, string, error) {
 	snap, err := vision.PullCLIP(v.ctx, v.hub, v.revision)
 	if err != nil {
 		if errors.Is(err, hub.ErrOffline) {
-			err = fmt.Errorf("%w; run this once while online, or `ttisctl model pull %s` into the cache", err, vision.CLIPRepoID)
+			err = fmt.Errorf("%w; run an image or video eval once while online, with the same Hub cache, to fetch %s at %s", err, vision.CLIPRepoID, vision.CLIPRevision)
 		}
 		// A cancelled pull is not remembered: a resumed run tries again.
 		if v.ctx.Err() == nil {
