@@ -244,10 +244,8 @@ func TestReleaseSimSDXLMeasuresFIDAndCLIP(t *testing.T) {
 	}
 	// The sample file names each prompt's image by digest and keeps FID's
 	// features out.
-	samples, _ := filepath.Glob(filepath.Join(out.Dir, "evals", "*", "samples_load_image_*.jsonl"))
-	if len(samples) == 0 {
-		samples, _ = filepath.Glob(filepath.Join(out.Dir, "evals", "samples_load_image_*.jsonl"))
-	}
+	// (run.py's layout: evals/eval_<model>_<device>/<org>__<repo>/.)
+	samples, _ := filepath.Glob(filepath.Join(out.Dir, "evals", "eval_*", "*", "samples_load_image_*.jsonl"))
 	if len(samples) == 1 {
 		b, _ := os.ReadFile(samples[0])
 		if !strings.Contains(string(b), `"vector_length":256`) || strings.Contains(string(b), "iVBORw0KGgo") {
