@@ -81,23 +81,15 @@ type Config struct {
 	// Logger receives one debug line per request and errors; nil discards.
 	Logger *slog.Logger
 	// UnitHash identifies the unit text the server runs (hex SHA-256);
-	// /health reports it in HeaderUnitHash with the pid in HeaderPID, so
-	// a restarted ttisd can tell which version a server it adopts runs.
+	// /health reports it in runtime.HeaderUnitHash with the pid in
+	// runtime.HeaderPID, so a restarted ttisd can tell which version a
+	// server it adopts runs.
 	UnitHash string
 	// Reload delivers new live settings while the server runs (see Live).
 	Reload <-chan Live
 	// MediaLimits bound a media unit's uploads (media.go).
 	MediaLimits MediaLimits
 }
-
-// Headers of GET /health that identify the server process.
-const (
-	HeaderUnitHash = "Ttis-Unit-Hash"
-	HeaderPID      = "Ttis-Pid"
-	// HeaderWorkers sums up an upstream media server's device workers
-	// (WorkerReporter), for the daemon's status.
-	HeaderWorkers = "Ttis-Workers"
-)
 
 // WorkerReporter is an Upstream that knows its device workers (a
 // tt-media-server restarts them inside its process): Workers is one line
