@@ -38,7 +38,7 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 ` + workflowExitHelp,
 		Flags: append(append(workflowFlags(), hubFlags()...),
 			&cli.StringFlag{Name: "workflow", Value: release.WorkflowRelease, Usage: "release, benchmarks or evals"},
-			&cli.StringFlag{Name: "limit", Value: "smoke", Usage: limit.Names()},
+			&cli.StringFlag{Name: "limit", Value: string(limit.DefaultRun), Usage: limit.Names()},
 			&cli.StringSliceFlag{Name: "task", Usage: "eval task (repeatable; default: the catalog's references)"},
 			&cli.StringSliceFlag{Name: "dataset", Usage: "local eval dataset TASK=PATH (repeatable)"},
 			&cli.StringFlag{Name: "eval-api", Value: "completions", Usage: "completions or chat"},

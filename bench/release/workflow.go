@@ -244,7 +244,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("workflow %q: want benchmarks, evals or release", c.Workflow)
 	}
 	if c.Limit == "" {
-		c.Limit = limit.Smoke
+		c.Limit = limit.DefaultRun
 	}
 	l, err := limit.Parse(string(c.Limit))
 	if err != nil {
