@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ttis-dev/ttis/bench/grade"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // HTML renders report.html: one self-contained page (inline CSS and SVG,
@@ -154,7 +154,7 @@ func tierTable(r *BenchRow) htmlTable {
 			if c.Threshold > 0 {
 				target = strconv.FormatFloat(c.Threshold, 'f', 2, 64)
 			}
-			if c.Verdict != grade.NA {
+			if c.Verdict != verdict.NA {
 				ratio = strconv.FormatFloat(c.Ratio, 'f', 3, 64)
 			}
 			row = append(row, target, ratio, string(c.Verdict))

@@ -22,6 +22,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/report"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // Workflows this package runs.
@@ -161,19 +162,19 @@ type EvalRow struct {
 	// built-in plumbing check) or extra (asked for, not referenced).
 	Role string `json:"role"`
 	// NotRun says why a task was not measured.
-	NotRun           string        `json:"not_run,omitempty"`
-	Tolerance        float64       `json:"tolerance"`
-	Published        *float64      `json:"published_score"`
-	GPUReference     *float64      `json:"gpu_reference_score"`
-	SubsetReference  *float64      `json:"subset_reference_score,omitempty"`
-	Score            *float64      `json:"score"`
-	ScoreStderr      *float64      `json:"score_stderr,omitempty"`
-	RatioToPublished *float64      `json:"ratio_to_published"`
-	RatioToReference *float64      `json:"ratio_to_reference"`
-	Check            results.Check `json:"accuracy_check"`
-	Basis            string        `json:"basis,omitempty"`
-	Samples          int           `json:"n_samples"`
-	Errored          int           `json:"errored_samples"`
+	NotRun           string          `json:"not_run,omitempty"`
+	Tolerance        float64         `json:"tolerance"`
+	Published        *float64        `json:"published_score"`
+	GPUReference     *float64        `json:"gpu_reference_score"`
+	SubsetReference  *float64        `json:"subset_reference_score,omitempty"`
+	Score            *float64        `json:"score"`
+	ScoreStderr      *float64        `json:"score_stderr,omitempty"`
+	RatioToPublished *float64        `json:"ratio_to_published"`
+	RatioToReference *float64        `json:"ratio_to_reference"`
+	Check            verdict.Verdict `json:"accuracy_check"`
+	Basis            string          `json:"basis,omitempty"`
+	Samples          int             `json:"n_samples"`
+	Errored          int             `json:"errored_samples"`
 }
 
 // EvalRowsOf converts an eval run's grades into report rows, taking the

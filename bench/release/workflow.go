@@ -22,7 +22,6 @@ import (
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/bench/sweep"
 	"github.com/ttis-dev/ttis/bench/target"
-	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/evalsuite/workflow"
@@ -31,6 +30,7 @@ import (
 	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
 	"github.com/ttis-dev/ttis/units/limit"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // Progress follows a run for a display: Logf is a line about the run, Step
@@ -685,7 +685,7 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 			rows = append(rows, *r)
 			continue
 		}
-		row := EvalRow{Task: c.Task, Role: c.Role, NotRun: c.NotRun, Check: results.NA}
+		row := EvalRow{Task: c.Task, Role: c.Role, NotRun: c.NotRun, Check: verdict.NA}
 		if row.NotRun == "" {
 			row.NotRun = "did not run"
 			if oc != nil && oc.NotRun[c.Task] != "" {
