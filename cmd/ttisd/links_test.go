@@ -57,6 +57,8 @@ var weightRules = []weightRule{
 		"the supervisor stays small: it reads a server's /health headers from package runtime, never the front door"},
 	{"runtime/serve", []string{"daemon", "bench", "evalsuite", "ctl", "runtime/cpu", "runtime/vllm"},
 		"the front door serves any engine the command wires in; it carries none itself"},
+	{"cmd/ttisctl", []string{"runtime/serve", "runtime/sim", "daemon/internal", "daemon/schedule"},
+		"ttisctl is a client: it never serves a unit or supervises one (the cpu engine it carries is for model files, see ARCHITECTURE.md)"},
 }
 
 // serveImports lists the imports of cmd/ttisd/serve.go that are not the
@@ -170,7 +172,7 @@ func TestLinkLists(t *testing.T) {
 			t.Fatalf("%v (write it with: go test ./cmd/ttisd -run TestLinkLists -update)", err)
 		}
 		if !bytes.Equal(want, got) {
-			t.Errorf("%s: what %s links changed:\n%s\nIf the change is meant, rewrite the list with\n\tgo test ./cmd/ttisd -run TestLinkLists -update\nand commit it, saying in the commit why the weight is worth it.",
+			t.Errorf("%s (%s): the linked packages changed (+ added, - removed):\n%s\nIf the change is meant, rewrite the list with\n\tgo test ./cmd/ttisd -run TestLinkLists -update\nand commit it, saying in the commit why the weight is worth it.",
 				path, l.what, lineDiff(want, got))
 		}
 	}
