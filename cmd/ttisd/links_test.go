@@ -36,7 +36,7 @@ type linkList struct {
 }
 
 var linkLists = []linkList{
-	{"ttisd.txt", "the ttisd binary (the daemon, and `ttisd serve`, which is the same binary)", "./cmd/ttisd",
+	{"ttisd.txt", "the ttisd binary: the daemon, and `ttisd serve`, which is the same binary", "./cmd/ttisd",
 		func(*testing.T, string) []string { return []string{"./cmd/ttisd"} }},
 	{"ttisd-serve.txt", "the code path of `ttisd serve`: the packages cmd/ttisd/serve.go imports", "(the imports of cmd/ttisd/serve.go)",
 		serveImports},
