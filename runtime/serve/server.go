@@ -388,7 +388,8 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	var runErr error
 	// openReceived is true once openDone was received from: a failed open must
 	// not then wait the shutdown grace for a second value that never comes.
-	openReceived := false
+	// served is true once serveErr was.
+	openReceived, served := false, false
 	select {
 	case o := <-openDone:
 		openReceived = true
@@ -402,6 +403,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 		select {
 		case <-ctx.Done():
 		case err := <-serveErr:
+			served = true
 			runErr = fmt.Errorf("serve: %w", err)
 		case <-be.dead():
 			runErr = fmt.Errorf("runtime exited: %v", be.deathErr())
@@ -410,11 +412,20 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	case <-ctx.Done():
 		cancelOpen()
 	case err := <-serveErr:
+		served = true
 		runErr = fmt.Errorf("serve: %w", err)
 	}
 	s.log.Info("stopping", "grace", s.live.Load().ShutdownGrace)
 	if err := s.Shutdown(context.Background()); err != nil && runErr == nil {
 		s.log.Warn("shutdown did not finish cleanly", "err", err)
+	}
+	// fasthttp's Shutdown closes only the listeners Serve has taken: one
+	// that ran before the Serve goroutine did (a context already done, an
+	// open that failed at once) left ln open and Serve accepting for
+	// ever. Close it here too, and wait for Serve to return.
+	_ = ln.Close()
+	if !served {
+		<-serveErr
 	}
 	if be == nil && !openReceived {
 		// The open may still be running; wait for it so what it opened is
