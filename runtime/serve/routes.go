@@ -24,7 +24,7 @@ import (
 // chat path (an OpenAI /v1/responses, say) is
 //
 //	"/v1/responses": {method: "POST", needs: needText, fwd: fwdText,
-//		local: func(s *Server, c *apiCall) { s.generate(c, decodeResponses, responsesFormat) }},
+//		local: func(s *Server, c *apiCall) { s.generate(c, decodeResponses, responsesFormat{}) }},
 //
 // with a decoder that fills a genRequest (its messages become a chat
 // prompt, so templates, tools, structured outputs, admission, stop

@@ -121,9 +121,6 @@ func checkHost(ctx context.Context, u *units.Unit, spec *catalog.Spec, log *slog
 	return nil
 }
 
-// Model is the name the upstream serves the model under.
-func (s *Server) Model() string { return s.launch.Model }
-
 // Info describes the served model (runtime.Backend): the name the
 // upstream serves it under. The front door forwards to the upstream
 // (Forward, from the Proxy) and ends when it does (Done, Err).
