@@ -6,19 +6,23 @@ import (
 	"time"
 )
 
-// The media contract: what the server (runtime/serve) asks of an engine
+// The media capability: what the server (runtime/serve) asks of a backend
 // that serves a non-LLM model, after tt-media-server's services (image,
 // audio, text_to_speech, cnn, embedding, video).
 //
 // The server owns HTTP, auth, admission (one slot per request; the same
 // max_concurrency slots and bounded wait queue as text units), request
 // validation and decoding (audio is sniffed and measured, images are
-// checked, before an engine sees them), response encoding and metrics. A
-// MediaEngine owns the model: it runs the request on its workers and
-// returns the result. An engine implements the capability interface of
-// its task (ImageGenerator, Transcriber, SpeechSynthesizer,
-// ImageClassifier, Embedder); a text Engine may implement Embedder too
-// (the cpu runtime's /v1/embeddings).
+// checked, before a backend sees them), response encoding and metrics. A
+// media backend (a Backend that is a MediaModel) owns the model: it runs
+// the request on its workers and returns the result. It implements the
+// capability interface of its task (ImageGenerator, Transcriber,
+// SpeechSynthesizer, ImageClassifier, Embedder, VideoGenerator); a text
+// Engine may implement Embedder too (the cpu runtime's /v1/embeddings).
+//
+// Adding a task: a MediaTask constant, its request and result types and
+// its capability interface here; its routes in runtime/serve/media.go
+// (mediaRoutes) and a handler beside the others.
 
 // MediaTask is what a media model does: tt-media-server's MODEL_SERVICE.
 type MediaTask string
@@ -33,18 +37,20 @@ const (
 	TaskVideo     MediaTask = "video"
 )
 
-// MediaEngine serves one media model. Implementations must be safe for
+// MediaModel is the media capability: a backend that serves a media
+// model says which task and workers. Implementations must be safe for
 // concurrent use; the server calls them from many goroutines and the
-// engine queues requests on its workers.
-type MediaEngine interface {
-	// Info describes the served model (MaxContext is 0 unless the model
-	// takes text with a limit). It is called often and must be cheap.
-	Info() Info
-	// Media describes the task and the layout of the engine's workers.
+// backend queues requests on its workers.
+type MediaModel interface {
+	// Media describes the task and the layout of the backend's workers.
 	Media() MediaInfo
-	// Close releases the engine's resources; in-flight requests end with
-	// an error.
-	Close() error
+}
+
+// MediaEngine is a media backend in this process (the sim runtime's).
+// Its Info's MaxContext is 0 unless the model takes text with a limit.
+type MediaEngine interface {
+	Backend
+	MediaModel
 }
 
 // MediaInfo describes a media engine.

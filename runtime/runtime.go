@@ -1,53 +1,35 @@
 // Package runtime defines the contract between a unit's inference server
-// (runtime/serve) and the engines that generate tokens behind it (runtime/cpu,
-// runtime/sim; runtime/vllm is no Engine: it starts a server that the front
-// door forwards to, a serve.Upstream).
+// (runtime/serve) and what serves the unit's requests behind it: one
+// Backend (backend.go) with capabilities, among them token generation
+// (this file: runtime/cpu, runtime/sim) and the media tasks (media.go).
 //
 // The server owns HTTP, auth, admission (max_concurrency slots and a bounded
-// wait queue), stop strings, n>1 fan-out, SSE framing and metrics. An Engine
-// owns tokenization, the chat template and token generation; it batches every
-// sequence it has been handed (continuous batching) and reports each token as
-// it is produced.
+// wait queue), request checks, stop strings, n>1 fan-out, SSE framing and
+// metrics. A TextGenerator owns tokenization, the chat template and token
+// generation; it batches every sequence it has been handed (continuous
+// batching) and reports each token as it is produced.
 package runtime
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
-// Engine generates tokens for a unit. Implementations must be safe for
-// concurrent use: the server calls Generate from many goroutines at once and
-// expects the engine to batch the running sequences together.
-type Engine interface {
-	// Info describes the served model. It is called often and must be cheap.
-	Info() Info
-	// Tokenizer returns the engine's tokenizer.
-	Tokenizer() Tokenizer
-	// Generate starts one sequence and returns its token stream. The engine
-	// stops the sequence and closes the stream when ctx is cancelled, when
-	// MaxTokens tokens were produced, when a stop token or EOS is sampled
-	// (unless IgnoreEOS), or when the context window is full.
-	// Errors returned here are request errors (bad prompt, too long).
-	Generate(ctx context.Context, req *Request) (*Stream, error)
-	// Close releases the engine's resources. In-flight streams end with
-	// FinishAbort.
-	Close() error
-}
-
-// Info describes what an engine serves.
+// Info describes what a backend serves.
 type Info struct {
 	// Model is the name clients use in the "model" field.
 	Model string
-	// Runtime is "cpu", "sim" or "vllm".
+	// Runtime is the unit's runtime: "cpu", "sim" or "vllm".
 	Runtime string
-	// Simulated is true for engines whose output is not a real model's
+	// Simulated is true for backends whose output is not a real model's
 	// (the sim runtime). Every surface that shows results must say so.
 	Simulated bool
 	// MaxContext is the context window in tokens (prompt plus output).
 	MaxContext int
-	// Version describes the engine build (shown by GET /version).
+	// Version describes the engine build (shown by GET /version; empty
+	// for a server the front door forwards to).
 	Version string
 }
 
@@ -261,3 +243,28 @@ func (r FinishReason) String() string {
 // ErrContextLength is returned by Generate when the prompt does not fit the
 // context window.
 var ErrContextLength = errors.New("prompt exceeds the model's context window")
+
+// Check is what a TextGenerator may assume of a request, checked in one
+// place: a prompt of at least one token and at most maxContext, every
+// prompt id inside a vocabulary of vocab ids, and a token limit that is
+// not negative. The server guarantees it (with errors that name the
+// request's field) before it calls Generate; an engine calls Check first
+// so that no other caller can break its invariants, and answers its error
+// (wrapping ErrContextLength for a prompt that is too long).
+func (r *Request) Check(maxContext, vocab int) error {
+	if len(r.Prompt) == 0 {
+		return errors.New("prompt is empty")
+	}
+	if len(r.Prompt) > maxContext {
+		return fmt.Errorf("%w: %d prompt tokens, context window %d", ErrContextLength, len(r.Prompt), maxContext)
+	}
+	for i, id := range r.Prompt {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("prompt token %d: id %d is outside the vocabulary (0..%d)", i, id, vocab-1)
+		}
+	}
+	if r.MaxTokens < 0 {
+		return fmt.Errorf("max_tokens must not be negative, got %d", r.MaxTokens)
+	}
+	return nil
+}

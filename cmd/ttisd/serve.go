@@ -24,30 +24,37 @@ import (
 	"github.com/ttis-dev/ttis/units"
 )
 
-// runtimes maps a unit's runtime name to the function that opens its engine.
-// A runtime missing here and in upstreams fails `ttisd serve` with a clear
-// error.
+// runtimes is the registry of backends: a unit's runtime name → the
+// function that opens its backend (runtime/backend.go). A runtime missing
+// here fails `ttisd serve` with a clear error.
 var runtimes = map[string]serve.OpenFunc{
-	"sim": sim.Open,
-	"cpu": cpu.Open,
-}
-
-// mediaRuntimes maps a runtime name to the function that opens its engine
-// for a media model (images, speech, CNNs, embeddings).
-var mediaRuntimes = map[string]serve.MediaOpenFunc{
-	"sim": sim.OpenMedia,
-}
-
-// upstreams maps runtimes that forward to an upstream server.
-var upstreams = map[string]serve.UpstreamOpenFunc{
-	"vllm": func(ctx context.Context, u *units.Unit, log *slog.Logger) (serve.Upstream, error) {
+	// The sim runtime simulates a text model or a media model, as the
+	// unit's model is.
+	"sim": func(ctx context.Context, u *units.Unit, _ *slog.Logger) (runtime.Backend, error) {
+		if u.Spec != nil && u.Spec.IsMedia() {
+			return sim.OpenMedia(ctx, u)
+		}
+		return sim.Open(ctx, u)
+	},
+	"cpu": func(ctx context.Context, u *units.Unit, _ *slog.Logger) (runtime.Backend, error) {
+		return cpu.Open(ctx, u)
+	},
+	"vllm": func(ctx context.Context, u *units.Unit, log *slog.Logger) (runtime.Backend, error) {
 		s, err := vllm.Open(ctx, u, log)
 		if err != nil {
-			return nil, err
+			return nil, err // not a nil *vllm.Server in a non-nil Backend
 		}
 		return s, nil
 	},
 }
+
+// The vllm runtime's server is served by forwarding, ends when its process
+// does, and reports a media server's workers.
+var (
+	_ serve.Forwarder      = (*vllm.Server)(nil)
+	_ runtime.Exiter       = (*vllm.Server)(nil)
+	_ serve.WorkerReporter = (*vllm.Server)(nil)
+)
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
@@ -90,7 +97,7 @@ func serveCommand() *cli.Command {
 			ctx, cancel := context.WithCancel(c.Context)
 			defer cancel()
 			go rereadOnHUP(ctx, path, hup, reload, o)
-			return runUnit(ctx, u, runtimes, upstreams, o)
+			return runUnit(ctx, u, runtimes, o)
 		},
 	}
 }
@@ -141,31 +148,16 @@ func rereadOnHUP(ctx context.Context, path string, hup <-chan os.Signal, reload 
 	}
 }
 
-// runUnit serves u with the engine or upstream its runtime opens.
-func runUnit(ctx context.Context, u *units.Unit, opens map[string]serve.OpenFunc, ups map[string]serve.UpstreamOpenFunc, o serve.Options) error {
-	if up, ok := ups[u.Runtime]; ok {
-		log := o.Logger
-		if log == nil {
-			log = slog.New(slog.DiscardHandler)
-		}
-		return serve.RunUnitUpstream(ctx, u, func(ctx context.Context) (serve.Upstream, error) { return up(ctx, u, log) }, o)
-	}
-	if u.Spec != nil && u.Spec.IsMedia() {
-		if open, ok := mediaRuntimes[u.Runtime]; ok {
-			return serve.RunUnitMedia(ctx, u, func(ctx context.Context) (runtime.MediaEngine, error) { return open(ctx, u) }, o)
-		}
-	}
-	open, ok := opens[u.Runtime]
+// runUnit serves u with the backend its runtime opens.
+func runUnit(ctx context.Context, u *units.Unit, registry map[string]serve.OpenFunc, o serve.Options) error {
+	open, ok := registry[u.Runtime]
 	if !ok {
-		names := make([]string, 0, len(opens)+len(ups))
-		for n := range opens {
-			names = append(names, n)
-		}
-		for n := range ups {
+		names := make([]string, 0, len(registry))
+		for n := range registry {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		return fmt.Errorf("unit %s: runtime %q is not available in this build of ttisd serve (available: %s)", u.Name, u.Runtime, strings.Join(names, ", "))
 	}
-	return serve.RunUnit(ctx, u, func(ctx context.Context) (runtime.Engine, error) { return open(ctx, u) }, o)
+	return serve.RunUnit(ctx, u, open, o)
 }

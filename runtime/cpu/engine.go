@@ -280,20 +280,9 @@ func (e *Engine) Tokenizer() runtime.Tokenizer { return e.tok }
 
 // Generate validates the request and queues it for the scheduler.
 func (e *Engine) Generate(ctx context.Context, req *runtime.Request) (*runtime.Stream, error) {
-	if len(req.Prompt) == 0 {
-		return nil, errors.New("prompt is empty")
-	}
-	if len(req.Prompt) > e.info.MaxContext {
-		return nil, fmt.Errorf("%w: %d prompt tokens, context window %d", runtime.ErrContextLength, len(req.Prompt), e.info.MaxContext)
-	}
 	vocab := e.model.Cfg.Vocab
-	for i, t := range req.Prompt {
-		if t < 0 || t >= vocab {
-			return nil, fmt.Errorf("prompt token %d: id %d is outside the vocabulary of %d", i, t, vocab)
-		}
-	}
-	if req.MaxTokens < 0 {
-		return nil, fmt.Errorf("max tokens %d is negative", req.MaxTokens)
+	if err := req.Check(e.info.MaxContext, vocab); err != nil {
+		return nil, err
 	}
 	s := &sequence{
 		ctx:    ctx,

@@ -156,38 +156,125 @@ func waitError(err error, timeout time.Duration) *apiError {
 	return &apiError{Status: fasthttp.StatusInternalServerError, Type: "InternalServerError", Message: err.Error()}
 }
 
-// takeSlots takes n slots, or n places in the wait queue when the slots
-// are busy (queued is then true: awaitSlots waits for them). It reports
-// false, having taken nothing, when the queue is full. lv is the live
-// settings it judged by.
-func (s *Server) takeSlots(n int64) (queued bool, lv Live, ok bool) {
-	lv = *s.live.Load()
+// slotClaim is one request's claim on the sequence slots: slots it
+// holds, and places in the wait queue that wait turns into slots. Every
+// request that runs work (a generation, a media request, a forwarded
+// request, a video job) claims its slots with claimSlots, and end gives
+// back whatever the claim still holds. The zero value holds nothing.
+type slotClaim struct {
+	s      *Server
+	held   int64
+	queued int64
+	// lv are the live settings the claim was judged by: its request
+	// timeout, and the queue for messages.
+	lv Live
+}
+
+// claimSlots takes n slots, or n places in the wait queue when the slots
+// are busy (wait then waits for them). It reports false, having taken
+// nothing, when the queue is full (refuseBusy answers that).
+func (s *Server) claimSlots(n int64) (slotClaim, bool) {
+	c := slotClaim{s: s, lv: *s.live.Load()}
 	if s.sem.TryAcquire(n) {
 		s.m.running.Add(n)
-		return false, lv, true
+		c.held = n
+		return c, true
 	}
-	if s.m.waiting.Add(n) > int64(lv.MaxQueue) {
+	if s.m.waiting.Add(n) > int64(c.lv.MaxQueue) {
 		s.m.waiting.Add(-n)
-		return false, lv, false
+		return c, false
 	}
-	return true, lv, true
+	c.queued = n
+	return c, true
 }
 
-// awaitSlots waits for the n slots takeSlots queued for; the queue places
-// are given back whatever the outcome.
-func (s *Server) awaitSlots(ctx context.Context, n int64) error {
-	err := s.sem.Acquire(ctx, n)
-	s.m.waiting.Add(-n)
-	if err == nil {
-		s.m.running.Add(n)
+// wait waits for the slots the claim queued for (at once when it holds
+// them already), giving the queue places back whatever the outcome. With
+// ping it calls ping every heartbeat while it waits, and a failing ping
+// gives up with errClientGone.
+func (c *slotClaim) wait(ctx context.Context, ping func() error) error {
+	n := c.queued
+	if n == 0 {
+		return nil
 	}
-	return err
+	acquire := func(ctx context.Context) error {
+		err := c.s.sem.Acquire(ctx, n)
+		c.s.m.waiting.Add(-n)
+		c.queued = 0
+		if err == nil {
+			c.s.m.running.Add(n)
+			c.held += n
+		}
+		return err
+	}
+	if ping == nil {
+		return acquire(ctx)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() { got <- acquire(wctx) }()
+	t := time.NewTicker(c.s.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-got:
+			return err
+		case <-t.C:
+			if err := ping(); err != nil {
+				cancel()
+				<-got // a slot taken meanwhile stays held until end
+				return errClientGone
+			}
+		}
+	}
 }
 
-// releaseSlots gives back n slots.
-func (s *Server) releaseSlots(n int64) {
-	s.sem.Release(n)
-	s.m.running.Add(-n)
+// release gives back n of the slots the claim holds (no more than it
+// holds).
+func (c *slotClaim) release(n int64) {
+	n = min(n, c.held)
+	if n <= 0 {
+		return
+	}
+	c.held -= n
+	c.s.sem.Release(n)
+	c.s.m.running.Add(-n)
+}
+
+// end gives back every slot and queue place the claim still holds.
+func (c *slotClaim) end() {
+	c.release(c.held)
+	if c.queued > 0 {
+		c.s.m.waiting.Add(-c.queued)
+		c.queued = 0
+	}
+}
+
+// admitOne admits a request that is one unit of work (a media request, a
+// forwarded one): it takes a slot, or waits in the queue for one until
+// limits.request_timeout after arrival, and answers 429 or the wait's
+// error itself (ok false). Once it holds the slot the request's work is
+// bounded by it, so its body leaves the reading budget. rctx is the
+// request's context; the caller must call done when the work has ended.
+func (s *Server) admitOne(ctx *fasthttp.RequestCtx, arrival time.Time) (rctx context.Context, done func(), ok bool) {
+	c, ok := s.claimSlots(1)
+	if !ok {
+		s.refuseBusy(ctx, c.lv)
+		return nil, nil, false
+	}
+	rctx, cancel := s.requestContext(arrival, c.lv.RequestTimeout)
+	if err := c.wait(rctx, nil); err != nil {
+		cancel()
+		writeError(ctx, waitError(err, c.lv.RequestTimeout))
+		return nil, nil, false
+	}
+	s.endRead(ctx)
+	s.m.queue.observe(time.Since(arrival).Seconds())
+	return rctx, func() {
+		cancel()
+		c.end()
+	}, true
 }
 
 // refuseBusy answers 429 with Retry-After: every slot is taken and the

@@ -248,7 +248,7 @@ func (u *heldUpstream) Forward(ctx *fasthttp.RequestCtx, _ func(int), done func(
 		done(nil)
 	}
 }
-func (*heldUpstream) Model() string           { return "up" }
+func (*heldUpstream) Info() runtime.Info      { return runtime.Info{Model: "up"} }
 func (u *heldUpstream) Done() <-chan struct{} { return u.dead }
 func (*heldUpstream) Err() error              { return nil }
 func (*heldUpstream) Close() error            { return nil }
@@ -263,7 +263,9 @@ func TestUpstreamReadingBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetUpstream(up)
+	if err := s.SetBackend(up); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

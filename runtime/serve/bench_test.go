@@ -146,7 +146,10 @@ func startBenchServer(timing sim.Timing, scale float64) (*benchServer, error) {
 		bs.eng.Close()
 		return nil, err
 	}
-	bs.srv.SetEngine(bs.eng)
+	if err := bs.srv.SetBackend(bs.eng); err != nil {
+		bs.eng.Close()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		bs.eng.Close()

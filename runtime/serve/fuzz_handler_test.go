@@ -26,7 +26,9 @@ func FuzzHandler(f *testing.F) {
 		f.Fatal(err)
 	}
 	e := newSimF(f)
-	s.SetEngine(e)
+	if err := s.SetBackend(e); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, path string, body []byte) {
 		switch path {
 		case "/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize":

@@ -13,7 +13,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ttis-dev/ttis/runtime"
-	"github.com/ttis-dev/ttis/runtime/openai"
 )
 
 // handle routes a request. It never lets a panic escape: a panic becomes a
@@ -37,7 +36,6 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		}
 	}()
 	path := string(ctx.Path())
-	method := string(ctx.Method())
 	switch path {
 	case "/health":
 		s.health(ctx)
@@ -48,72 +46,20 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	case "/metrics":
 		s.metrics(ctx)
 		return
+	case "/tt-liveness":
+		s.ttLiveness(ctx)
+		return
 	}
 	if s.cfg.LegacyRoute != "" && path == s.cfg.LegacyRoute {
 		s.legacy(ctx, reqID, start)
 		return
 	}
-	if s.routeMedia(ctx, path, method, reqID, start) {
+	c := &apiCall{ctx: ctx, path: path, id: reqID, arrival: start}
+	if r, ok := lookupRoute(path); ok {
+		s.serveRoute(r, c)
 		return
 	}
-	type route struct {
-		method string
-		fn     func(*fasthttp.RequestCtx, *engineState, string)
-	}
-	var r route
-	switch path {
-	case "/v1/completions":
-		r = route{"POST", func(c *fasthttp.RequestCtx, st *engineState, id string) { s.generate(c, st, id, false, start) }}
-	case "/v1/chat/completions":
-		r = route{"POST", func(c *fasthttp.RequestCtx, st *engineState, id string) { s.generate(c, st, id, true, start) }}
-	case "/v1/models":
-		r = route{"GET", s.models}
-	case "/tokenize":
-		r = route{"POST", s.tokenize}
-	case "/detokenize":
-		r = route{"POST", s.detokenize}
-	case "/tokenizer_info":
-		r = route{"GET", s.tokenizerInfo}
-	default:
-		if id, ok := strings.CutPrefix(path, "/v1/models/"); ok {
-			r = route{"GET", func(c *fasthttp.RequestCtx, st *engineState, _ string) { s.model(c, st, id) }}
-			break
-		}
-		if s.passthrough(ctx, path, reqID, start) {
-			return
-		}
-		writeError(ctx, unknownRoute(s, method, path))
-		return
-	}
-	if method != r.method {
-		ctx.Response.Header.Set("Allow", r.method)
-		writeError(ctx, &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "MethodNotAllowed", Message: fmt.Sprintf("%s needs %s, got %s", path, r.method, method)})
-		return
-	}
-	if _, err := s.cfg.Auth.Verify(ctx.Request.Header.Peek("Authorization")); err != nil {
-		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="ttis"`)
-		writeError(ctx, &apiError{Status: fasthttp.StatusUnauthorized, Type: "AuthenticationError", Message: err.Error()})
-		return
-	}
-	if s.draining.Load() {
-		ctx.Response.Header.Set("Retry-After", "5")
-		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: "the server is shutting down"})
-		return
-	}
-	if e := s.admitRead(ctx, start); e != nil {
-		writeError(ctx, e)
-		return
-	}
-	if up := s.upstream.Load(); up != nil {
-		s.forward(ctx, up, path, reqID, start)
-		return
-	}
-	st := s.state.Load()
-	if st == nil {
-		s.unavailable(ctx)
-		return
-	}
-	r.fn(ctx, st, reqID)
+	s.unrouted(c)
 }
 
 func (s *Server) logRequest(ctx *fasthttp.RequestCtx, reqID string, status int, start time.Time) {
@@ -135,19 +81,12 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set(runtime.HeaderUnitHash, h)
 		ctx.Response.Header.Set(runtime.HeaderPID, strconv.Itoa(os.Getpid()))
 	}
-	if up := s.upstream.Load(); up != nil {
-		if wr, ok := up.u.(WorkerReporter); ok {
-			if w := wr.Workers(); w != "" {
-				ctx.Response.Header.Set(runtime.HeaderWorkers, w)
-			}
-		}
-	}
-	if up := s.upstream.Load(); up != nil && !up.alive() {
-		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: fmt.Sprintf("the upstream server exited: %v", up.u.Err())})
+	be := s.be.Load()
+	if be == nil {
+		s.unavailable(ctx)
 		return
 	}
-	if !s.Ready() {
-		s.unavailable(ctx)
+	if !be.health(ctx) {
 		return
 	}
 	if s.draining.Load() {
@@ -172,16 +111,8 @@ func (s *Server) version(ctx *fasthttp.RequestCtx) {
 	if c := s.cfg.Conditions.Map(); c != nil {
 		v["conditions"] = c
 	}
-	if up := s.upstream.Load(); up != nil {
-		v["upstream_model"] = up.u.Model()
-	}
-	if st := s.state.Load(); st != nil {
-		v["runtime"] = st.info.Runtime
-		v["engine"] = st.info.Version
-		v["simulated"] = st.info.Simulated
-	}
-	if ms := s.media.Load(); ms != nil {
-		v["runtime"], v["engine"], v["simulated"], v["task"] = ms.info.Runtime, ms.info.Version, ms.info.Simulated, ms.mi.Task
+	if be := s.be.Load(); be != nil {
+		be.describe(v)
 	}
 	writeJSON(ctx, v)
 }
@@ -191,26 +122,22 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(s.m.appendText(make([]byte, 0, 16<<10)))
 }
 
-func (s *Server) card(st *engineState) openai.ModelCard {
-	owner := "ttis"
-	if st.info.Simulated {
-		owner = "ttis-sim"
-	}
-	return openai.ModelCard{ID: s.cfg.Model, Object: "model", Created: s.started.Unix(), OwnedBy: owner, Root: st.info.Model,
-		MaxModelLen: st.maxContext, Permission: []string{}, Runtime: st.info.Runtime, Simulated: st.info.Simulated}
-}
-
-func (s *Server) models(ctx *fasthttp.RequestCtx, st *engineState, _ string) {
-	writeJSON(ctx, openai.ModelList{Object: "list", Data: []openai.ModelCard{s.card(st)}})
+// models answers GET /v1/models.
+func (s *Server) models(c *apiCall) {
+	writeJSON(c.ctx, struct {
+		Object string `json:"object"`
+		Data   []any  `json:"data"`
+	}{"list", []any{s.card(c.be)}})
 }
 
 // model answers GET /v1/models/{id} (the OpenAI SDK's models.retrieve).
-func (s *Server) model(ctx *fasthttp.RequestCtx, st *engineState, id string) {
-	if id == "" || !st.names[id] {
-		writeError(ctx, notFound("model", fmt.Sprintf("The model `%s` does not exist; this unit serves `%s`.", id, s.cfg.Model)))
+func (s *Server) model(c *apiCall) {
+	id := strings.TrimPrefix(c.path, "/v1/models/")
+	if id == "" || !c.be.names[id] {
+		writeError(c.ctx, notFound("model", fmt.Sprintf("The model `%s` does not exist; this unit serves `%s`.", id, s.cfg.Model)))
 		return
 	}
-	writeJSON(ctx, s.card(st))
+	writeJSON(c.ctx, s.card(c.be))
 }
 
 func (s *Server) checkModel(st *engineState, model string) *apiError {
@@ -220,7 +147,7 @@ func (s *Server) checkModel(st *engineState, model string) *apiError {
 	return notFound("model", fmt.Sprintf("The model `%s` does not exist; this unit serves `%s`.", model, s.cfg.Model))
 }
 
-func (s *Server) tokenize(ctx *fasthttp.RequestCtx, st *engineState, _ string) {
+func (s *Server) tokenize(ctx *fasthttp.RequestCtx, st *engineState) {
 	var b struct {
 		Model               string            `json:"model"`
 		Prompt              *string           `json:"prompt"`
@@ -285,7 +212,7 @@ func (s *Server) tokenize(ctx *fasthttp.RequestCtx, st *engineState, _ string) {
 	writeJSON(ctx, resp)
 }
 
-func (s *Server) detokenize(ctx *fasthttp.RequestCtx, st *engineState, _ string) {
+func (s *Server) detokenize(ctx *fasthttp.RequestCtx, st *engineState) {
 	var b struct {
 		Model  string `json:"model"`
 		Tokens *[]int `json:"tokens"`
@@ -309,7 +236,7 @@ func (s *Server) detokenize(ctx *fasthttp.RequestCtx, st *engineState, _ string)
 	writeJSON(ctx, map[string]any{"prompt": st.tok.Decode(*b.Tokens, true)})
 }
 
-func (s *Server) tokenizerInfo(ctx *fasthttp.RequestCtx, st *engineState, _ string) {
+func (s *Server) tokenizerInfo(ctx *fasthttp.RequestCtx, st *engineState) {
 	eos := ""
 	if ids := st.tok.EOS(); len(ids) > 0 {
 		eos = st.tok.Decode(ids[:1], false)

@@ -24,7 +24,9 @@ func TestQueuedStreamHeartbeatDetectsDisconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetEngine(e)
+	if err := s.SetBackend(e); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

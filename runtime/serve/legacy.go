@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"mime"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/auth"
+	"github.com/ttis-dev/ttis/runtime/openai"
 	"github.com/ttis-dev/ttis/runtime/toolcall"
 )
 
@@ -321,27 +321,27 @@ func (s *Server) legacy(ctx *fasthttp.RequestCtx, reqID string, start time.Time)
 		writeLegacyError(ctx, e)
 		return
 	}
-	if up := s.upstream.Load(); up != nil {
-		s.legacyUpstream(ctx, up, r, reqID, start)
-		return
-	}
-	st := s.state.Load()
-	if st == nil {
+	be := s.be.Load()
+	if be == nil || !be.serveText(func(st *engineState) { s.legacyLocal(ctx, st, r, reqID, start) },
+		func() { s.legacyForward(ctx, be, r, reqID, start) }) {
 		ctx.Response.Header.Set("Retry-After", "5")
 		writeLegacyError(ctx, &legacyError{fasthttp.StatusServiceUnavailable, "the model is loading"})
-		return
 	}
+}
+
+// legacyLocal serves a legacy request from the unit's text engine.
+func (s *Server) legacyLocal(ctx *fasthttp.RequestCtx, st *engineState, r *legacyRequest, reqID string, start time.Time) {
 	gr := &genRequest{promptTexts: []string{r.text}, n: 1, maxTokens: int(r.maxTokens), maxTokensArg: "max_tokens", addSpecial: true, logprobs: -1,
 		sampling: runtime.Sampling{Temperature: float32(r.temperature), TopP: float32(r.topP), TopK: int(r.topK), RepetitionPenalty: 1}}
 	if r.stop != "" {
 		gr.stop = []string{r.stop}
 	}
-	j, ae := s.newJob(st, gr, reqID, start)
+	j, ae := s.newJob(st, gr, completionFormat{}, reqID, start)
 	if ae != nil {
 		writeLegacyError(ctx, &legacyError{ae.Status, ae.Message})
 		return
 	}
-	if _, ok := s.admit(j, start); !ok {
+	if !j.admit() {
 		retryAfter(ctx, time.Second)
 		writeLegacyError(ctx, &legacyError{fasthttp.StatusServiceUnavailable, "Service overloaded, try again later."})
 		return
@@ -356,12 +356,7 @@ func (s *Server) legacy(ctx *fasthttp.RequestCtx, reqID string, start time.Time)
 	if r.returnPrompt {
 		prefix = r.text
 	}
-	conn := ctx.Conn()
-	http11 := ctx.Request.Header.IsHTTP11()
-	keep := http11 && !ctx.Request.Header.ConnectionClose() && !s.draining.Load()
-	ctx.HijackSetNoResponse(true)
-	keep = j.streamRaw(conn, keep, http11, prefix)
-	ctx.Hijack(func(hc net.Conn) { s.keepConn(conn, hc, keep) })
+	s.hijack(ctx, func(conn net.Conn, keep, chunked bool) bool { return j.streamRaw(conn, keep, chunked, prefix) })
 }
 
 // rawSink writes a sequence's text as it is, for the legacy API.
@@ -397,11 +392,9 @@ func (j *job) streamRaw(conn net.Conn, keep, chunked bool, prefix string) (kept 
 		status = "client gone"
 		return false
 	}
-	if j.queued > 0 {
-		if err := j.waitSlots(nil); err != nil {
-			status = err.Error()
-			return k.end() == nil && keep
-		}
+	if err := j.waitSlots(nil); err != nil {
+		status = err.Error()
+		return k.end() == nil && keep
 	}
 	if e := j.start(); e != nil {
 		status = e.Message
@@ -424,11 +417,11 @@ func (j *job) streamRaw(conn net.Conn, keep, chunked bool, prefix string) (kept 
 	return k.end() == nil && keep
 }
 
-// legacyUpstream serves a legacy request from the upstream server (the
+// legacyForward serves a legacy request through the unit's Forwarder (the
 // vllm runtime) as a streamed /v1/completions request, writing the text of
 // its events raw.
-func (s *Server) legacyUpstream(ctx *fasthttp.RequestCtx, up *upstreamState, r *legacyRequest, reqID string, start time.Time) {
-	body := map[string]any{"model": up.u.Model(), "prompt": r.text, "max_tokens": r.maxTokens, "temperature": r.temperature,
+func (s *Server) legacyForward(ctx *fasthttp.RequestCtx, be *backendState, r *legacyRequest, reqID string, start time.Time) {
+	body := map[string]any{"model": be.info.Model, "prompt": r.text, "max_tokens": r.maxTokens, "temperature": r.temperature,
 		"top_p": r.topP, "top_k": r.topK, "stream": true}
 	if r.stop != "" {
 		body["stop"] = []string{r.stop}
@@ -443,7 +436,7 @@ func (s *Server) legacyUpstream(ctx *fasthttp.RequestCtx, up *upstreamState, r *
 	sub.Request.SetRequestURI("/v1/completions")
 	sub.Request.Header.SetContentType("application/json")
 	sub.Request.SetBody(b)
-	s.forward(sub, up, "/v1/completions", reqID, start)
+	s.forward(&apiCall{ctx: sub, be: be, path: "/v1/completions", id: reqID, arrival: start}, fwdText)
 	s.endRead(ctx)
 	if code := sub.Response.StatusCode(); code != fasthttp.StatusOK {
 		var e struct {
@@ -474,29 +467,24 @@ func (s *Server) legacyUpstream(ctx *fasthttp.RequestCtx, up *upstreamState, r *
 		if events == nil {
 			return
 		}
-		br := bufio.NewReader(events)
-		for range 1 << 24 { // bounded: each round reads a line or ends
-			line, err := br.ReadBytes('\n')
-			data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data: "))
-			if ok && string(data) == "[DONE]" {
+		// The upstream's events, read by the one SSE reader.
+		sr := openai.NewReader(events, 4096)
+		var c openai.Chunk
+		for range 1 << 24 { // bounded: each round reads an event or ends
+			data, _, err := sr.Next()
+			if err != nil {
+				return // the stream ended without [DONE], or broke
+			}
+			if string(data) == "[DONE]" {
 				_, _ = w.WriteString(legacyEnd)
 				_ = w.Flush()
 				return
 			}
-			if ok {
-				var ev struct {
-					Choices []struct {
-						Text string `json:"text"`
-					} `json:"choices"`
-				}
-				if json.Unmarshal(data, &ev) == nil && len(ev.Choices) > 0 && ev.Choices[0].Text != "" {
-					if _, werr := w.WriteString(ev.Choices[0].Text); werr != nil || w.Flush() != nil {
-						return // the client went away; closing the body stream stops the upstream
-					}
-				}
+			if openai.ParseChunk(data, &c) != nil || len(c.Text) == 0 {
+				continue
 			}
-			if errors.Is(err, io.EOF) || err != nil {
-				return
+			if _, werr := w.Write(c.Text); werr != nil || w.Flush() != nil {
+				return // the client went away; closing the body stream stops the upstream
 			}
 		}
 	})

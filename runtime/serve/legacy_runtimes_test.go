@@ -37,7 +37,9 @@ func TestLegacyAPIOnUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upSrv.SetEngine(newSim(t))
+	if err := upSrv.SetBackend(newSim(t)); err != nil {
+		t.Fatal(err)
+	}
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +50,9 @@ func TestLegacyAPIOnUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front.SetUpstream(proxyUpstream{Proxy: vllm.NewProxy(upLn.Addr().String(), 10*time.Second), done: make(chan struct{})})
+	if err := front.SetBackend(proxyUpstream{Proxy: vllm.NewProxy(upLn.Addr().String(), 10*time.Second), done: make(chan struct{})}); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

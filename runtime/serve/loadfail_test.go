@@ -18,7 +18,7 @@ func TestRunFailedOpenReturnsPromptly(t *testing.T) {
 	errs := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		errs <- Run(context.Background(), cfg, func(context.Context) (runtime.Engine, error) {
+		errs <- Run(context.Background(), cfg, func(context.Context) (runtime.Backend, error) {
 			return nil, errors.New("model file /m.gguf is not a GGUF file")
 		})
 	}()

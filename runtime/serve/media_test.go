@@ -67,7 +67,9 @@ func startMedia(t testing.TB, model, device, extra string) *mediaServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetMedia(eng)
+	if err := s.SetBackend(eng); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -553,7 +555,9 @@ func TestMediaAdmission(t *testing.T) {
 	cfg, _ := serve.ConfigFor(u, serve.Options{})
 	cfg.MaxQueue = 0 // a unit's queue is at least 16; no waiting here
 	s, _ := serve.New(cfg)
-	s.SetMedia(eng)
+	if err := s.SetBackend(eng); err != nil {
+		t.Fatal(err)
+	}
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	go s.Serve(ln)
 	defer s.Shutdown(context.Background())

@@ -272,31 +272,30 @@ func (h *mediaHandler) submitVideo() {
 	h.ctx.SetStatusCode(fasthttp.StatusAccepted)
 }
 
-// queueMedia admits a job: it takes a slot now or a place in the wait
+// queueMedia admits a job: it claims a slot now or a place in the wait
 // queue (429 when full, answered here). The returned acquire waits for
-// the slot (with a nil context it gives the reservation back); its
-// release ends the job's hold.
+// the slot (with a nil context it gives the claim back); its release
+// ends the job's hold.
 func (s *Server) queueMedia(ctx *fasthttp.RequestCtx) (acquire func(context.Context) (func(error), error), ok bool) {
 	arrival := time.Now()
-	queued, lv, ok := s.takeSlots(1)
+	c, ok := s.claimSlots(1)
 	if !ok {
-		s.refuseBusy(ctx, lv)
+		s.refuseBusy(ctx, c.lv)
 		return nil, false
 	}
-	return func(c context.Context) (func(error), error) {
-		if c == nil { // give the reservation back
-			if queued {
-				s.m.waiting.Add(-1)
-			} else {
-				s.releaseSlots(1)
-			}
+	return func(jctx context.Context) (func(error), error) {
+		if jctx == nil { // give the claim back
+			c.end()
 			return nil, nil
 		}
-		if queued {
-			if err := s.awaitSlots(c, 1); err != nil {
-				return nil, err
-			}
+		if err := c.wait(jctx, nil); err != nil {
+			return nil, err
 		}
-		return s.holdMediaSlot(arrival), nil
+		s.m.queue.observe(time.Since(arrival).Seconds())
+		record := s.recordMedia(time.Now(), arrival)
+		return func(err error) {
+			c.end()
+			record(err)
+		}, nil
 	}, true
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/auth"
 	"github.com/ttis-dev/ttis/runtime/vllm"
 )
@@ -67,7 +68,7 @@ func TestPassthroughOnUpstream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)
 	go func() {
-		runDone <- front.run(ctx, ln, func(context.Context) (backend, error) { return upstreamBackend{up}, nil })
+		runDone <- front.run(ctx, ln, func(context.Context) (runtime.Backend, error) { return up, nil })
 	}()
 	defer func() {
 		cancel()
@@ -165,7 +166,7 @@ func TestNoPassthroughOnEngine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- s.run(ctx, ln, func(context.Context) (backend, error) { return engineBackend{newSim(t)}, nil })
+		done <- s.run(ctx, ln, func(context.Context) (runtime.Backend, error) { return newSim(t), nil })
 	}()
 	defer func() {
 		cancel()

@@ -3,7 +3,9 @@
 // before work (admit.go: a reading budget in bytes, prompts judged by their
 // length, max_concurrency slots and a bounded wait queue), request
 // validation, stop strings, n>1 fan-out, SSE framing and vLLM-named
-// Prometheus metrics, and drives a runtime.Engine for tokens.
+// Prometheus metrics, and serves them from the unit's backend: a
+// runtime.Backend, asked once what it can do (backend.go) and served
+// through one route table (routes.go).
 //
 // Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
 // POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health,
@@ -14,11 +16,13 @@
 // serve tt-media-server's API instead (media.go).
 //
 // Streaming responses are written straight to the connection as HTTP/1.1
-// chunks, one write per batch of pending tokens; the connection then serves
-// the client's next request (keep-alive) unless the client asked to close
-// it or spoke HTTP/1.0. A unit whose runtime is an upstream server (vllm) is
-// served in upstream mode: auth, slots, the queue, the request log and
-// latency metrics stay here and the request is forwarded (see Upstream).
+// chunks, one write per batch of pending tokens (sse.go); the connection
+// then serves the client's next request (keep-alive) unless the client
+// asked to close it or spoke HTTP/1.0. A unit whose backend is a Forwarder
+// (the vllm runtime's upstream server) has its requests forwarded: auth,
+// slots, the queue, the request log and latency metrics stay here
+// (forward.go), and routes the front door does not know are passed
+// through (passthrough.go).
 package serve
 
 import (
@@ -28,7 +32,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,12 +99,6 @@ type Config struct {
 	MediaLimits MediaLimits
 }
 
-// WorkerReporter is an Upstream that knows its device workers (a
-// tt-media-server restarts them inside its process): Workers is one line
-// such as "4 workers: 4 alive, 4 ready, 1 restarts, 2 errors", or "".
-type WorkerReporter interface {
-	Workers() string
-}
 
 // Live is the part of a unit's configuration that a running server takes
 // without a restart: it is read per request, not built into the engine,
@@ -118,16 +115,14 @@ func (c Config) live() Live {
 	return Live{MaxQueue: c.MaxQueue, RequestTimeout: c.RequestTimeout, ShutdownGrace: c.ShutdownGrace, UnitHash: c.UnitHash}
 }
 
-// Server is one unit's inference server. Create it with New, hand it an
-// engine with SetEngine (health turns 200), serve with Serve and stop with
-// Shutdown; Run does all of that.
+// Server is one unit's inference server. Create it with New, hand it a
+// backend with SetBackend (health turns 200), serve with Serve and stop
+// with Shutdown; Run does all of that.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	state    atomic.Pointer[engineState]
-	live     atomic.Pointer[Live]
-	upstream atomic.Pointer[upstreamState]
-	media    atomic.Pointer[mediaState]
+	cfg  Config
+	log  *slog.Logger
+	be   atomic.Pointer[backendState]
+	live atomic.Pointer[Live]
 	// videoJobs are the video generation jobs (media_video.go).
 	videoJobs videoJobs
 	// loadErr is set when the engine failed to open.
@@ -154,16 +149,6 @@ type Server struct {
 	started time.Time
 	// sinks recycles SSE writers and their buffers across streams.
 	sinks sync.Pool
-}
-
-type engineState struct {
-	eng        runtime.Engine
-	info       runtime.Info
-	tok        runtime.Tokenizer
-	names      map[string]bool
-	maxContext int
-	eos        map[int]bool
-	grammars   *grammarCache
 }
 
 // New validates cfg and builds a server with no engine yet.
@@ -231,24 +216,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// SetEngine makes the server ready: /health answers 200 from now on.
-func (s *Server) SetEngine(e runtime.Engine) {
-	info := e.Info()
-	st := &engineState{eng: e, info: info, tok: e.Tokenizer(), names: map[string]bool{s.cfg.Model: true, info.Model: true}, eos: map[int]bool{}}
-	st.grammars = newGrammarCache(st.tok)
-	for _, a := range s.cfg.Aliases {
-		st.names[a] = true
-	}
-	st.maxContext = info.MaxContext
-	if s.cfg.MaxContext > 0 && (st.maxContext <= 0 || s.cfg.MaxContext < st.maxContext) {
-		st.maxContext = s.cfg.MaxContext
-	}
-	for _, id := range st.tok.EOS() {
-		st.eos[id] = true
-	}
-	s.state.Store(st)
-}
-
 // SetLive applies new live settings; requests that arrive from now on see
 // them. A negative queue is refused (the old settings stay).
 func (s *Server) SetLive(l Live) error {
@@ -271,10 +238,8 @@ func (s *Server) SetLoadError(err error) {
 	s.loadErr.Store(&msg)
 }
 
-// Ready reports whether an engine or an upstream is set.
-func (s *Server) Ready() bool {
-	return s.state.Load() != nil || s.upstream.Load() != nil || s.media.Load() != nil
-}
+// Ready reports whether a backend is set.
+func (s *Server) Ready() bool { return s.be.Load() != nil }
 
 // Handler is the server's request handler (for in-process tests and
 // benchmarks that serve it on their own listener).
@@ -313,33 +278,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Run serves cfg.Listen: it starts listening at once (health 503), opens
-// the engine in the background, and serves until ctx ends; then it drains
-// (see Shutdown) and closes the engine. A failed engine open ends Run with
-// the error.
-func Run(ctx context.Context, cfg Config, open func(context.Context) (runtime.Engine, error)) error {
-	return runBackend(ctx, cfg, func(c context.Context) (backend, error) {
-		e, err := open(c)
-		if err != nil {
-			return nil, err
-		}
-		return engineBackend{e}, nil
-	})
-}
-
-// RunUpstream is Run for a unit whose requests go to an upstream server
-// (the vllm runtime): it ends with an error when the upstream dies, so the
-// supervisor restarts the unit.
-func RunUpstream(ctx context.Context, cfg Config, open func(context.Context) (Upstream, error)) error {
-	return runBackend(ctx, cfg, func(c context.Context) (backend, error) {
-		u, err := open(c)
-		if err != nil {
-			return nil, err
-		}
-		return upstreamBackend{u}, nil
-	})
-}
-
-func runBackend(ctx context.Context, cfg Config, open func(context.Context) (backend, error)) error {
+// the backend in the background, and serves until ctx ends; then it drains
+// (see Shutdown) and closes the backend. A failed open ends Run with the
+// error, and so does a backend that ends on its own (a runtime.Exiter: an
+// upstream server), so that the supervisor restarts the unit.
+func Run(ctx context.Context, cfg Config, open func(context.Context) (runtime.Backend, error)) error {
 	s, err := New(cfg)
 	if err != nil {
 		return err
@@ -351,37 +294,7 @@ func runBackend(ctx context.Context, cfg Config, open func(context.Context) (bac
 	return s.run(ctx, ln, open)
 }
 
-// backend is what a unit's requests are served from: an engine, or an
-// upstream server they are forwarded to.
-type backend interface {
-	// install makes the server ready with this backend.
-	install(s *Server)
-	// dead is closed when the backend dies on its own (nil: never).
-	dead() <-chan struct{}
-	deathErr() error
-	Close() error
-}
-
-type engineBackend struct{ runtime.Engine }
-
-func (b engineBackend) install(s *Server) {
-	s.SetEngine(b.Engine)
-	i := b.Info()
-	s.log.Info("ready", "model", i.Model, "runtime", i.Runtime, "simulated", i.Simulated)
-}
-func (engineBackend) dead() <-chan struct{} { return nil }
-func (engineBackend) deathErr() error       { return nil }
-
-type upstreamBackend struct{ Upstream }
-
-func (b upstreamBackend) install(s *Server) {
-	s.SetUpstream(b.Upstream)
-	s.log.Info("ready", "model", b.Model(), "runtime", "upstream")
-}
-func (b upstreamBackend) dead() <-chan struct{} { return b.Done() }
-func (b upstreamBackend) deathErr() error       { return b.Err() }
-
-func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Context) (backend, error)) error {
+func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Context) (runtime.Backend, error)) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.Serve(ln) }()
 	if s.cfg.Reload != nil {
@@ -392,7 +305,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	s.log.Info("listening", "addr", ln.Addr().String(), "model", s.cfg.Model)
 
 	type opened struct {
-		b   backend
+		b   runtime.Backend
 		err error
 	}
 	openCtx, cancelOpen := context.WithCancel(ctx)
@@ -403,7 +316,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 		openDone <- opened{b, err}
 	}()
 
-	var be backend
+	var b runtime.Backend
 	var runErr error
 	// openReceived is true once openDone was received from: a failed open must
 	// not then wait the shutdown grace for a second value that never comes.
@@ -412,21 +325,28 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	select {
 	case o := <-openDone:
 		openReceived = true
+		b = o.b
+		if o.err == nil && b == nil {
+			o.err = errors.New("the runtime opened no backend")
+		}
+		if o.err == nil {
+			o.err = s.SetBackend(b)
+		}
 		if o.err != nil {
 			runErr = fmt.Errorf("open runtime: %w", o.err)
 			s.SetLoadError(runErr)
 			break
 		}
-		be = o.b
-		be.install(s)
+		be := s.be.Load()
+		be.logReady(s)
 		select {
 		case <-ctx.Done():
 		case err := <-serveErr:
 			served = true
 			runErr = fmt.Errorf("serve: %w", err)
-		case <-be.dead():
-			runErr = fmt.Errorf("runtime exited: %v", be.deathErr())
-			s.log.Error("runtime exited", "err", be.deathErr())
+		case <-be.ended():
+			runErr = fmt.Errorf("runtime exited: %v", be.exit.Err())
+			s.log.Error("runtime exited", "err", be.exit.Err())
 		}
 	case <-ctx.Done():
 		cancelOpen()
@@ -446,17 +366,17 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	if !served {
 		<-serveErr
 	}
-	if be == nil && !openReceived {
+	if !openReceived {
 		// The open may still be running; wait for it so what it opened is
 		// closed rather than leaked.
 		select {
 		case o := <-openDone:
-			be = o.b
+			b = o.b
 		case <-time.After(s.live.Load().ShutdownGrace):
 		}
 	}
-	if be != nil {
-		if err := be.Close(); err != nil {
+	if b != nil {
+		if err := b.Close(); err != nil {
 			s.log.Warn("closing runtime", "err", err)
 		}
 	}
@@ -483,132 +403,6 @@ func (s *Server) reloads(ctx context.Context) {
 
 // newID returns a random identifier for responses and requests.
 func newID() string { return rand.Text() }
-
-// keepConn runs after a streamed response, with conn the connection the
-// request came on and hc fasthttp's hijacked view of it. A clean stream
-// with keep-alive goes on serving the client's next requests on conn (see
-// serveKept); anything else closes it.
-//
-// Requests the client pipelined behind the stream sit in fasthttp's read
-// buffer, which only hc reads: they are taken from it and replayed ahead
-// of the socket. The next stream on the connection starts again from the
-// socket itself, so wrappers never nest.
-func (s *Server) keepConn(conn, hc net.Conn, keep bool) {
-	raw := conn
-	if p, ok := conn.(*replayConn); ok {
-		raw = p.Conn
-	}
-	var ahead []byte
-	var err error
-	if keep {
-		ahead, err = takeBuffered(raw, hc)
-	}
-	s.keptMu.Lock()
-	defer s.keptMu.Unlock()
-	if !keep || err != nil || s.draining.Load() {
-		_ = raw.Close()
-		return
-	}
-	if s.kept == nil {
-		s.kept = map[*replayConn]struct{}{}
-	}
-	// Always a new wrapper: fasthttp tracks connections by value, and the
-	// request's own serving loop is still to forget raw when this one
-	// starts.
-	next := &replayConn{Conn: raw, ahead: ahead}
-	next.used.Store(len(ahead) > 0)
-	s.kept[next] = struct{}{}
-	// A goroutine of its own, so that fasthttp releases the finished
-	// request's context now rather than when the connection ends.
-	go s.serveKept(next)
-}
-
-// serveKept waits, up to IdleTimeout, for the first byte of the client's
-// next request on a kept connection, then hands the connection back to
-// fasthttp. The wait is ours because fasthttp serves a handed-back
-// connection as a new one: it would bound the wait by ReadTimeout and
-// never count the connection as idle, so its shutdown would wait on it.
-func (s *Server) serveKept(c *replayConn) {
-	defer func() {
-		s.keptMu.Lock()
-		delete(s.kept, c)
-		s.keptMu.Unlock()
-	}()
-	if !c.used.Load() {
-		var first [1]byte
-		err := c.Conn.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
-		if err == nil {
-			var n int
-			n, err = c.Conn.Read(first[:])
-			if n == 1 {
-				err = errors.Join(err, c.Conn.SetReadDeadline(time.Time{}))
-			}
-		}
-		if err != nil {
-			_ = c.Conn.Close()
-			return
-		}
-		c.ahead = append(c.ahead, first[0])
-		c.used.Store(true)
-	}
-	_ = s.srv.ServeConn(c)
-}
-
-// closeKept closes the kept connections: with idleOnly, those still
-// waiting for a request to begin.
-func (s *Server) closeKept(idleOnly bool) {
-	s.keptMu.Lock()
-	defer s.keptMu.Unlock()
-	for c := range s.kept {
-		if !idleOnly || !c.used.Load() {
-			_ = c.Conn.Close()
-		}
-	}
-}
-
-// aLongTimeAgo is a read deadline that has passed: reads fail at once
-// with os.ErrDeadlineExceeded instead of waiting for the socket.
-var aLongTimeAgo = time.Unix(1, 0)
-
-// takeBuffered returns what reading hc yields without waiting on raw, its
-// socket: bytes fasthttp had read ahead (and, for a replayConn, the rest
-// of its replay).
-func takeBuffered(raw, hc net.Conn) ([]byte, error) {
-	if err := raw.SetReadDeadline(aLongTimeAgo); err != nil {
-		return nil, err
-	}
-	var ahead []byte
-	var buf [512]byte
-	for range 1 << 16 { // bounded: fasthttp's buffer and a replay are finite
-		n, err := hc.Read(buf[:])
-		ahead = append(ahead, buf[:n]...)
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return ahead, raw.SetReadDeadline(time.Time{})
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return nil, errors.New("read-ahead buffer does not end")
-}
-
-// replayConn is a connection whose first reads return ahead; keepConn
-// hands connections back to fasthttp in one. used records that a request
-// has begun to arrive on it.
-type replayConn struct {
-	net.Conn
-	ahead []byte
-	used  atomic.Bool
-}
-
-func (c *replayConn) Read(p []byte) (int, error) {
-	if len(c.ahead) > 0 {
-		n := copy(p, c.ahead)
-		c.ahead = c.ahead[n:]
-		return n, nil
-	}
-	return c.Conn.Read(p)
-}
 
 type fasthttpLogger struct{ log *slog.Logger }
 

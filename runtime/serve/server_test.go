@@ -51,9 +51,9 @@ func TestHealthWhileLoading(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- s.run(ctx, ln, func(context.Context) (backend, error) {
+		done <- s.run(ctx, ln, func(context.Context) (runtime.Backend, error) {
 			<-release
-			return engineBackend{newSim(t)}, nil
+			return newSim(t), nil
 		})
 	}()
 	for _, p := range []string{"/health", "/v1/models"} {
@@ -101,7 +101,7 @@ func TestLoadFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		boom := errors.New("no device")
-		err = s.run(context.Background(), ln, func(context.Context) (backend, error) { return nil, boom })
+		err = s.run(context.Background(), ln, func(context.Context) (runtime.Backend, error) { return nil, boom })
 		if !errors.Is(err, boom) {
 			t.Fatalf("run = %v, want the open error", err)
 		}
@@ -126,7 +126,9 @@ func TestPanicBecomes500(t *testing.T) {
 	}
 	e := newSim(t)
 	defer e.Close()
-	s.SetEngine(panicky{e})
+	if err := s.SetBackend(panicky{e}); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +172,9 @@ func TestSlowClientTimesOut(t *testing.T) {
 	}
 	e := newSim(t)
 	defer e.Close()
-	s.SetEngine(e)
+	if err := s.SetBackend(e); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

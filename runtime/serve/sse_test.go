@@ -22,8 +22,14 @@ func testJob(t *testing.T, chat bool, logprobs int, usage bool) (*job, *seqState
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetEngine(e)
-	j := &job{s: s, st: s.state.Load(), r: &genRequest{chat: chat, logprobs: logprobs, includeUsage: usage}, respID: "id-1", created: 1700000000, promptToks: 3}
+	if err := s.SetBackend(e); err != nil {
+		t.Fatal(err)
+	}
+	var f format = completionFormat{}
+	if chat {
+		f = chatFormat{}
+	}
+	j := &job{s: s, st: s.be.Load().text, r: &genRequest{chat: chat, logprobs: logprobs, includeUsage: usage}, f: f, respID: "id-1", created: 1700000000, promptToks: 3}
 	q := &seqState{index: 0, tokens: 2}
 	j.seqs = []*seqState{q}
 	return j, q
@@ -32,7 +38,7 @@ func testJob(t *testing.T, chat bool, logprobs int, usage bool) (*job, *seqState
 func TestAppendChunksChat(t *testing.T) {
 	j, q := testJob(t, true, -1, true)
 	q.events = []event{{text: []byte(" hello")}, {text: []byte(" \"world\"")}}
-	got := string(j.appendChunks(nil, q, false))
+	got := string(j.f.appendChunks(nil, j, q, false))
 	want := `data: {"id":"id-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n" +
 		`data: {"id":"id-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" hello"},"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n" +
 		`data: {"id":"id-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":" \"world\""},"logprobs":null,"finish_reason":null}],"usage":null}` + "\n\n"
@@ -43,7 +49,7 @@ func TestAppendChunksChat(t *testing.T) {
 	// repeated.
 	q.events = q.events[:0]
 	q.finish, q.stop = "stop", "\n"
-	got = string(j.appendChunks(nil, q, true))
+	got = string(j.f.appendChunks(nil, j, q, true))
 	want = `data: {"id":"id-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop","stop_reason":"\n"}],"usage":null}` + "\n\n"
 	if got != want {
 		t.Errorf("final chunk\n%s\nwant\n%s", got, want)
@@ -63,7 +69,7 @@ func TestAppendChunksCompletionLogprobs(t *testing.T) {
 		{text: tok.TokenBytes(ids[1]), tok: runtime.Token{ID: ids[1], Logprob: -1.5}, hasTok: true},
 	}
 	q.finish = "length"
-	got := string(j.appendChunks(nil, q, true))
+	got := string(j.f.appendChunks(nil, j, q, true))
 	want := `data: {"id":"id-1","object":"text_completion","created":1700000000,"model":"m","choices":[{"index":0,"text":" the","logprobs":{"text_offset":[0],"token_logprobs":[-0.5],"tokens":[" the"],"top_logprobs":[{" the":-0.5," water":-0.25}]},"finish_reason":null}]}` + "\n\n" +
 		`data: {"id":"id-1","object":"text_completion","created":1700000000,"model":"m","choices":[{"index":0,"text":" water","logprobs":{"text_offset":[4],"token_logprobs":[-1.5],"tokens":[" water"],"top_logprobs":[{" water":-1.5}]},"finish_reason":"length","stop_reason":null}]}` + "\n\n"
 	if got != want {

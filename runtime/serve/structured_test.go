@@ -18,7 +18,7 @@ import (
 
 // startServer serves eng in-process on a loopback port until the test
 // ends and returns the base URL.
-func startServer(t testing.TB, cfg Config, eng runtime.Engine) string {
+func startServer(t testing.TB, cfg Config, eng runtime.Backend) string {
 	t.Helper()
 	_, addr := serveEngine(t, cfg, eng)
 	return "http://" + addr
@@ -26,13 +26,15 @@ func startServer(t testing.TB, cfg Config, eng runtime.Engine) string {
 
 // serveEngine serves eng in-process on a loopback port until the test
 // ends (then shuts the server down) and returns the server and address.
-func serveEngine(t testing.TB, cfg Config, eng runtime.Engine) (*Server, string) {
+func serveEngine(t testing.TB, cfg Config, eng runtime.Backend) (*Server, string) {
 	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetEngine(eng)
+	if err := s.SetBackend(eng); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

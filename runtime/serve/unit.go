@@ -14,9 +14,10 @@ import (
 	"github.com/ttis-dev/ttis/units/catalog"
 )
 
-// OpenFunc opens a unit's engine; each runtime provides one
-// (sim.Open, cpu.Open, …).
-type OpenFunc func(ctx context.Context, u *units.Unit) (runtime.Engine, error)
+// OpenFunc opens a unit's backend (runtime/backend.go): `ttisd serve`
+// keeps one per runtime name. log is the process's logger, for a backend
+// that logs (an upstream server's output).
+type OpenFunc func(ctx context.Context, u *units.Unit, log *slog.Logger) (runtime.Backend, error)
 
 // Options are the process-level settings of RunUnit.
 type Options struct {
@@ -85,47 +86,21 @@ func LiveFor(u *units.Unit, hash string, o Options) Live {
 	return Live{MaxQueue: u.Limits.MaxQueue, RequestTimeout: u.Limits.RequestTimeout.Duration, ShutdownGrace: shutdownGrace(u, o), UnitHash: hash}
 }
 
-// RunUnit serves a loaded unit until ctx ends (see Run).
-func RunUnit(ctx context.Context, u *units.Unit, open func(context.Context) (runtime.Engine, error), o Options) error {
+// RunUnit serves a loaded unit with the backend open opens, until ctx
+// ends (see Run).
+func RunUnit(ctx context.Context, u *units.Unit, open OpenFunc, o Options) error {
 	cfg, err := ConfigFor(u, o)
 	if err != nil {
 		return err
 	}
-	if cfg.Logger != nil {
-		cfg.Logger = cfg.Logger.With("unit", u.Name)
-	}
-	return Run(ctx, cfg, open)
-}
-
-// MediaOpenFunc opens a media unit's engine (sim.OpenMedia).
-type MediaOpenFunc func(ctx context.Context, u *units.Unit) (runtime.MediaEngine, error)
-
-// RunUnitMedia serves a loaded media unit (see RunMedia).
-func RunUnitMedia(ctx context.Context, u *units.Unit, open func(context.Context) (runtime.MediaEngine, error), o Options) error {
-	cfg, err := ConfigFor(u, o)
-	if err != nil {
-		return err
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Logger != nil {
 		cfg.Logger = cfg.Logger.With("unit", u.Name)
 	}
-	return RunMedia(ctx, cfg, open)
-}
-
-// UpstreamOpenFunc opens a unit's upstream server (vllm.Open, adapted).
-type UpstreamOpenFunc func(ctx context.Context, u *units.Unit, log *slog.Logger) (Upstream, error)
-
-// RunUnitUpstream serves a loaded unit by forwarding to the upstream that
-// open starts (see RunUpstream).
-func RunUnitUpstream(ctx context.Context, u *units.Unit, open func(context.Context) (Upstream, error), o Options) error {
-	cfg, err := ConfigFor(u, o)
-	if err != nil {
-		return err
-	}
-	if cfg.Logger != nil {
-		cfg.Logger = cfg.Logger.With("unit", u.Name)
-	}
-	return RunUpstream(ctx, cfg, open)
+	return Run(ctx, cfg, func(ctx context.Context) (runtime.Backend, error) { return open(ctx, u, log) })
 }
 
 // NewLogger returns the serve process's logger: tint (coloured text) when

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/auth"
 	"github.com/ttis-dev/ttis/runtime/vllm"
 )
@@ -23,7 +24,7 @@ type proxyUpstream struct {
 	done chan struct{}
 }
 
-func (proxyUpstream) Model() string           { return "up" }
+func (proxyUpstream) Info() runtime.Info      { return runtime.Info{Model: "up"} }
 func (p proxyUpstream) Done() <-chan struct{} { return p.done }
 func (proxyUpstream) Err() error              { return errors.New("upstream killed") }
 func (proxyUpstream) Close() error            { return nil }
@@ -36,7 +37,9 @@ func TestUpstreamMode(t *testing.T) {
 	}
 	e := newSim(t)
 	defer e.Close()
-	upSrv.SetEngine(e)
+	if err := upSrv.SetBackend(e); err != nil {
+		t.Fatal(err)
+	}
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +67,7 @@ func TestUpstreamMode(t *testing.T) {
 	up := proxyUpstream{Proxy: vllm.NewProxy(upLn.Addr().String(), 10*time.Second), done: make(chan struct{})}
 	runDone := make(chan error, 1)
 	go func() {
-		runDone <- front.run(context.Background(), ln, func(context.Context) (backend, error) { return upstreamBackend{up}, nil })
+		runDone <- front.run(context.Background(), ln, func(context.Context) (runtime.Backend, error) { return up, nil })
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

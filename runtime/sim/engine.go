@@ -250,20 +250,8 @@ func (e *Engine) Tokenizer() runtime.Tokenizer { return e.tok }
 
 // Generate queues one sequence for prefill.
 func (e *Engine) Generate(ctx context.Context, req *runtime.Request) (*runtime.Stream, error) {
-	if len(req.Prompt) == 0 {
-		return nil, errors.New("prompt is empty")
-	}
-	if len(req.Prompt) > e.cfg.MaxContext {
-		return nil, fmt.Errorf("%w: %d prompt tokens, context window %d", runtime.ErrContextLength, len(req.Prompt), e.cfg.MaxContext)
-	}
-	vocab := e.tok.VocabSize()
-	for i, id := range req.Prompt {
-		if id < 0 || id >= vocab {
-			return nil, fmt.Errorf("prompt token %d: id %d is outside the vocabulary (0..%d)", i, id, vocab-1)
-		}
-	}
-	if req.MaxTokens < 0 {
-		return nil, fmt.Errorf("max_tokens must not be negative, got %d", req.MaxTokens)
+	if err := req.Check(e.cfg.MaxContext, e.tok.VocabSize()); err != nil {
+		return nil, err
 	}
 	s := &sequence{ctx: ctx, req: *req, st: runtime.NewStream(len(req.Prompt)), prev: req.Prompt[len(req.Prompt)-1], ctxLen: len(req.Prompt), arrived: e.clock.Now()}
 	if e.cfg.TimeScale == 0 {

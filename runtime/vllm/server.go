@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/container"
 	"github.com/ttis-dev/ttis/runtime/host"
 	"github.com/ttis-dev/ttis/units"
@@ -120,8 +121,10 @@ func checkHost(ctx context.Context, u *units.Unit, spec *catalog.Spec, log *slog
 	return nil
 }
 
-// Model is the name the upstream serves the model under.
-func (s *Server) Model() string { return s.launch.Model }
+// Info describes the served model (runtime.Backend): the name the
+// upstream serves it under. The front door forwards to the upstream
+// (Forward, from the Proxy) and ends when it does (Done, Err).
+func (s *Server) Info() runtime.Info { return runtime.Info{Model: s.launch.Model, Runtime: "vllm"} }
 
 // Addr is the upstream's loopback address.
 func (s *Server) Addr() string { return s.launch.Addr }
