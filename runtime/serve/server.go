@@ -99,7 +99,6 @@ type Config struct {
 	MediaLimits MediaLimits
 }
 
-
 // Live is the part of a unit's configuration that a running server takes
 // without a restart: it is read per request, not built into the engine,
 // the listener or the HTTP server. ttisd sends SIGHUP only for edits that

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -19,12 +20,22 @@ type Proxy struct {
 	Authorization string
 }
 
+// dialTimeout bounds connecting to the upstream on loopback, as
+// fasthttp's default dialer bounds it.
+const dialTimeout = fasthttp.DefaultDialTimeout
+
 // NewProxy returns a proxy to the server at addr (host:port). idle bounds
 // how long an upstream response may go without sending a byte: a hung
 // device shows up as an error instead of a stream that never ends.
 func NewProxy(addr string, idle time.Duration) *Proxy {
 	return &Proxy{client: &fasthttp.HostClient{
-		Addr:               addr,
+		Addr: addr,
+		// The upstream listens on loopback: a plain dial, rather than
+		// fasthttp's default dialer, whose process-wide DNS cache keeps a
+		// cleaner goroutine running for a minute after every dial.
+		Dial: func(addr string) (net.Conn, error) {
+			return (&net.Dialer{Timeout: dialTimeout}).Dial("tcp", addr)
+		},
 		StreamResponseBody: true,
 		ReadTimeout:        idle,
 		WriteTimeout:       idle,
