@@ -659,24 +659,7 @@ func (r *Reconciler) specOf(u *units.Unit, hash string) supervise.Spec {
 }
 
 func specOf(u *units.Unit, hash string) supervise.Spec {
-	rs := u.Restart
-	return supervise.Spec{
-		Name:     u.Name,
-		UnitFile: u.Path,
-		Listen:   u.Listen,
-		Chips:    slices.Clone(u.Chips),
-		Hash:     hash,
-		Restart: supervise.Policy{
-			Policy:       rs.Policy,
-			Delay:        rs.Delay.Duration,
-			MaxDelay:     rs.MaxDelay.Duration,
-			Burst:        rs.Burst,
-			Interval:     rs.Interval.Duration,
-			ReadyTimeout: rs.ReadyTimeout.Duration,
-			StopTimeout:  rs.StopTimeout.Duration,
-			ResetDevice:  rs.ResetDevice,
-		},
-	}
+	return supervise.Spec{Unit: *u, UnitFile: u.Path, Hash: hash}
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
