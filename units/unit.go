@@ -232,8 +232,11 @@ func (e Evals) IsZero() bool {
 	return len(e.Tasks) == 0 && e.API == "" && len(e.Limits) == 0 && len(e.Datasets) == 0
 }
 
+// clone is e with its own slices and maps.
 func (e Evals) clone() Evals {
-	return Evals{Tasks: slices.Clone(e.Tasks), API: e.API, Limits: maps.Clone(e.Limits), Datasets: maps.Clone(e.Datasets)}
+	c := e
+	c.Tasks, c.Limits, c.Datasets = slices.Clone(e.Tasks), maps.Clone(e.Limits), maps.Clone(e.Datasets)
+	return c
 }
 
 // Sim configures the simulated accelerator.
