@@ -57,6 +57,10 @@ type PointConfig struct {
 	ServerTokenizer bool
 	// Simulated marks results of a sim unit.
 	Simulated bool
+	// FileModel and Device name the result file as run.py does
+	// (benchmark_<model>_<device>_<ts>_…): the catalog model (default: the
+	// model sent) and the device ("" leaves it out).
+	FileModel, Device string
 	// Now is the clock for the result's date (time.Now when nil).
 	Now func() time.Time
 }
@@ -91,6 +95,14 @@ func BuildDataset(ctx context.Context, tok dataset.Tokenizer, dc DatasetConfig, 
 		return dataset.Custom(ctx, tok, dataset.CustomOptions{Path: dc.Path, NumPrompts: n, OutputLen: dc.OutputLen, Seed: seed})
 	}
 	return nil, fmt.Errorf("dataset %q: want random, shared-prefix, sharegpt or custom", dc.Name)
+}
+
+// fileModel is the model a point's result file is named after.
+func fileModel(pc PointConfig) string {
+	if pc.FileModel != "" {
+		return pc.FileModel
+	}
+	return pc.Client.Model
 }
 
 // RunPoint builds the dataset, runs the load and renders the result.
@@ -174,6 +186,6 @@ func RunPoint(ctx context.Context, pc PointConfig) (*PointResult, error) {
 	}
 	return &PointResult{
 		Run: run, Summary: sum, JSON: append(js, '\n'),
-		FileName: result.FileName(cc.Model, date, pc.Dataset.InputLen, pc.Dataset.OutputLen, pc.Load.MaxConcurrency, pc.NumPrompts),
+		FileName: result.FileName(fileModel(pc), pc.Device, date, pc.Dataset.InputLen, pc.Dataset.OutputLen, pc.Load.MaxConcurrency, pc.NumPrompts),
 	}, nil
 }

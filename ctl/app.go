@@ -52,6 +52,7 @@ func App(version string) *cli.App {
 			benchCommand(),
 			evalCommand(),
 			releaseCommand(),
+			testCommand(),
 			runsCommand(),
 			reportCommand(),
 			modelCommand(),

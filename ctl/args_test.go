@@ -131,6 +131,7 @@ func TestFlagsInBothPositions(t *testing.T) {
 		"bench":          {nil, bench},
 		"eval":           {nil, {"--url", inf.URL, "--task", "ttis_arith", "--limit", "2", "--no-progress", "--state-dir", state, "-o", "json"}},
 		"release":        {nil, {"--url", inf.URL, "--workflow", "benchmarks", "--no-progress", "--state-dir", state, "-o", "json"}},
+		"test":           {nil, {"--url", inf.URL, "--plan", "--skip", "stop", "--state-dir", state, "-o", "json"}},
 		"runs":           {{"url-served-model"}, {"--state-dir", state, "-n", "1"}},
 		"report":         {{"RUN"}, {"--state-dir", state, "--format", "path"}},
 		"model create":   {{filepath.Join(dir, "m.gguf")}, {"--preset", "tiny", "--seed", "2", "--force"}},

@@ -22,6 +22,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/result"
 	"github.com/ttis-dev/ttis/bench/sweep"
 	"github.com/ttis-dev/ttis/runtime/openai"
+	"github.com/ttis-dev/ttis/units/catalog"
 	"github.com/ttis-dev/ttis/units/limit"
 )
 
@@ -76,8 +77,7 @@ own). As there, --ignore-eos is off for one point; a sweep sends it.
 			&cli.DurationFlag{Name: "request-timeout", Value: 30 * time.Minute, Usage: "bound on one request"},
 			&cli.BoolFlag{Name: "no-server-tokenizer", Usage: "do not use the server's /tokenize (approximate lengths)"},
 			choice(&cli.StringFlag{Name: "limit", Usage: "run a sweep: " + limit.Names()}, limitModes()...),
-			&cli.BoolFlag{Name: "targets-only", Usage: "sweep only the reference target points"},
-			&cli.StringFlag{Name: "targets", Usage: "targets override file (model_performance_reference.json shape)"},
+			targetsOnlyFlag(), targetsFileFlag(),
 			&cli.BoolFlag{Name: "plan", Usage: "print the planned points and exit"},
 			&cli.StringFlag{Name: "label", Usage: "label stored in the result"},
 			&cli.BoolFlag{Name: "save-result", Usage: "also copy each point's result JSON (vllm bench serve's keys) into --result-dir; the run in the results store keeps it either way"},
@@ -90,6 +90,9 @@ own). As there, --ignore-eos is off for one point; a sweep sends it.
 }
 
 func runBench(c *cli.Context) error {
+	if err := applyWorkflowArgs(c); err != nil {
+		return err
+	}
 	pc, err := benchTemplate(c)
 	if err != nil {
 		return err
@@ -186,6 +189,18 @@ func planBench(c *cli.Context, cfg release.Config) error {
 	return sweep.WriteTable(c.App.Writer, pts)
 }
 
+// targetsOnlyFlag and targetsFileFlag are run.py's ONLY_BENCHMARK_TARGETS
+// and OVERRIDE_BENCHMARK_TARGETS, each also a flag that beats it.
+func targetsOnlyFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "targets-only", EnvVars: []string{"ONLY_BENCHMARK_TARGETS"},
+		Usage: "sweep only the reference target points (run.py's ONLY_BENCHMARK_TARGETS; the variable takes 1/true or 0/false)"}
+}
+
+func targetsFileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "targets", EnvVars: []string{"OVERRIDE_BENCHMARK_TARGETS"},
+		Usage: "targets override file (model_performance_reference.json shape; run.py's OVERRIDE_BENCHMARK_TARGETS): its points, prompt counts as given, replace the catalog's"}
+}
+
 // loadTargets reads --targets for the target's (model, device); its entry
 // replaces the catalog's targets.
 func loadTargets(c *cli.Context, cfg *release.Config) error {
@@ -198,14 +213,16 @@ func loadTargets(c *cli.Context, cfg *release.Config) error {
 		return failure(exitError, "--targets: %v", err)
 	}
 	defer fh.Close()
-	ts, found, err := sweep.ParseTargets(fh, f, cfg.Target.CatalogModel, cfg.Target.Device)
+	keys := catalog.TargetKeys(cfg.Target.CatalogModel, cfg.Target.Spec)
+	ts, key, found, err := sweep.ParseTargets(fh, f, keys, cfg.Target.Device)
 	if err != nil {
 		return failure(exitError, "--targets: %v", err)
 	}
 	if !found {
-		return failure(exitError, "--targets: %s has no targets for %s on %s", f, cfg.Target.CatalogModel, cfg.Target.Device)
+		return failure(exitError, "--targets: %s has no targets on %s under any of %s", f, cfg.Target.Device, strings.Join(keys, ", "))
 	}
 	cfg.Targets = ts
+	cfg.TargetsSource = fmt.Sprintf("%s (%s/%s)", f, key, cfg.Target.Device)
 	return nil
 }
 

@@ -130,7 +130,13 @@ func printCatalogDetail(w io.Writer, specs []catalog.Spec) error {
 		field("Type", fmt.Sprintf("%s, engine %s, impl %s", s.ModelType, strings.ToLower(s.Engine), s.Impl))
 		limits := fmt.Sprintf("max_concurrency %d, max_context %d, max_tokens_all_users %d", s.MaxConcurrency, s.MaxContext, s.MaxTokensAllUsers)
 		if s.DataParallel > 1 {
-			limits += fmt.Sprintf(", data parallel %d (per engine %d seqs, targets from %s)", s.DataParallel, s.MaxNumSeqs, s.SubDevice)
+			limits += fmt.Sprintf(", data parallel %d (per engine %d seqs", s.DataParallel, s.MaxNumSeqs)
+			if s.TargetsDevice != "" {
+				// The device's own table when the reference has one, else
+				// the sub-device's, scaled (units/catalog specTargets).
+				limits += ", targets from " + s.TargetsDevice
+			}
+			limits += ")"
 		}
 		field("Limits", limits)
 		if s.MinDiskGB > 0 || s.MinRAMGB > 0 {

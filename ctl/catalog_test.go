@@ -24,7 +24,7 @@ func TestCatalogCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("code %d: %s", code, out)
 	}
-	for _, want := range []string{"meta-llama/Llama-3.1-8B-Instruct on n300", "id_tt-transformers_Llama-3.1-8B-Instruct_n300", "must pass: functional, complete", "functional   128/128   1      400"} {
+	for _, want := range []string{"meta-llama/Llama-3.1-8B-Instruct on n300", "id_tt-transformers_Llama-3.1-8B-Instruct_n300", "must pass: functional, complete", "functional   128/128   1      580"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("detail lacks %q:\n%s", want, out)
 		}

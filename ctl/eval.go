@@ -127,6 +127,9 @@ func runEval(c *cli.Context) error {
 	if c.Bool("list-tasks") {
 		return listTasks(c)
 	}
+	if err := applyWorkflowArgs(c); err != nil {
+		return err
+	}
 	ec, mode, err := evalTemplate(c)
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ func TestEvalURL(t *testing.T) {
 	if !strings.Contains(out, "Verdict: UNGRADED") {
 		t.Errorf("verdict:\n%s", out)
 	}
-	matches, _ := filepath.Glob(filepath.Join(state, "runs", "url-served-model", "*-evals-*", "evals", "results_*.json"))
+	matches, _ := filepath.Glob(filepath.Join(state, "runs", "url-served-model", "*-evals-*", "evals", "eval_*", "*", "results_*.json"))
 	if len(matches) != 1 {
 		t.Errorf("results files %v", matches)
 	}
@@ -165,7 +165,7 @@ func TestEvalUnitThroughDaemon(t *testing.T) {
 	if code != exitIncomplete || !strings.Contains(out, "not selected (--task") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	matches, _ := filepath.Glob(filepath.Join(state, "runs", "evsim", "*-evals-*", "evals", "results_*.json"))
+	matches, _ := filepath.Glob(filepath.Join(state, "runs", "evsim", "*-evals-*", "evals", "eval_*", "*", "results_*.json"))
 	if len(matches) != 1 {
 		t.Fatalf("results in the store: %v\n%s", matches, out)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ func hubFlags() []cli.Flag {
 		&cli.StringFlag{Name: "hub-cache", EnvVars: []string{"TTIS_HUB_CACHE"}, Usage: "Hugging Face cache folder (default: the daemon's hub_cache, else STATE/hub)"},
 		&cli.StringFlag{Name: "hf-endpoint", EnvVars: []string{"HF_ENDPOINT"}, Usage: "Hugging Face Hub or mirror URL (default: the daemon's hf_endpoint, else " + hub.DefaultEndpoint + ")"},
 		&cli.StringFlag{Name: "hf-token-file", EnvVars: []string{"TTIS_HF_TOKEN_FILE"}, Usage: "file (mode 0600) holding a Hugging Face token, for gated datasets and weights"},
+		&cli.StringFlag{Name: "hf-token", EnvVars: []string{"HF_TOKEN"}, Usage: "Hugging Face token (run.py's --hf-token; on the command line other users see it in ps: prefer HF_TOKEN or --hf-token-file, which wins when both are set)"},
 		&cli.BoolFlag{Name: "offline", EnvVars: []string{"HF_HUB_OFFLINE"}, Usage: "use only the Hub cache; fail naming what is missing"},
 	}
 }
@@ -53,6 +55,10 @@ func hubClient(c *cli.Context, stateDir string) (*hub.Client, error) {
 	tok, err := hub.ReadToken(c.String("hf-token-file"))
 	if err != nil {
 		return nil, failure(exitError, "--hf-token-file: %v", err)
+	}
+	if tok == "" {
+		// run.py's HF_TOKEN; a token file wins over it.
+		tok = strings.TrimSpace(c.String("hf-token"))
 	}
 	cfg.Token = tok
 	hc, err := hub.New(cfg)

@@ -20,8 +20,15 @@ func reportCommand() *cli.Command {
 		Description: `RUN is a run id (as bench, eval, release and runs print it), a unique prefix
 of one, or the path of a run folder. --format md (default) prints report.md,
 json report.json (also -o json), html report.html; path prints the run
-folder's path.`,
+folder's path.
+
+--rebuild writes the run's reports again from its raw files, as run.py's
+report workflow does: every benchmarks/benchmark_*.json and lm-eval
+results_*.json, graded against the catalog as it is now (or the targets
+file the run used), with regressions against the unit's previous run; the
+manifest takes the new verdict. Nothing is sent to the server.`,
 		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "rebuild", Usage: "rewrite report.md/.json/.html (and run.py's report_data) from the run's raw benchmark and eval files, then print"},
 			choice(&cli.StringFlag{Name: "format", Aliases: []string{"f"}, Value: "md", Usage: "md, json, html or path"}, "md", "json", "html", "path"),
 			&cli.StringFlag{Name: "state-dir", Usage: "state folder holding runs/ (default: the daemon's, else ./ttis-state)"},
 		},
@@ -58,7 +65,13 @@ func runReport(c *cli.Context) error {
 	}
 	ctx, cancel := storeContext(c)
 	defer cancel()
-	m, runDir, err := (&runs.Store{Root: dir}).Open(ctx, args[0])
+	store := &runs.Store{Root: dir}
+	if c.Bool("rebuild") {
+		if _, _, err := release.Rebuild(ctx, store, args[0], release.RebuildOptions{}); err != nil {
+			return storeError(err)
+		}
+	}
+	m, runDir, err := store.Open(ctx, args[0])
 	if err != nil {
 		return storeError(err)
 	}

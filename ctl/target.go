@@ -23,7 +23,7 @@ import (
 // daemon supplies address, model, device and credentials) and the results
 // store its run goes to.
 func targetFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "url", Usage: "server root, e.g. http://127.0.0.1:8000 (no daemon needed)"},
 		&cli.StringFlag{Name: "model", Usage: "model name to send (default: the server's first model)"},
 		&cli.StringFlag{Name: "catalog-model", Usage: "catalog model for targets, references and status (default: --model)"},
@@ -34,7 +34,7 @@ func targetFlags() []cli.Flag {
 		&cli.StringFlag{Name: "api-key-file", Usage: "file holding the bearer token"},
 		&cli.StringSliceFlag{Name: "header", Usage: "extra request header KEY=VALUE (repeatable)"},
 		&cli.StringFlag{Name: "state-dir", Usage: "state folder whose runs/ receives the run (default: the daemon's; without one, ./ttis-state)"},
-	}
+	}, runPyTargetFlags()...)
 }
 
 // resolveTarget finds the server under test: UNIT through ttisd, or --url;
@@ -54,6 +54,9 @@ func resolveTarget(c *cli.Context, purpose string, ttl time.Duration) (*target.T
 		return nil, nil, err
 	}
 	if q.Header, err = headers(c); err != nil {
+		return nil, nil, err
+	}
+	if err := runPyTarget(c, &q, len(args) > 0); err != nil {
 		return nil, nil, err
 	}
 	var runsDir string
@@ -93,6 +96,13 @@ func daemonUnit(c *cli.Context, name string) (*units.View, string, error) {
 	d, err := dc.Unit(c.Context, name, 0)
 	if err != nil {
 		return nil, "", daemonError(err)
+	}
+	if hasFlag(c, "wait-ready") {
+		// A unit ttisd is still starting is waited for, as a --url
+		// server that does not answer yet is.
+		if d, err = waitUnitActive(c, dc, d); err != nil {
+			return nil, "", err
+		}
 	}
 	if d.Listen == "" {
 		return nil, "", failure(exitError, "unit %s has no valid version: %s", name, safe(d.LoadError))

@@ -26,6 +26,7 @@ func workflowFlags() []cli.Flag {
 	return append(targetFlags(),
 		&cli.StringFlag{Name: "resume", Usage: "finish an interrupted run: its id (as printed), a unique prefix, or its folder; other flags are taken from the run"},
 		&cli.BoolFlag{Name: "no-progress", Usage: "no progress bar (on a terminal) or progress lines (in a log)"},
+		workflowArgsFlag(),
 	)
 }
 
@@ -46,6 +47,10 @@ func runWorkflow(c *cli.Context, purpose string, ttl time.Duration, cfg release.
 			return rerr
 		}
 		cfg.Target, cfg.Store, cfg.Trigger, cfg.Version, cfg.Progress = t, store, "ttisctl", c.App.Version, p
+		if args, _ := positional(c, 0, 1); len(args) == 1 {
+			// A unit's restarts are ttisd's to tell (spec tests).
+			cfg.Observe = unitObserver(c, t.Unit)
+		}
 		if cfg.Hub, err = workflowHub(c, cfg.Workflow, store.Root); err != nil {
 			return err
 		}
@@ -149,11 +154,17 @@ func resume(c *cli.Context, ref, purpose string, ttl time.Duration, p *progress)
 			q.Unit, q.URL = u, ""
 		}
 	}
+	if err := runPyTarget(c, &q, q.Unit != nil); err != nil {
+		return nil, err
+	}
 	t, err := target.Resolve(c.Context, q)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Target, cfg.Store, cfg.Trigger, cfg.Version, cfg.Progress = t, store, "ttisctl", c.App.Version, p
+	if q.Unit != nil {
+		cfg.Observe = unitObserver(c, m.Unit)
+	}
 	if cfg.Hub, err = workflowHub(c, cfg.Workflow, store.Root); err != nil {
 		return nil, err
 	}
@@ -167,6 +178,8 @@ func workflowOf(command string) string {
 		return release.WorkflowBenchmarks
 	case "eval":
 		return release.WorkflowEvals
+	case "test":
+		return release.WorkflowTests
 	}
 	return release.WorkflowRelease
 }

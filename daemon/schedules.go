@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ttis-dev/ttis/bench/runs"
+	"github.com/ttis-dev/ttis/bench/spectest"
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/schedule"
 	"github.com/ttis-dev/ttis/runtime/hub"
@@ -28,8 +29,19 @@ func (d *daemon) startSchedules(ctx context.Context, run schedule.RunFunc) (loop
 			}
 			return nil
 		}
+		// The spec tests' stability check asks the supervisor, as ttisctl
+		// asks the control API, whether the server restarted under load.
+		observe := func(name string) spectest.Observer {
+			return func(context.Context) (spectest.ServerState, error) {
+				u, err := d.rec.Unit(name, 0)
+				if err != nil {
+					return spectest.ServerState{}, err
+				}
+				return spectest.ServerState{Restarts: u.RestartsTotal, PID: u.PID}, nil
+			}
+		}
 		store := &runs.Store{Root: d.runsDir}
-		run = schedule.WorkflowRunner(store, d.version, active, d.log, d.hubClient)
+		run = schedule.WorkflowRunner(store, d.version, active, observe, d.log, d.hubClient)
 	}
 	d.sched = schedule.New(nil, run, d.log)
 	done := make(chan struct{})

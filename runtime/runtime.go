@@ -130,6 +130,19 @@ type ToolPrompter interface {
 	ToolChatPrompt(messages []ChatMessage, tools []Tool, addGenerationPrompt bool) (string, ToolSyntax, error)
 }
 
+// TextBounder is implemented by tokenizers that know the most text one
+// token can stand for. The server then judges a prompt by its length in
+// bytes before tokenizing it: a text of B bytes encodes to at least
+// ceil(B / MaxTokenBytes) tokens, so a prompt that cannot fit the context
+// window is refused without the work (and memory) of tokenizing it, and
+// one that could fit is never refused.
+type TextBounder interface {
+	// MaxTokenBytes is the most bytes of Encode's input one output token
+	// can consume, special tokens written in the text included (at
+	// least 1).
+	MaxTokenBytes() int
+}
+
 // Sampling holds the sampling parameters of one sequence. The zero value is
 // greedy decoding with no penalties.
 type Sampling struct {

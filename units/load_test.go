@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -41,6 +42,11 @@ func TestBadFiles(t *testing.T) {
 			"evals-bad.toml:9:12: evals.limits.gsm8k: want a count (a whole number ≥ 1) or a fraction in (0, 1), got 1.5",
 			"evals-bad.toml:9:25: evals.limits.ifeval: want a count",
 		},
+		"tests-bad.toml": {
+			"tests-bad.toml:7:1: tests.suite: suite \"image\" tests IMAGE models; Llama-3.1-8B-Instruct is a LLM model",
+			"tests-bad.toml:8:17: tests.skip[1]: unknown test \"penalties\" (want one of: liveness, …)",
+			"tests-bad.toml:9:1: tests.stability_concurrency: must not be negative, got -1",
+		},
 		"bad-port.toml":                {"bad-port.toml:4:1: listen: invalid port \"70000\""},
 		"bad-runtime.toml":             {"bad-runtime.toml:3:1: runtime: unknown runtime \"tpu\""},
 		"broken.toml":                  {"broken.toml:2:9: unexpected character"},
@@ -59,6 +65,9 @@ func TestBadFiles(t *testing.T) {
 		// The syntax error on line 3 is found, not hidden behind the
 		// duration below a mis-cased table.
 		"key-case-syntax.toml": {"key-case-syntax.toml:3:1: expected '=' after key"},
+		"inflight-below-body.toml": {
+			"inflight-below-body.toml:8:1: limits.max_inflight_bytes: 65536 is less than limits.max_body_bytes (1048576): a request of the largest size could never be read",
+		},
 		"limits-exceed.toml": {
 			"limits-exceed.toml:7:1: limits.max_concurrency: 64 exceeds the catalog's max_concurrency 32",
 			"limits-exceed.toml:8:1: limits.max_context: 131072 exceeds the catalog's max_context 40960",
@@ -80,7 +89,7 @@ func TestBadFiles(t *testing.T) {
 		"missing-secret.toml": {"missing-secret.toml:8:1: auth.secret_file: secret file …/no-such-secret: no such file"},
 		"never-cron.toml":     {"never-cron.toml:8:1: schedule[0].calendar: calendar \"0 0 30 2 *\" never fires"},
 		"unknown-device.toml": {"unknown-device.toml:2:1: device: unknown device \"n3000\" (did you mean n300"},
-		"unknown-key.toml":    {"unknown-key.toml:7:1: limits.max_conc: unknown key (known: max_concurrency, max_context, max_queue, request_timeout, max_body_bytes, write_timeout)"},
+		"unknown-key.toml":    {"unknown-key.toml:7:1: limits.max_conc: unknown key (known: max_concurrency, max_context, max_queue, request_timeout, max_body_bytes, max_inflight_bytes, write_timeout)"},
 		"unknown-model.toml":  {"unknown-model.toml:1:1: model: unknown model \"Llama-3.1-8B-Instruc\" (did you mean Llama-3.1-8B-Instruct"},
 		"vllm-no-chips.toml":  {"vllm-no-chips.toml: chips: required for runtime vllm on device n150"},
 		"wrong-type.toml":     {"wrong-type.toml:5:9: chips: wrong type: got string, want array of integers"},
@@ -166,6 +175,7 @@ func TestDefaults(t *testing.T) {
 				u.Limits.MaxQueue == 32, "max_queue 4×8",
 				u.Limits.RequestTimeout.Duration == 10*time.Minute, "request_timeout 10m",
 				u.Limits.MaxBodyBytes == 8<<20, "max_body_bytes 8 MiB",
+				u.Limits.MaxInflightBytes == 16<<20, "max_inflight_bytes 2 × max_body_bytes",
 				u.Restart.ReadyTimeout.Duration == 2*time.Minute, "ready_timeout 2m",
 				u.Restart.Policy == RestartOnFailure && u.Restart.Burst == 5, "restart defaults",
 				u.Restart.Delay.Duration == time.Second && u.Restart.MaxDelay.Duration == time.Minute, "delays",
@@ -181,6 +191,8 @@ func TestDefaults(t *testing.T) {
 				u.Spec != nil && u.Spec.ModelName == "Llama-3.1-8B-Instruct", "spec",
 				u.Schedule[0].Limit == "smoke" && u.Schedule[1].Limit == "ci-nightly", "schedule limits",
 				*u.Sim.TimeScale == 0.5, "time scale",
+				slices.Equal(u.Tests.Skip, []string{"context_full"}) && u.Tests.StabilityDuration.Duration == 2*time.Minute &&
+					u.Tests.StabilityConcurrency == 8, "tests",
 			)
 		}},
 		{"testdata/good/vllm-n300.toml", func(u *Unit) []string {

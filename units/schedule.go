@@ -11,7 +11,7 @@ import (
 )
 
 // Workflows a schedule can run.
-var scheduleWorkflows = []string{"benchmarks", "evals", "release"}
+var scheduleWorkflows = []string{"benchmarks", "evals", "tests", "release"}
 
 // defaultScheduleLimit is used when a schedule names no limit: scheduled
 // runs are typically nightly.

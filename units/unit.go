@@ -52,6 +52,9 @@ type Unit struct {
 	API      API        `toml:"api" json:"api"`
 	// Media configures a media model's server (see Media).
 	Media Media `toml:"media" json:"media"`
+	// Tests shapes the spec-test step of the unit's releases and scheduled
+	// runs (the catalog's suite for its model by default).
+	Tests Tests `toml:"tests" json:"tests"`
 	// Evals shapes the eval step of the unit's releases and scheduled runs
 	// (the catalog's reference tasks by default).
 	Evals Evals `toml:"evals" json:"evals"`
@@ -96,6 +99,14 @@ type View struct {
 	// Evals are the unit's eval overrides ([evals]), which releases of the
 	// unit follow whoever starts them.
 	Evals Evals `json:"evals,omitzero"`
+	// Tests are the unit's spec-test overrides ([tests]), which releases of
+	// the unit follow whoever starts them.
+	Tests Tests `json:"tests,omitzero"`
+	// MaxConcurrency and MaxAudioSeconds are the unit's limits the spec
+	// tests hold a server to when the catalog has no spec for its model
+	// (limits.max_concurrency, [media] max_audio_duration_seconds).
+	MaxConcurrency  int     `json:"max_concurrency,omitempty"`
+	MaxAudioSeconds float64 `json:"max_audio_seconds,omitempty"`
 	// TraceCapture is a vllm unit's [vllm] trace_capture with its default
 	// (nil for other runtimes): whether benchmarks warm its server up per
 	// (ISL, batch).
@@ -110,7 +121,8 @@ func (u *Unit) View() View {
 	v := View{Name: u.Name, Path: u.Path, Description: u.Description, Model: u.Model, Device: u.Device,
 		Chips: slices.Clone(u.Chips), Runtime: u.Runtime, Listen: u.Listen, Disabled: u.Disabled,
 		AuthMode: u.Auth.Mode, AuthSecretFile: u.Auth.SecretFile,
-		AuthMaxTokenLifetimeSeconds: int64(u.Auth.MaxTokenLifetime.Seconds()), Evals: u.Evals.clone()}
+		AuthMaxTokenLifetimeSeconds: int64(u.Auth.MaxTokenLifetime.Seconds()), Evals: u.Evals.clone(),
+		Tests: u.Tests.clone(), MaxConcurrency: u.Limits.MaxConcurrency, MaxAudioSeconds: u.Media.MaxAudioDurationSeconds}
 	if u.Runtime == RuntimeVllm {
 		on := u.Vllm.TraceCaptureOn()
 		v.TraceCapture = &on
@@ -168,6 +180,12 @@ type Limits struct {
 	RequestTimeout Duration `toml:"request_timeout" json:"request_timeout"`
 	// MaxBodyBytes limits request bodies.
 	MaxBodyBytes int `toml:"max_body_bytes" json:"max_body_bytes"`
+	// MaxInflightBytes bounds the bytes of request bodies the server
+	// decodes and tokenizes at once: a request counts from its arrival
+	// until its prompt is tokenized (or, on a media or vllm unit, until it
+	// holds its slot); more wait in the queue (default 2 x max_body_bytes;
+	// at least max_body_bytes).
+	MaxInflightBytes int64 `toml:"max_inflight_bytes" json:"max_inflight_bytes"`
 	// WriteTimeout ends a stream whose client accepts nothing for this
 	// long (a write blocked, or nothing acknowledged), freeing its slot
 	// (default 30s).
@@ -196,7 +214,7 @@ type Restart struct {
 
 // Schedule runs a workflow against the unit on a calendar.
 type Schedule struct {
-	// Workflow is "benchmarks", "evals" or "release".
+	// Workflow is "benchmarks", "evals", "tests" or "release".
 	Workflow string `toml:"workflow" json:"workflow"`
 	// Calendar is a 5-field cron spec.
 	Calendar string `toml:"calendar" json:"calendar"`
@@ -226,7 +244,7 @@ type Evals struct {
 }
 
 // IsZero reports whether the unit overrides nothing of its evals (the
-// control API then leaves "evals" out). TestEvalsIsZero fails when a new
+// control API then leaves "evals" out). TestOverridesIsZero fails when a new
 // field is missing here.
 func (e Evals) IsZero() bool {
 	return len(e.Tasks) == 0 && e.API == "" && len(e.Limits) == 0 && len(e.Datasets) == 0
@@ -236,6 +254,38 @@ func (e Evals) IsZero() bool {
 func (e Evals) clone() Evals {
 	c := e
 	c.Tasks, c.Limits, c.Datasets = slices.Clone(e.Tasks), maps.Clone(e.Limits), maps.Clone(e.Datasets)
+	return c
+}
+
+// Tests overrides, for one unit, the spec tests its releases and
+// scheduled runs hold (bench/spectest). Without it they run the catalog's
+// suite for the model's class on its device. A skipped test is reported
+// as not run, so a unit cannot pass by skipping a required one.
+type Tests struct {
+	// Suite names the catalog suite to run instead of the spec's ("text"
+	// for a cpu unit's GGUF model, which has no spec, is the default).
+	Suite string `toml:"suite" json:"suite,omitempty"`
+	// Skip lists tests not to run (each is reported as not run).
+	Skip []string `toml:"skip" json:"skip,omitempty"`
+	// StabilityDuration replaces the run size's length of the stability
+	// test's steady load.
+	StabilityDuration Duration `toml:"stability_duration" json:"stability_duration,omitzero"`
+	// StabilityConcurrency is how many requests the stability test keeps
+	// in flight (default: the spec's max_concurrency, or the unit's).
+	StabilityConcurrency int `toml:"stability_concurrency" json:"stability_concurrency,omitempty"`
+}
+
+// IsZero reports whether the unit overrides nothing of its spec tests (the
+// control API then leaves "tests" out). TestOverridesIsZero fails when a new
+// field is missing here.
+func (t Tests) IsZero() bool {
+	return t.Suite == "" && len(t.Skip) == 0 && t.StabilityDuration.Duration == 0 && t.StabilityConcurrency == 0
+}
+
+// clone is t with its own slices.
+func (t Tests) clone() Tests {
+	c := t
+	c.Skip = slices.Clone(t.Skip)
 	return c
 }
 

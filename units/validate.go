@@ -2,6 +2,7 @@ package units
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -101,6 +102,7 @@ func validate(c *errorsOf, u *Unit, dir string) {
 	validateSections(c, u)
 	validateVllm(c, u, dir)
 	validateEvals(c, u, dir)
+	validateTests(c, u)
 	validateAPI(c, u)
 	validateMedia(c, u, dev, devOK)
 }
@@ -130,6 +132,48 @@ func validateEvals(c *errorsOf, u *Unit, dir string) {
 			continue
 		}
 		e.Datasets[task] = resolvePath(dir, p)
+	}
+}
+
+// validateTests checks the spec-test overrides against the catalog: the
+// suite must test the unit's model class, and a skipped test must be one
+// of the unit's suite.
+func validateTests(c *errorsOf, u *Unit) {
+	t := &u.Tests
+	var suite catalog.SpecTestSuite
+	var err error
+	switch {
+	case t.Suite != "":
+		if suite, err = catalog.SpecTestSuiteNamed(t.Suite, "", ""); err != nil {
+			c.add("tests.suite", "%v", err)
+		} else if u.Spec != nil && !slices.Contains(suite.ModelTypes, u.Spec.ModelType) {
+			c.add("tests.suite", "suite %q tests %s models; %s is a %s model", t.Suite, strings.Join(suite.ModelTypes, ", "), u.Spec.ModelName, u.Spec.ModelType)
+			err = errors.New("wrong suite")
+		}
+	case u.Spec != nil:
+		suite, err = catalog.SpecTestSuiteFor(u.Spec)
+	default:
+		// A model the catalog does not know is tested as text.
+		suite, err = catalog.SpecTestSuiteNamed("text", "", "")
+	}
+	names := catalog.SpecTestNames()
+	if err == nil {
+		names = names[:0]
+		for _, tc := range suite.Tests {
+			names = append(names, tc.Name)
+		}
+	}
+	for i, name := range t.Skip {
+		if !slices.Contains(names, name) {
+			where := ""
+			if err == nil {
+				where = " of suite " + suite.Name
+			}
+			c.add("tests.skip."+strconv.Itoa(i), "unknown test %q (want one of%s: %s)", name, where, strings.Join(names, ", "))
+		}
+	}
+	if t.StabilityConcurrency < 0 {
+		c.add("tests.stability_concurrency", "must not be negative, got %d", t.StabilityConcurrency)
 	}
 }
 
@@ -457,6 +501,14 @@ func validateLimits(c *errorsOf, u *Unit) {
 	}
 	if l.MaxBodyBytes == 0 {
 		l.MaxBodyBytes = defaultBodyBytes(u)
+	}
+	switch {
+	case l.MaxInflightBytes < 0:
+		c.add("limits.max_inflight_bytes", "must be positive, got %d", l.MaxInflightBytes)
+	case l.MaxInflightBytes == 0 && l.MaxBodyBytes > 0:
+		l.MaxInflightBytes = 2 * int64(l.MaxBodyBytes)
+	case l.MaxInflightBytes > 0 && l.MaxInflightBytes < int64(l.MaxBodyBytes):
+		c.add("limits.max_inflight_bytes", "%d is less than limits.max_body_bytes (%d): a request of the largest size could never be read", l.MaxInflightBytes, l.MaxBodyBytes)
 	}
 	switch d := l.WriteTimeout.Duration; {
 	case d == 0:

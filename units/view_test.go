@@ -42,6 +42,9 @@ datasets = { gsm8k = "data/gsm8k.jsonl" }
 		v.Runtime != "sim" || v.Listen != "0.0.0.0:8101" || v.Disabled || v.Catalog != "dev" || v.TraceCapture != nil {
 		t.Errorf("view %+v", v)
 	}
+	if v.MaxConcurrency != u.Limits.MaxConcurrency || v.MaxConcurrency == 0 {
+		t.Errorf("max_concurrency %d, unit's %d", v.MaxConcurrency, u.Limits.MaxConcurrency)
+	}
 	if v.AuthMode != AuthJWT || v.AuthSecretFile != filepath.Join(dir, "secret") || v.MaxTokenLifetime().Hours() != 2 {
 		t.Errorf("auth: %q %q %s", v.AuthMode, v.AuthSecretFile, v.MaxTokenLifetime())
 	}
@@ -70,14 +73,14 @@ func TestViewJSON(t *testing.T) {
 	on := true
 	v := View{Name: "a", Path: "/u/a.toml", Description: "d", Model: "m", Device: "n150", Chips: []int{0}, Runtime: "vllm",
 		Listen: "127.0.0.1:1", Disabled: true, AuthMode: "jwt", AuthSecretFile: "/s", AuthMaxTokenLifetimeSeconds: 60,
-		Evals: Evals{API: "chat"}, TraceCapture: &on, Catalog: "dev"}
+		Evals: Evals{API: "chat"}, Tests: Tests{Suite: "text"}, MaxConcurrency: 4, MaxAudioSeconds: 30, TraceCapture: &on, Catalog: "dev"}
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"name":"a","path":"/u/a.toml","description":"d","model":"m","device":"n150","chips":[0],"runtime":"vllm",` +
 		`"listen":"127.0.0.1:1","disabled":true,"auth_mode":"jwt","auth_secret_file":"/s","auth_max_token_lifetime_seconds":60,` +
-		`"evals":{"api":"chat"},"trace_capture":true,"catalog":"dev"}`
+		`"evals":{"api":"chat"},"tests":{"suite":"text"},"max_concurrency":4,"max_audio_seconds":30,"trace_capture":true,"catalog":"dev"}`
 	if string(b) != want {
 		t.Errorf("JSON\n%s\nwant\n%s", b, want)
 	}
@@ -91,40 +94,58 @@ func TestViewJSON(t *testing.T) {
 	}
 }
 
-// TestEvalsIsZero sets each field of Evals in turn: IsZero must see every
-// one, or the control API would drop a unit's only override.
-func TestEvalsIsZero(t *testing.T) {
-	if !(Evals{}).IsZero() {
-		t.Fatal("zero Evals is not zero")
+// TestOverridesIsZero sets each field of Evals and Tests in turn: IsZero
+// must see every one, or the control API would drop a unit's only
+// override, and clone must copy it.
+func TestOverridesIsZero(t *testing.T) {
+	checkOverride(t, Evals.clone)
+	checkOverride(t, Tests.clone)
+}
+
+func checkOverride[T interface{ IsZero() bool }](t *testing.T, clone func(T) T) {
+	t.Helper()
+	var zero T
+	typ := reflect.TypeFor[T]()
+	if !zero.IsZero() {
+		t.Fatalf("zero %s is not zero", typ.Name())
 	}
-	typ := reflect.TypeFor[Evals]()
 	for i := range typ.NumField() {
-		var e Evals
-		f := reflect.ValueOf(&e).Elem().Field(i)
-		switch f.Kind() {
-		case reflect.String:
-			f.SetString("x")
-		case reflect.Bool:
-			f.SetBool(true)
-		case reflect.Int, reflect.Int64:
-			f.SetInt(1)
-		case reflect.Float64:
-			f.SetFloat(1)
-		case reflect.Pointer:
-			f.Set(reflect.New(f.Type().Elem()))
-		case reflect.Slice:
-			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
-		case reflect.Map:
-			f.Set(reflect.MakeMap(f.Type()))
-			f.SetMapIndex(reflect.New(f.Type().Key()).Elem(), reflect.New(f.Type().Elem()).Elem())
-		default:
-			t.Fatalf("Evals.%s: kind %s not covered by this test", typ.Field(i).Name, f.Kind())
+		var v T
+		if !setNonZero(reflect.ValueOf(&v).Elem().Field(i)) {
+			t.Fatalf("%s.%s: kind %s not covered by this test", typ.Name(), typ.Field(i).Name, typ.Field(i).Type.Kind())
 		}
-		if e.IsZero() {
-			t.Errorf("Evals.IsZero ignores %s", typ.Field(i).Name)
+		if v.IsZero() {
+			t.Errorf("%s.IsZero ignores %s", typ.Name(), typ.Field(i).Name)
 		}
-		if c := e.clone(); !reflect.DeepEqual(c, e) {
-			t.Errorf("Evals.clone drops %s: %+v", typ.Field(i).Name, c)
+		if c := clone(v); !reflect.DeepEqual(c, v) {
+			t.Errorf("%s.clone drops %s: %+v", typ.Name(), typ.Field(i).Name, c)
 		}
 	}
+}
+
+// setNonZero gives f a value other than its zero, reporting false for a
+// kind it does not know.
+func setNonZero(f reflect.Value) bool {
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString("x")
+	case reflect.Bool:
+		f.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		f.SetInt(1)
+	case reflect.Float64:
+		f.SetFloat(1)
+	case reflect.Pointer:
+		f.Set(reflect.New(f.Type().Elem()))
+	case reflect.Slice:
+		f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+	case reflect.Map:
+		f.Set(reflect.MakeMap(f.Type()))
+		f.SetMapIndex(reflect.New(f.Type().Key()).Elem(), reflect.New(f.Type().Elem()).Elem())
+	case reflect.Struct:
+		return f.NumField() > 0 && setNonZero(f.Field(0)) // Duration
+	default:
+		return false
+	}
+	return true
 }

@@ -74,3 +74,62 @@ func TestGradeThresholdsAndRatios(t *testing.T) {
 		t.Errorf("custom factors %+v", custom)
 	}
 }
+
+// TestEverySpecGradedOnItsOwnDevicesTargets grades, for every catalog spec
+// with text targets, a point measured just inside the target tier of each
+// target and one measured 20 % slower: the thresholds are the ones of the
+// table catalog.Spec.TargetsDevice names (the spec's own device wherever
+// the reference has a table for it), so the Galaxy Llama-3.3-70B's 2048/128
+// point is held to the galaxy's 800 ms, not to anything of the t3k's.
+func TestEverySpecGradedOnItsOwnDevicesTargets(t *testing.T) {
+	graded := 0
+	for _, s := range catalog.Specs() {
+		if s.TargetsDevice == "" {
+			continue
+		}
+		if s.TargetsDevice != s.Device && s.TargetsDevice != s.SubDevice {
+			t.Errorf("%s %s graded on %s", s.ModelName, s.Device, s.TargetsDevice)
+		}
+		f := Factors(s.PerfTargetsMap)
+		for i := range s.Targets {
+			tg := &s.Targets[i]
+			if tg.TTFTms <= 0 || (tg.Task != "text" && tg.Task != "vlm") {
+				continue
+			}
+			good := Measured{TTFTms: tg.TTFTms * 0.99, TputUser: tg.TputUser * 1.01, Tput: tg.Tput * 1.01}
+			p := Grade(Input{Target: tg, Factors: f, Required: catalog.RequiredTiers(s.Status), Measured: good, Completed: 8})
+			if p.TargetCheck != Pass {
+				t.Errorf("%s %s %d/%d: on target, graded %s", s.ModelName, s.Device, tg.ISL, tg.OSL, p.TargetCheck)
+			}
+			slow := good
+			slow.TTFTms = tg.TTFTms * 1.2
+			p = Grade(Input{Target: tg, Factors: f, Required: catalog.RequiredTiers(s.Status), Measured: slow, Completed: 8})
+			if p.TargetCheck != Fail || p.Tiers[len(p.Tiers)-1].Checks[0].Threshold != tg.TTFTms {
+				t.Errorf("%s %s %d/%d: 20%% slow, target tier %s with threshold %v, want FAIL at %v", s.ModelName, s.Device, tg.ISL, tg.OSL,
+					p.TargetCheck, p.Tiers[len(p.Tiers)-1].Checks[0].Threshold, tg.TTFTms)
+			}
+			graded++
+		}
+	}
+	if graded < 100 {
+		t.Errorf("graded %d targets", graded)
+	}
+	s, err := catalog.Lookup("Llama-3.3-70B-Instruct", "galaxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tg *catalog.PerfTarget
+	for i := range s.Targets {
+		if s.Targets[i].ISL == 2048 && s.Targets[i].OSL == 128 {
+			tg = &s.Targets[i]
+		}
+	}
+	if tg == nil {
+		t.Fatalf("galaxy Llama-3.3-70B has no 2048/128 target: %+v", s.Targets)
+	}
+	p := Grade(Input{Target: tg, Factors: Factors(s.PerfTargetsMap), Required: catalog.RequiredTiers(s.Status),
+		Measured: Measured{TTFTms: 700, TputUser: 85, Tput: Missing}, Completed: 8})
+	if p.TargetCheck != Pass || p.Status != StatusPass {
+		t.Errorf("galaxy 2048/128 at 700 ms and 85 tok/s/user: %s (%s)", p.TargetCheck, p.Status)
+	}
+}

@@ -145,6 +145,15 @@ func waiver(spec *catalog.Spec, workflow, task string) (catalog.KnownIssue, bool
 //   - A status that enforces nothing (EXPERIMENTAL, or no catalog entry)
 //     is UNGRADED: what was measured is reported, nothing is certified.
 func Accept(spec *catalog.Spec, bench *BenchSection, evals *EvalSection) Acceptance {
+	return AcceptRun(spec, bench, evals, nil)
+}
+
+// AcceptRun is Accept with the run's spec tests (nil: the workflow ran
+// none, and the category is left out): a required test that failed is a
+// blocker (even without a catalog entry, since the tests then hold the
+// server to its own limits; not for EXPERIMENTAL, which enforces nothing),
+// and one that did not run is not measured.
+func AcceptRun(spec *catalog.Spec, bench *BenchSection, evals *EvalSection, tests *TestSection) Acceptance {
 	status := ""
 	if spec != nil {
 		status = spec.Status
@@ -271,8 +280,17 @@ func Accept(spec *catalog.Spec, bench *BenchSection, evals *EvalSection) Accepta
 		ec.Status = categoryStatus(&ec)
 	}
 	a.Categories = []Category{bc, ec}
+	testsPassed := 0
+	if tests != nil {
+		var tc Category
+		tc, testsPassed = acceptTests(spec, tests, status, fail, missing, waive)
+		a.Categories = append(a.Categories, tc)
+	}
 
 	checked := fmt.Sprintf("%d benchmark point(s) measured, %d smoke task(s) ran", measuredPoints, smokeRan)
+	if tests != nil {
+		checked += fmt.Sprintf(", %d spec test(s) passed", testsPassed)
+	}
 	onePoint := bench != nil && bench.Point && evals == nil && bc.Passed+bc.Failed+bc.Waived == 0
 	switch {
 	case bench != nil && devNoTargets(spec) && len(a.Blockers) == 0 && len(a.Missing) == 0:
@@ -281,6 +299,14 @@ func Accept(spec *catalog.Spec, bench *BenchSection, evals *EvalSection) Accepta
 	case onePoint && len(a.Missing) == 0:
 		a.Verdict = VerdictUngraded
 		a.Summary = "one point measured; the catalog has no target at this point to grade it (no catalog target at this point)"
+	case len(a.Blockers) > 0 && !enforced:
+		// Only spec tests block without an enforcing status: the API
+		// the server serves is graded even when its numbers are not.
+		a.Verdict = VerdictFail
+		a.Summary = fmt.Sprintf("%d spec test(s) failed", len(a.Blockers))
+		if len(a.Missing) > 0 {
+			a.Summary += fmt.Sprintf(", and %d required check(s) were not measured", len(a.Missing))
+		}
 	case !enforced && len(a.Missing) > 0:
 		a.Verdict = VerdictIncomplete
 		a.Summary = fmt.Sprintf("nothing is certified (status %s enforces nothing), and %d check(s) did not complete", a.ModelStatus, len(a.Missing))
@@ -306,8 +332,14 @@ func Accept(spec *catalog.Spec, bench *BenchSection, evals *EvalSection) Accepta
 	a.Passed = a.Verdict == VerdictPass
 	if enforced {
 		a.EnforcementResult = fmt.Sprintf("status %s enforces the %s tier(s) of every reference target point and every eval reference", status, strings.Join(required, ", "))
+		if tests != nil {
+			a.EnforcementResult += ", and every required spec test"
+		}
 	} else {
 		a.EnforcementResult = "nothing enforced (status " + a.ModelStatus + ")"
+		if tests != nil && spec == nil {
+			a.EnforcementResult += "; the spec tests hold the server to its own limits"
+		}
 	}
 	return a
 }

@@ -131,6 +131,7 @@ type htmlPage struct {
 	Bench       *htmlTable
 	BenchError  string
 	Pairs       []htmlPair
+	Tests       *htmlTests
 }
 
 func pageData(r *Report) htmlPage {
@@ -174,6 +175,9 @@ func pageData(r *Report) htmlPage {
 				strconv.Itoa(row.Samples), strconv.Itoa(row.Errored), evalVerdict(row)})
 		}
 		p.Evals = t
+	}
+	if ts := r.Tests; ts != nil {
+		p.Tests = testsPage(ts)
 	}
 	if b := r.Benchmarks; b != nil {
 		p.BenchError = b.Error
@@ -468,5 +472,6 @@ polyline.t0{stroke-dasharray:2 3}polyline.t1{stroke-dasharray:6 3}polyline.t2{st
 {{range $.Tiers}}<h3>Targets: {{.Point}}</h3><table><tr>{{range .Table.Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Table.Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}{{end}}
+{{template "tests" .Tests}}
 </body></html>
-`))
+` + testsTemplate))

@@ -25,6 +25,8 @@ func heading(workflow string) string {
 		return "Tenstorrent Model Benchmark Summary"
 	case WorkflowEvals:
 		return "Tenstorrent Model Accuracy Summary"
+	case WorkflowTests:
+		return "Tenstorrent Model Spec Test Summary"
 	}
 	return "Tenstorrent Model Release Summary"
 }
@@ -143,6 +145,9 @@ func Markdown(r *Report) []byte {
 	}
 	if r.Benchmarks != nil {
 		sections = append(sections, benchMarkdown(md, r.Benchmarks))
+	}
+	if r.Tests != nil {
+		sections = append(sections, testsMarkdown(md, r.Tests))
 	}
 	for _, s := range sections {
 		b.WriteString("\n---\n\n")

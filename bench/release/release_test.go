@@ -20,6 +20,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -507,4 +508,128 @@ func TestBaselinePassesOverBadEntries(t *testing.T) {
 	if len(res.skipped) != 1 || !strings.Contains(res.skipped[0], filepath.Join(pipeDir, runs.ManifestFile)+": not a regular file (a named pipe)") {
 		t.Errorf("skipped %q", res.skipped)
 	}
+}
+
+// TestRunPyReportDataGolden: the fixture report in run.py's
+// report_data_<id>.json shape (bench/release/runpy.go).
+func TestRunPyReportDataGolden(t *testing.T) {
+	r := fixtureReport(catalog.StatusFunctional)
+	js, err := RunPyReportData(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report_data.json", js)
+	md, data := runPyReportPaths(&r.Metadata)
+	if md != "reports_output/release/report_Llama-3.1-8B-Instruct_2026-01-02_03-04-05.md" ||
+		data != "reports_output/release/data/report_data_Llama-3.1-8B-Instruct_2026-01-02_03-04-05.json" {
+		t.Errorf("run.py report paths %s, %s", md, data)
+	}
+}
+
+// TestRebuildGolden rebuilds a Galaxy Llama-3.3-70B release from raw files
+// alone (testdata/rebuild: two vLLM-style result files, one lm-eval
+// results file): its points are graded on the galaxy's own targets,
+// 2048/128 included, meta_ifeval against its reference, meta_gpqa_cot is
+// listed with the reason the earlier report gave.
+func TestRebuildGolden(t *testing.T) {
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	store := &runs.Store{Root: filepath.Join(t.TempDir(), "runs"), Now: func() time.Time { return clock }, Rand: bytes.NewReader(make([]byte, 64))}
+	run, err := store.Create(runs.Manifest{Unit: "glx", Model: "Llama-3.3-70B-Instruct", Device: "galaxy", Runtime: "vllm", Workflow: WorkflowRelease,
+		Limit: "smoke", BaseURL: "http://127.0.0.1:8000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := catalog.Lookup("Llama-3.3-70B-Instruct", "galaxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Target: &target.Target{Unit: "glx", BaseURL: "http://127.0.0.1:8000", Model: "meta-llama/Llama-3.3-70B-Instruct",
+		CatalogModel: "Llama-3.3-70B-Instruct", Device: "galaxy", Spec: spec}, Workflow: WorkflowRelease, Limit: limit.Smoke}
+	if err := saveConfig(&cfg, run.WriteFile); err != nil {
+		t.Fatal(err)
+	}
+	// What the run had reported: meta_gpqa_cot could not be pulled.
+	old := &Report{Metadata: metadataOf(&cfg), Evals: &EvalSection{Rows: []EvalRow{{Task: "meta_gpqa_cot", Role: RoleReference,
+		NotRun: "its dataset could not be pulled: gated", Check: results.NA}}}}
+	old.Metadata.RunID, old.Metadata.ReportID = run.ID(), "Llama-3.3-70B-Instruct_2026-01-02_03-04-05"
+	js, err := JSON(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{
+		"benchmarks/benchmark_Llama-3.3-70B-Instruct_galaxy_2026-01-02_03-04-05_isl-128_osl-128_maxcon-1_n-8.json":  "benchmark_isl-128.json",
+		"benchmarks/benchmark_Llama-3.3-70B-Instruct_galaxy_2026-01-02_03-05-00_isl-2048_osl-128_maxcon-1_n-8.json": "benchmark_isl-2048.json",
+		"evals/" + EvalResultsDir(cfg.Target) + "/results_2026-01-02T03-06-00.000000.json":                          "results.json",
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "rebuild", src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := run.WriteFile(name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := run.WriteFile(ReportJSON, js); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Finish(runs.StatusIncomplete, VerdictIncomplete, ""); err != nil {
+		t.Fatal(err)
+	}
+	rep, dir, err := Rebuild(context.Background(), store, run.ID(), RebuildOptions{Now: func() time.Time { return clock.Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{ReportMarkdown, ReportJSON} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, filepath.Join("rebuild", name), b)
+	}
+	var galaxy2048 *BenchRow
+	for i := range rep.Benchmarks.Rows {
+		if r := &rep.Benchmarks.Rows[i]; r.ISL == 2048 {
+			galaxy2048 = r
+		}
+	}
+	if galaxy2048 == nil || galaxy2048.TargetTTFTms == nil || *galaxy2048.TargetTTFTms != 800 || galaxy2048.Grade.TargetCheck != "FAIL" {
+		t.Errorf("2048/128 row %+v, want graded on the galaxy's 800 ms (and failing it at 900 ms)", galaxy2048)
+	}
+	m, _, err := store.Open(context.Background(), run.ID())
+	if err != nil || m.Verdict != rep.Acceptance.Verdict || m.Status != runs.StatusIncomplete {
+		t.Errorf("manifest after the rebuild: %+v, %v (verdict %s)", m, err, rep.Acceptance.Verdict)
+	}
+	if _, _, err := Rebuild(context.Background(), store, "nope", RebuildOptions{}); err == nil {
+		t.Error("rebuilt a run that does not exist")
+	}
+}
+
+func FuzzParseLMResults(f *testing.F) {
+	b, err := os.ReadFile(filepath.Join("testdata", "rebuild", "results.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"results": {"t": {"acc,none": null, "acc_stderr,none": "N/A"}}, "group_subtasks": {"t": []}}`))
+	f.Add([]byte(`{"results": {}, "group_subtasks": {"t": []}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, tasks, err := parseLMResults("r.json", b)
+		if err != nil {
+			if !strings.Contains(err.Error(), "r.json") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		for _, task := range tasks {
+			tr, ok := got[task]
+			if !ok || tr.n < 0 {
+				t.Fatalf("task %s: %+v", task, tr)
+			}
+			for _, a := range tr.aggs {
+				if strings.HasSuffix(a.Metric, "_stderr") {
+					t.Fatalf("stderr read as a metric: %+v", a)
+				}
+			}
+		}
+	})
 }

@@ -1,5 +1,6 @@
-// Package release runs ttis's workflows against one server — evals,
-// benchmarks (a sweep or one point), or a release (evals then benchmarks) —
+// Package release runs ttis's workflows against one server — benchmarks
+// (a sweep or one point), evals, spec tests, or a release (benchmarks,
+// evals, then spec tests) —
 // into one run folder of the results store (bench/runs), for ttisctl and
 // ttisd's schedules alike, and renders the run's report: report.md,
 // report.json (tt-inference-server's report_data shape: metadata, sections,
@@ -20,6 +21,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/grade"
 	"github.com/ttis-dev/ttis/bench/media"
 	"github.com/ttis-dev/ttis/bench/report"
+	"github.com/ttis-dev/ttis/bench/spectest"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
@@ -236,9 +238,11 @@ type Section struct {
 // Report is a rendered run.
 type Report struct {
 	Metadata Metadata
-	// Benchmarks and Evals are nil when the workflow did not run them.
+	// Benchmarks, Evals and Tests are nil when the workflow did not run
+	// them.
 	Benchmarks *BenchSection
 	Evals      *EvalSection
+	Tests      *TestSection
 	Acceptance Acceptance
 	// Regressions compares with the previous complete run (nil: none).
 	Regressions *Regressions
@@ -331,6 +335,13 @@ func JSON(r *Report) ([]byte, error) {
 		}
 		doc.Sections = append(doc.Sections, Section{Kind: WorkflowBenchmarks, Title: "Benchmark Sweeps", TaskType: "text", ID: id, Targets: targets, Data: rows, Error: b.Error})
 	}
+	if ts := r.Tests; ts != nil {
+		rows := ts.Rows
+		if rows == nil {
+			rows = []spectest.Result{}
+		}
+		doc.Sections = append(doc.Sections, Section{Kind: SpecTestsKind, Title: "Spec Tests", TaskType: ts.Class, ID: id, Data: rows, Error: ts.Error})
+	}
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", ReportJSON, err)
@@ -344,10 +355,11 @@ func ParseJSON(b []byte) (*Report, error) {
 	var raw struct {
 		Metadata Metadata `json:"metadata"`
 		Sections []struct {
-			Kind    string          `json:"kind"`
-			Targets map[string]any  `json:"targets"`
-			Data    json.RawMessage `json:"data"`
-			Error   string          `json:"error"`
+			Kind     string          `json:"kind"`
+			TaskType string          `json:"task_type"`
+			Targets  map[string]any  `json:"targets"`
+			Data     json.RawMessage `json:"data"`
+			Error    string          `json:"error"`
 		} `json:"sections"`
 		Verdict            string            `json:"verdict"`
 		VerdictSummary     string            `json:"verdict_summary"`
@@ -399,6 +411,12 @@ func ParseJSON(b []byte) (*Report, error) {
 				return nil, fmt.Errorf("read %s: section %d (evals): %w", ReportJSON, i, err)
 			}
 			r.Evals = e
+		case SpecTestsKind:
+			ts := &TestSection{Class: s.TaskType, Error: s.Error}
+			if err := json.Unmarshal(s.Data, &ts.Rows); err != nil {
+				return nil, fmt.Errorf("read %s: section %d (spec_tests): %w", ReportJSON, i, err)
+			}
+			r.Tests = ts
 		}
 	}
 	return r, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/evalsuite/workflow"
 	"github.com/ttis-dev/ttis/runtime/openai"
+	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
 	"github.com/ttis-dev/ttis/units/limit"
 )
@@ -67,6 +68,9 @@ type saved struct {
 	NoTraceCapture bool             `json:"no_trace_capture,omitempty"`
 	Bench          *savedBench      `json:"bench,omitempty"`
 	Evals          *workflow.Config `json:"evals,omitempty"`
+	// Tests are the command line's spec-test overrides, kept so a resume
+	// tests as the run began to.
+	Tests *units.Tests `json:"tests,omitempty"`
 }
 
 // savedBench is a benchmark template without its functions and headers;
@@ -129,7 +133,7 @@ func saveConfig(cfg *Config, write func(name string, data []byte) error) error {
 		Catalog: devOnly(t.Catalog)},
 		Workflow: cfg.Workflow, Limit: cfg.Limit, Point: cfg.Point, TargetsOnly: cfg.TargetsOnly, Targets: cfg.Targets,
 		TargetsSource: cfg.TargetsSource, NumPrompts: cfg.NumPrompts, MaxConcurrency: cfg.MaxConcurrency,
-		NoTraceCapture: cfg.NoTraceCapture, Bench: saveBench(cfg.Bench), Evals: cfg.Evals}
+		NoTraceCapture: cfg.NoTraceCapture, Bench: saveBench(cfg.Bench), Evals: cfg.Evals, Tests: cfg.Tests}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", ConfigFile, err)
@@ -155,7 +159,7 @@ func LoadConfig(ctx context.Context, dir string) (Config, TargetRef, error) {
 	}
 	cfg := Config{Workflow: s.Workflow, Limit: s.Limit, Point: s.Point, TargetsOnly: s.TargetsOnly, Targets: s.Targets,
 		TargetsSource: s.TargetsSource, NumPrompts: s.NumPrompts, MaxConcurrency: s.MaxConcurrency,
-		NoTraceCapture: s.NoTraceCapture, Evals: s.Evals}
+		NoTraceCapture: s.NoTraceCapture, Evals: s.Evals, Tests: s.Tests}
 	if s.Bench != nil {
 		if cfg.Bench, err = s.Bench.point(); err != nil {
 			return Config{}, TargetRef{}, fmt.Errorf("%s: %w", path, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/metrics"
 	"github.com/ttis-dev/ttis/bench/report"
 	"github.com/ttis-dev/ttis/bench/runs"
+	"github.com/ttis-dev/ttis/bench/spectest"
 	"github.com/ttis-dev/ttis/bench/sweep"
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/evalsuite/results"
@@ -47,7 +48,8 @@ type Progress interface {
 type Config struct {
 	// Target is the server under test (bench/target).
 	Target *target.Target
-	// Workflow is benchmarks, evals or release (evals, then benchmarks).
+	// Workflow is benchmarks, evals, tests or release (benchmarks, then
+	// evals, then tests, as seed 001 orders a release).
 	Workflow string
 	// Limit is the run size (default smoke).
 	Limit limit.Mode
@@ -82,6 +84,13 @@ type Config struct {
 	// file (evalsuite/taskdata); offline, it finds it in the cache or the
 	// task is listed as not measured with the pull command.
 	Hub *hub.Client
+
+	// Tests overrides the target's [tests] for the spec-test step: each
+	// field it sets replaces the unit's (nil: the unit's).
+	Tests *units.Tests
+	// Observe reads the unit's restart count and pid around the
+	// stability test (nil: not observable, as for a --url server).
+	Observe spectest.Observer
 
 	Store *runs.Store
 	// Trigger is recorded in the manifest ("ttisctl", "schedule").
@@ -268,9 +277,9 @@ func (c *Config) logf(format string, a ...any) {
 // check validates cfg and fills its defaults.
 func (c *Config) check() error {
 	switch c.Workflow {
-	case WorkflowBenchmarks, WorkflowEvals, WorkflowRelease:
+	case WorkflowBenchmarks, WorkflowEvals, WorkflowTests, WorkflowRelease:
 	default:
-		return fmt.Errorf("workflow %q: want benchmarks, evals or release", c.Workflow)
+		return fmt.Errorf("workflow %q: want benchmarks, evals, tests or release", c.Workflow)
 	}
 	if c.Limit == "" {
 		c.Limit = limit.Smoke
@@ -395,11 +404,17 @@ func Resume(ctx context.Context, cfg Config, ref string) (*Outcome, error) {
 		cfg.logf("run %s: benchmark points run again: %v", run.ID(), err)
 	}
 	if b, err := runs.ReadFile(ctx, filepath.Join(dir, ReportJSON), MaxReportBytes); err == nil {
-		if old, err := ParseJSON(b); err == nil && evalsFinished(old.Evals) {
-			p.evals, p.evalSettings = old.Evals, old.Metadata.EvalSettings
+		if old, err := ParseJSON(b); err == nil {
+			if evalsFinished(old.Evals) {
+				p.evals, p.evalSettings = old.Evals, old.Metadata.EvalSettings
+			}
+			if old.Tests.finished() {
+				p.tests = old.Tests
+			}
 		}
 	}
-	cfg.logf("run %s: resuming (%d benchmark point(s) kept, eval step %s)", run.ID(), len(p.points), map[bool]string{true: "kept", false: "to run"}[p.evals != nil])
+	step := map[bool]string{true: "kept", false: "to run"}
+	cfg.logf("run %s: resuming (%d benchmark point(s) kept, eval step %s, spec tests %s)", run.ID(), len(p.points), step[p.evals != nil], step[p.tests != nil])
 	return execute(ctx, &cfg, run, p)
 }
 
@@ -409,6 +424,7 @@ type prior struct {
 	points       []report.Point
 	evals        *EvalSection
 	evalSettings string
+	tests        *TestSection
 }
 
 // evalsFinished reports whether an eval section is a step that ended (not
@@ -444,8 +460,19 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome
 
 	out := &Outcome{Dir: run.Dir}
 	rep := &Report{Metadata: md}
+	// A release runs its steps in seed 001's order: benchmarks, evals,
+	// tests; the reports come last.
+	if cfg.Workflow == WorkflowBenchmarks || cfg.Workflow == WorkflowRelease {
+		if t.Spec != nil && t.Spec.IsMedia() {
+			rep.Benchmarks = runMedia(ctx, cfg, run)
+		} else if cfg.Point {
+			rep.Benchmarks, out.Point = runPoint(ctx, cfg, run, p.points)
+		} else {
+			rep.Benchmarks = runSweep(ctx, cfg, run, &rep.Metadata, p.points)
+		}
+	}
 	switch {
-	case cfg.Workflow == WorkflowBenchmarks:
+	case cfg.Workflow != WorkflowEvals && cfg.Workflow != WorkflowRelease:
 	case p.evals != nil:
 		rep.Evals = p.evals
 		rep.Metadata.EvalTasks = strings.Join(evalTaskNames(rep.Evals), ",")
@@ -455,19 +482,20 @@ func execute(ctx context.Context, cfg *Config, run *runs.Run, p prior) (*Outcome
 		rep.Metadata.EvalTasks = strings.Join(evalTaskNames(rep.Evals), ",")
 		rep.Metadata.EvalSettings = cfg.evalNote
 	}
-	if cfg.Workflow != WorkflowEvals {
-		if t.Spec != nil && t.Spec.IsMedia() {
-			rep.Benchmarks = runMedia(ctx, cfg, run)
-		} else if cfg.Point {
-			rep.Benchmarks, out.Point = runPoint(ctx, cfg, run, p.points)
-		} else {
-			rep.Benchmarks = runSweep(ctx, cfg, run, &rep.Metadata, p.points)
-		}
+	switch {
+	case cfg.Workflow != WorkflowTests && cfg.Workflow != WorkflowRelease:
+	case p.tests != nil:
+		rep.Tests = p.tests
+	case ctx.Err() != nil:
+		// Interrupted before the tests: a resume runs them.
+		rep.Tests = &TestSection{Rows: []spectest.Result{}, Error: "the run was interrupted (--resume runs them)"}
+	default:
+		rep.Tests = runTests(ctx, cfg, run)
 	}
 	interrupted := ctx.Err()
 	rep.Interrupted = interrupted != nil
 	rep.Metadata.GeneratedAt = now().UTC().Format(time.RFC3339)
-	rep.Acceptance = Accept(t.Spec, rep.Benchmarks, rep.Evals)
+	rep.Acceptance = AcceptRun(t.Spec, rep.Benchmarks, rep.Evals, rep.Tests)
 	if interrupted != nil {
 		rep.Acceptance.Summary = "the run was interrupted: " + rep.Acceptance.Summary
 	}
@@ -563,6 +591,10 @@ func WriteReports(run *runs.Run, rep *Report) error {
 	if err != nil {
 		return err
 	}
+	// run.py's file names and keys, for the CI that parses them.
+	if err := writeRunPyReports(run, rep); err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		name string
 		data []byte
@@ -585,6 +617,9 @@ func incomplete(r *Report) bool {
 				return true
 			}
 		}
+	}
+	if r.Tests != nil && r.Tests.Error != "" {
+		return true
 	}
 	if r.Benchmarks != nil {
 		if r.Benchmarks.Error != "" {
@@ -643,6 +678,9 @@ func evalConfig(cfg *Config, run *runs.Run) workflow.Config {
 	}
 	ec.LimitMode, ec.Version = cfg.Limit, cfg.Version
 	ec.OutputDir = filepath.Join(run.Dir, "evals")
+	// lm-eval's files go where run.py's report globs them:
+	// eval_<model>_<device>/<org>__<repo>/results_*.json.
+	ec.ResultsDir = filepath.Join(ec.OutputDir, EvalResultsDir(t))
 	// Answers are kept with the run, so an interrupted run resumes.
 	ec.CacheDir = filepath.Join(ec.OutputDir, "cache")
 	if cfg.Progress != nil {
@@ -759,6 +797,9 @@ func benchBase(cfg *Config) bench.PointConfig {
 	t := cfg.Target
 	base.Client.BaseURL, base.Client.Model, base.Client.Header = t.BaseURL, t.Model, t.AuthHeader()
 	base.Simulated = t.Simulated
+	// Result files are named as run.py names them, after the catalog
+	// model and the device, so its report globs find them.
+	base.FileModel, base.Device = t.CatalogModel, t.Device
 	if base.Load.RequestIDPrefix == "" {
 		base.Load.RequestIDPrefix = cfg.Workflow + "-"
 	}

@@ -310,10 +310,14 @@ func ParsePercentiles(s string) ([]float64, error) {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// FileName is tt-inference-server's pattern:
-// benchmark_<model>_<ts>_isl-<I>_osl-<O>_maxcon-<C>_n-<N>.json. The model
-// is its base name with anything but [A-Za-z0-9._-] replaced.
-func FileName(model string, ts time.Time, isl, osl, maxcon, n int) string {
+// FileName is run.py's pattern (benchmarking/run_benchmarks.py of the
+// seeds' release, 0.0.4):
+// benchmark_<model>_<device>_<ts>_isl-<I>_osl-<O>_maxcon-<C>_n-<N>.json,
+// the names its report workflow globs (benchmark_<model>_<device>_*.json)
+// and parses. The model is its base name and the device is left out when
+// unknown; both have anything but [A-Za-z0-9._-] replaced. The timestamp
+// is UTC (run.py writes local time).
+func FileName(model, device string, ts time.Time, isl, osl, maxcon, n int) string {
 	base := model
 	if i := strings.LastIndex(base, "/"); i >= 0 {
 		base = base[i+1:]
@@ -322,8 +326,43 @@ func FileName(model string, ts time.Time, isl, osl, maxcon, n int) string {
 	if base == "" {
 		base = "model"
 	}
+	if d := unsafeName.ReplaceAllString(device, "_"); d != "" {
+		base += "_" + d
+	}
 	return fmt.Sprintf("benchmark_%s_%s_isl-%d_osl-%d_maxcon-%d_n-%d.json",
-		base, ts.UTC().Format("2006-01-02_15-04-05"), isl, osl, maxcon, n)
+		base, ts.UTC().Format(fileTimeLayout), isl, osl, maxcon, n)
+}
+
+// fileTimeLayout is the timestamp of result file names.
+const fileTimeLayout = "2006-01-02_15-04-05"
+
+// FileInfo is what a result file's name says.
+type FileInfo struct {
+	// Prefix is "<model>" or "<model>_<device>".
+	Prefix                   string
+	Time                     time.Time
+	ISL, OSL, MaxConcurrency int
+	NumPrompts               int
+}
+
+var fileNameRE = regexp.MustCompile(`^benchmark_(.+)_(\d{4}-\d{2}-\d{2}_\d{2}-\d{2}-\d{2})_isl-(\d{1,9})_osl-(\d{1,9})_maxcon-(\d{1,9})_n-(\d{1,9})\.json$`)
+
+// ParseFileName reads a result file name written by FileName (or by
+// run.py), as run.py's summary report reads its parameters from it.
+func ParseFileName(name string) (FileInfo, error) {
+	m := fileNameRE.FindStringSubmatch(name)
+	if m == nil {
+		return FileInfo{}, fmt.Errorf("%q is not a benchmark result name (benchmark_<model>_<device>_<ts>_isl-<I>_osl-<O>_maxcon-<C>_n-<N>.json)", name)
+	}
+	ts, err := time.Parse(fileTimeLayout, m[2])
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("%q: timestamp: %w", name, err)
+	}
+	var v [4]int
+	for i := range v {
+		v[i], _ = strconv.Atoi(m[3+i]) // at most 9 digits: no overflow
+	}
+	return FileInfo{Prefix: m[1], Time: ts, ISL: v[0], OSL: v[1], MaxConcurrency: v[2], NumPrompts: v[3]}, nil
 }
 
 // WriteFileAtomic writes data to path through a temporary file in the same

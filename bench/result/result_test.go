@@ -15,13 +15,43 @@ import (
 
 func TestFileName(t *testing.T) {
 	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	got := FileName("meta-llama/Llama-3.1-8B-Instruct", ts, 128, 1024, 32, 128)
-	if want := "benchmark_Llama-3.1-8B-Instruct_2026-01-02_03-04-05_isl-128_osl-1024_maxcon-32_n-128.json"; got != want {
+	got := FileName("meta-llama/Llama-3.1-8B-Instruct", "n300", ts, 128, 1024, 32, 128)
+	// Seed 001's name for the same point: benchmark_Llama-3.2-1B-Instruct_n300_2025-03-26_19-35-09_isl-128_osl-128_maxcon-1_n-8.json
+	if want := "benchmark_Llama-3.1-8B-Instruct_n300_2026-01-02_03-04-05_isl-128_osl-1024_maxcon-32_n-128.json"; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
-	if got := FileName("/models/tiny model.gguf", ts, 1, 1, 0, 1); !strings.HasPrefix(got, "benchmark_tiny_model.gguf_") {
+	if got := FileName("/models/tiny model.gguf", "", ts, 1, 1, 0, 1); !strings.HasPrefix(got, "benchmark_tiny_model.gguf_2026") {
 		t.Errorf("unsafe name not cleaned: %s", got)
 	}
+	fi, err := ParseFileName("benchmark_Llama-3.2-1B-Instruct_n300_2025-03-26_19-35-09_isl-128_osl-128_maxcon-1_n-8.json")
+	if err != nil || fi.Prefix != "Llama-3.2-1B-Instruct_n300" || fi.ISL != 128 || fi.OSL != 128 || fi.MaxConcurrency != 1 || fi.NumPrompts != 8 ||
+		!fi.Time.Equal(time.Date(2025, 3, 26, 19, 35, 9, 0, time.UTC)) {
+		t.Errorf("ParseFileName = %+v, %v", fi, err)
+	}
+	for _, bad := range []string{"benchmark_x.json", "summary.json", "benchmark_m_2025-13-01_00-00-00_isl-1_osl-1_maxcon-1_n-1.json",
+		"benchmark_m_2025-01-01_00-00-00_isl-1_osl-1_maxcon-1_n-99999999999.json"} {
+		if _, err := ParseFileName(bad); err == nil {
+			t.Errorf("ParseFileName accepted %s", bad)
+		}
+	}
+}
+
+func FuzzParseFileName(f *testing.F) {
+	f.Add("benchmark_Llama-3.2-1B-Instruct_n300_2025-03-26_19-35-09_isl-128_osl-128_maxcon-1_n-8.json")
+	f.Add("benchmark__2025-03-26_19-35-09_isl-0_osl-0_maxcon-0_n-0.json")
+	f.Fuzz(func(t *testing.T, name string) {
+		fi, err := ParseFileName(name)
+		if err != nil {
+			return
+		}
+		if fi.ISL < 0 || fi.OSL < 0 || fi.MaxConcurrency < 0 || fi.NumPrompts < 0 {
+			t.Fatalf("%q parsed as %+v", name, fi)
+		}
+		// A name of safe characters writes back as it was read.
+		if again := FileName(fi.Prefix, "", fi.Time, fi.ISL, fi.OSL, fi.MaxConcurrency, fi.NumPrompts); !unsafeName.MatchString(fi.Prefix) && again != name {
+			t.Fatalf("%q parsed as %+v, written back as %q", name, fi, again)
+		}
+	})
 }
 
 func TestBuildKeys(t *testing.T) {

@@ -101,7 +101,7 @@ type Manifest struct {
 	Device    string `json:"device,omitempty"`
 	Runtime   string `json:"runtime,omitempty"`
 	Simulated bool   `json:"simulated"`
-	// Workflow is benchmarks, evals or release.
+	// Workflow is benchmarks, evals, tests or release.
 	Workflow string `json:"workflow"`
 	// Limit is the run size (units/limit).
 	Limit    string     `json:"limit,omitempty"`

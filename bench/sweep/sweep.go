@@ -109,10 +109,11 @@ type Options struct {
 	MinNumPrompts int
 }
 
-// Plan builds the points: the text reference targets (concurrency capped at
-// the spec's maximum, prompt count recomputed), then the sweep, de-duplicated
-// by (ISL, OSL, concurrency, prompts), each carrying the target of its
-// (ISL, OSL, concurrency) when the reference has one.
+// Plan builds the points: the text reference targets (with the prompt
+// count the reference gives, as run.py runs them; a concurrency capped at
+// the spec's maximum recomputes it by the rule), then the sweep without the
+// shapes the targets already cover, each carrying the target of its (ISL,
+// OSL, concurrency) when the reference has one.
 func Plan(l Limits, targets []catalog.PerfTarget, o Options) ([]Point, error) {
 	if o.Limit == "" {
 		o.Limit = limit.Full
@@ -138,17 +139,27 @@ func Plan(l Limits, targets []catalog.PerfTarget, o Options) ([]Point, error) {
 		}
 		pts = append(pts, p)
 	}
+	// A sweep shape the reference already measures is not run twice,
+	// whatever its prompt count (seed 003's benchmark_config skips sweep
+	// pairs found among the reference's (isl, osl, concurrency)).
+	shapes := map[[3]int]bool{}
 	for i := range targets {
 		t := targets[i]
 		if !isTextTarget(t) || t.ISL+t.OSL > l.MaxContext {
 			continue
 		}
 		c := max(t.Concurrency, 1)
+		n := t.NumPrompts
 		if l.MaxConcurrency > 0 && c > l.MaxConcurrency {
 			c = l.MaxConcurrency
+			n = 0 // capped: the count follows the concurrency run
+		}
+		if n < 1 {
+			n = NumPrompts(t.ISL, t.OSL, c, l)
 		}
 		tc := t
-		add(Point{ISL: t.ISL, OSL: t.OSL, Concurrency: c, NumPrompts: NumPrompts(t.ISL, t.OSL, c, l), Target: &tc, Source: "target"})
+		shapes[[3]int{t.ISL, t.OSL, c}] = true
+		add(Point{ISL: t.ISL, OSL: t.OSL, Concurrency: c, NumPrompts: n, Target: &tc, Source: "target"})
 	}
 	if o.Limit == limit.Smoke {
 		if len(pts) == 0 {
@@ -174,6 +185,9 @@ func Plan(l Limits, targets []catalog.PerfTarget, o Options) ([]Point, error) {
 			continue
 		}
 		for _, c := range concurrencies(pr, l) {
+			if shapes[[3]int{pr.ISL, pr.OSL, c}] {
+				continue
+			}
 			add(Point{ISL: pr.ISL, OSL: pr.OSL, Concurrency: c, NumPrompts: NumPrompts(pr.ISL, pr.OSL, c, l), Source: "sweep"})
 		}
 	}

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -129,23 +130,128 @@ func TestPlanFromCatalog(t *testing.T) {
 func TestParseTargets(t *testing.T) {
 	in := `{"Llama-3.1-8B-Instruct": {"n150": [{"isl": 128, "osl": 128, "max_concurrency": 1,
 	  "targets": {"theoretical": {"ttft_ms": 51, "tput_user": 21, "tput": 21}}}]}}`
-	got, found, err := ParseTargets(strings.NewReader(in), "t.json", "meta-llama/Llama-3.1-8B-Instruct", "N150")
-	if err != nil || !found || len(got) != 1 || got[0].TTFTms != 51 || got[0].TputUser != 21 || got[0].Concurrency != 1 {
-		t.Fatalf("ParseTargets = %+v, %v, %v", got, found, err)
+	got, key, found, err := ParseTargets(strings.NewReader(in), "t.json", []string{"meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct"}, "N150")
+	if err != nil || !found || key != "Llama-3.1-8B-Instruct" || len(got) != 1 || got[0].TTFTms != 51 || got[0].TputUser != 21 || got[0].Concurrency != 1 {
+		t.Fatalf("ParseTargets = %+v, %q, %v, %v", got, key, found, err)
 	}
-	if _, found, _ := ParseTargets(strings.NewReader(in), "t.json", "other", "n150"); found {
+	if _, _, found, _ := ParseTargets(strings.NewReader(in), "t.json", []string{"other"}, "n150"); found {
 		t.Error("found targets for another model")
 	}
 	for _, bad := range []string{
 		`[]`,
 		`{"Llama-3.1-8B-Instruct": {"n150": [{"isl": 0, "osl": 128}]}}`,
 		`{"Llama-3.1-8B-Instruct": {"n150": [{"isl": 1, "osl": 1, "bogus": 1}]}}`,
+		`{"Llama-3.1-8B-Instruct": {"n150": [{"isl": 1, "osl": 1, "num_prompts": -3}]}}`,
 		`{"Llama-3.1-8B-Instruct": {"n150": [{"isl": 1, "osl": 1, "targets": {"theoretical": {"ttft_ms": -1}}}]}}`,
+		`{"Llama-3.1-8B-Instruct": {"n150": [{"isl": 1, "osl": 1, "targets": {"theoretical": {"tput_usr": 1}}}]}}`,
 	} {
-		if _, _, err := ParseTargets(strings.NewReader(bad), "t.json", "Llama-3.1-8B-Instruct", "n150"); err == nil {
+		if _, _, _, err := ParseTargets(strings.NewReader(bad), "t.json", []string{"Llama-3.1-8B-Instruct"}, "n150"); err == nil {
 			t.Errorf("accepted %s", bad)
 		} else if !strings.Contains(err.Error(), "t.json") {
 			t.Errorf("error %q does not name the file", err)
+		}
+	}
+}
+
+// Seed 003's override file: keyed by the template's base weight
+// (Llama-3.3-70B), its num_prompts kept as given (3 stays 3, where the rule
+// would run 4), media and image fields of a copied reference file read.
+func TestParseTargetsSeedOverride(t *testing.T) {
+	in := `{"Llama-3.3-70B": {"galaxy": [
+	  {"isl": 128, "osl": 128, "max_concurrency": 1, "num_prompts": 8, "targets": {"theoretical": {"ttft_ms": 50, "tput_user": 80}}},
+	  {"isl": 2048, "osl": 128, "max_concurrency": 1, "num_prompts": 3, "targets": {"theoretical": {"ttft_ms": 800, "tput_user": 80}}},
+	  {"isl": 128, "osl": 128, "max_concurrency": 1, "num_prompts": 8, "task_type": "vlm", "image_height": 512, "image_width": 1024,
+	   "images_per_prompt": 1, "targets": {"theoretical": {"ttft_ms": 90}}}]},
+	 "stable-diffusion-xl-base-1.0": {"galaxy": [{"max_concurrency": 1, "task_type": "image", "num_inference_steps": 20,
+	   "num_eval_runs": 2, "targets": {"theoretical": {"ttft_ms": 1000, "tput_user": 1, "tolerance": 0.05}}}]}}`
+	spec, err := catalog.Lookup("Llama-3.3-70B-Instruct", "galaxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, key, found, err := ParseTargets(strings.NewReader(in), "override.json", catalog.TargetKeys("Llama-3.3-70B-Instruct", spec), "galaxy")
+	if err != nil || !found || key != "Llama-3.3-70B" || len(got) != 3 {
+		t.Fatalf("ParseTargets = %+v, %q, %v, %v", got, key, found, err)
+	}
+	if got[1].NumPrompts != 3 || got[2].Image != "1024x512" || got[2].Task != "vlm" {
+		t.Errorf("points %+v", got)
+	}
+	pts, err := Plan(LimitsOf(spec), got, Options{Limit: limit.Smoke})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := pointsString(pts); s != "(128,128,1,8) (2048,128,1,3)" {
+		t.Errorf("smoke plan from the override %s, want its num_prompts kept", s)
+	}
+	media, _, found, err := ParseTargets(strings.NewReader(in), "override.json", []string{"stable-diffusion-xl-base-1.0"}, "galaxy")
+	if err != nil || !found || media[0].Steps != 20 || media[0].Tolerance != 0.05 || media[0].Task != "image" {
+		t.Errorf("media entry %+v, %v", media, err)
+	}
+}
+
+// TestPlanGradesEveryCatalogSpecOnItsOwnTargets plans the smoke sweep of
+// every catalog spec (prod and dev) and checks that its graded points are
+// exactly the text points of the table its targets come from
+// (catalog.Spec.TargetsDevice), with the reference's prompt counts: a
+// Galaxy Llama-3.3-70B runs and grades the galaxy 2048/128 point.
+func TestPlanGradesEveryCatalogSpecOnItsOwnTargets(t *testing.T) {
+	n := 0
+	for _, mode := range []string{catalog.ModeProd, catalog.ModeDev} {
+		specs, err := catalog.SpecsIn(mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range specs {
+			s := &specs[i]
+			if s.IsMedia() || s.MaxContext < 1 {
+				continue
+			}
+			l := LimitsOf(s)
+			pts, err := Plan(l, s.Targets, Options{Limit: limit.Smoke})
+			if err != nil {
+				t.Errorf("%s %s: %v", s.ModelName, s.Device, err)
+				continue
+			}
+			var want []string
+			for _, tg := range s.Targets {
+				if !isTextTarget(tg) || tg.ISL+tg.OSL > l.MaxContext {
+					continue
+				}
+				c, np := max(tg.Concurrency, 1), tg.NumPrompts
+				if c > l.MaxConcurrency {
+					c, np = l.MaxConcurrency, NumPrompts(tg.ISL, tg.OSL, l.MaxConcurrency, l)
+				}
+				want = append(want, fmt.Sprintf("(%d,%d,%d,%d)", tg.ISL, tg.OSL, c, np))
+			}
+			var got []string
+			for _, p := range pts {
+				if p.Target != nil {
+					got = append(got, fmt.Sprintf("(%d,%d,%d,%d)", p.ISL, p.OSL, p.Concurrency, p.NumPrompts))
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("%s %s %s (targets of %s): graded points %v, want %v", mode, s.ModelName, s.Device, s.TargetsDevice, got, want)
+			}
+			n++
+		}
+	}
+	if n < 150 {
+		t.Errorf("checked %d text specs", n)
+	}
+	spec, err := catalog.Lookup("Llama-3.3-70B-Instruct", "galaxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, _ := Plan(LimitsOf(spec), spec.Targets, Options{Limit: limit.CINightly})
+	twice := map[[3]int]int{}
+	for _, p := range pts {
+		twice[[3]int{p.ISL, p.OSL, p.Concurrency}]++
+		if p.ISL == 2048 && p.OSL == 128 && p.Concurrency == 1 && (p.Target == nil || p.Target.TTFTms != 800 || p.NumPrompts != 8) {
+			t.Errorf("galaxy 2048/128 point %+v, want the galaxy target (800 ms) with 8 prompts", p)
+		}
+	}
+	for k, v := range twice {
+		if v > 1 {
+			t.Errorf("shape %v planned %d times", k, v)
 		}
 	}
 }
@@ -164,4 +270,30 @@ func TestCILongSweepsLikeNightly(t *testing.T) {
 	if _, err := Plan(n150, nil, Options{Limit: "weekly"}); err == nil {
 		t.Error("an unknown limit was planned")
 	}
+}
+
+func FuzzParseTargets(f *testing.F) {
+	f.Add([]byte(`{"M": {"n150": [{"isl": 128, "osl": 128, "max_concurrency": 1, "num_prompts": 3, "targets": {"theoretical": {"ttft_ms": 50}}}]}}`))
+	f.Add([]byte(`{"M": {"n150": [{"task_type": "image", "num_inference_steps": 20, "targets": {"theoretical": {"tolerance": 0.05}}}]}}`))
+	f.Add([]byte(`{"M": {"n150": [{"isl": -1}]}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ts, key, found, err := ParseTargets(bytes.NewReader(b), "f.json", []string{"M", "m"}, "N150")
+		if err != nil {
+			if found || ts != nil || !strings.Contains(err.Error(), "f.json") {
+				t.Fatalf("error %v with found=%v targets=%v", err, found, ts)
+			}
+			return
+		}
+		if found && !strings.EqualFold(key, "m") {
+			t.Fatalf("read key %q", key)
+		}
+		for _, tg := range ts {
+			if tg.Concurrency < 1 || tg.NumPrompts < 0 || tg.TTFTms < 0 || tg.TputUser < 0 || tg.Tput < 0 {
+				t.Fatalf("accepted %+v", tg)
+			}
+			if (tg.Task == "text" || tg.Task == "vlm") && (tg.ISL < 1 || tg.OSL < 1) {
+				t.Fatalf("accepted a text point without lengths %+v", tg)
+			}
+		}
+	})
 }

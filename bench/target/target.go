@@ -58,6 +58,9 @@ type Query struct {
 	Issuer   string
 	// Now is the clock for minted tokens (time.Now when nil).
 	Now func() time.Time
+	// Ready bounds the wait for a server that is still starting (zero:
+	// none, the server must answer at once).
+	Ready Ready
 }
 
 // Target is a resolved server under test.
@@ -175,6 +178,17 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 		return nil, err
 	}
 	t.Catalog = mode
+	if q.Ready.Timeout > 0 {
+		srv, err := t.Server(1)
+		if err != nil {
+			return nil, err
+		}
+		err = WaitReady(ctx, srv, q.Ready)
+		srv.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
 	if err := t.ask(ctx); err != nil {
 		return nil, err
 	}

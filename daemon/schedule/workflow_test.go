@@ -16,7 +16,7 @@ import (
 
 func TestWorkflowRunnerRefusesInactiveUnit(t *testing.T) {
 	store := &runs.Store{Root: t.TempDir()}
-	run := WorkflowRunner(store, "test", func(string) error { return errors.New("unit a is failed, not active") }, nil, nil)
+	run := WorkflowRunner(store, "test", func(string) error { return errors.New("unit a is failed, not active") }, nil, nil, nil)
 	err := run(context.Background(), &units.Unit{Name: "a", Model: "M", Listen: "127.0.0.1:9"}, units.Schedule{Workflow: "release"})
 	if err == nil || !strings.Contains(err.Error(), "not active") {
 		t.Fatalf("error %v", err)
@@ -41,7 +41,7 @@ func TestWorkflowRunnerPullsEvalData(t *testing.T) {
 		asked++
 		return hub.New(hub.Config{CacheDir: t.TempDir(), Offline: true})
 	}
-	run := WorkflowRunner(store, "test", nil, nil, data)
+	run := WorkflowRunner(store, "test", nil, nil, nil, data)
 	u := &units.Unit{Name: "sim", Model: "Llama-3.2-3B-Instruct", Device: "n150", Runtime: "sim", Listen: strings.TrimPrefix(srv.URL, "http://")}
 	err := run(context.Background(), u, units.Schedule{Workflow: "evals", Limit: "smoke"})
 	if err == nil || asked != 1 {

@@ -139,6 +139,7 @@ func TestSoak(t *testing.T) {
 		{"ttisctl bench, then again on a full disk", s.benchRuns},
 		{"24,000 log followers (logs -f flood)", s.followerFlood}, // followers_test.go
 		{"named pipe and 400 MB run.json in the store", s.storeFIFO},
+		{"40 concurrent 7.9 MB prompts to a server", s.bigPromptBurst},
 	}
 	deadline := time.Now().Add(*duration)
 	for i := 0; time.Now().Before(deadline) || i < len(faults); i++ {

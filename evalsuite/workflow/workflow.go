@@ -93,11 +93,16 @@ type Config struct {
 	ASRURL   string
 	ASRModel string
 	// OutputDir receives the result files; CacheDir the resume cache
-	// (default OutputDir/cache; "-" disables it).
-	OutputDir string
-	CacheDir  string
-	Progress  runner.Progress `json:"-"`
-	Version   string
+	// (default OutputDir/cache; "-" disables it). ResultsDir, when set,
+	// receives results_*.json, samples_*.jsonl and summary_*.md instead
+	// (a release files them where run.py's report looks:
+	// eval_<model>_<device>/<org>__<repo>/); datasets.json stays in
+	// OutputDir.
+	OutputDir  string
+	ResultsDir string
+	CacheDir   string
+	Progress   runner.Progress `json:"-"`
+	Version    string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time `json:"-"`
 }
@@ -317,7 +322,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if len(run.Tasks) == 0 {
 		return oc, nil
 	}
-	if oc.Files, err = results.Write(cfg.OutputDir, run); err != nil {
+	resultsDir := cfg.ResultsDir
+	if resultsDir == "" {
+		resultsDir = cfg.OutputDir
+	}
+	if oc.Files, err = results.Write(resultsDir, run); err != nil {
 		return nil, err
 	}
 	if len(oc.Data) > 0 {

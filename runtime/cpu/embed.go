@@ -74,7 +74,16 @@ func (e *Engine) Embed(ctx context.Context, req *runtime.EmbedRequest) (*runtime
 	pool := e.EmbeddingPooling()
 	toks := make([][]int, len(req.Inputs))
 	out := &runtime.Embeddings{Vectors: make([][]float32, len(req.Inputs))}
+	bound, _ := e.tok.(runtime.TextBounder)
 	for i, in := range req.Inputs {
+		// Judged by its length first, as the server does: an input that
+		// cannot fit whatever it encodes to is not tokenized.
+		if bound != nil {
+			per := max(bound.MaxTokenBytes(), 1)
+			if lo := (len(in) + per - 1) / per; lo > e.info.MaxContext {
+				return nil, fmt.Errorf("input[%d] is %d bytes, at least %d tokens, over the context window of %d: %w", i, len(in), lo, e.info.MaxContext, runtime.ErrInputTooLong)
+			}
+		}
 		ids, err := e.tok.Encode(in, true)
 		if err != nil {
 			return nil, fmt.Errorf("input[%d]: tokenize: %w", i, err)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -114,6 +115,12 @@ func TestEmbeddings(t *testing.T) {
 	defer e.Close()
 	if _, err := e.Embed(context.Background(), &runtime.EmbedRequest{Inputs: []string{long}}); err == nil || !strings.Contains(err.Error(), "context window") {
 		t.Fatalf("over-long input: %v", err)
+	}
+	// One that cannot fit whatever it encodes to is refused from its
+	// length, before it is tokenized.
+	huge := strings.Repeat("x", 16*e.tok.(runtime.TextBounder).MaxTokenBytes()+1)
+	if _, err := e.Embed(context.Background(), &runtime.EmbedRequest{Inputs: []string{"hi", huge}}); !errors.Is(err, runtime.ErrInputTooLong) || !strings.Contains(err.Error(), "input[1] is") || !strings.Contains(err.Error(), "bytes, at least 17 tokens") {
+		t.Fatalf("input over the window by its length: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"testing"
@@ -28,10 +29,11 @@ func checkCompiled(t *testing.T, g *Grammar) {
 	if need > 200 {
 		return
 	}
-	for k := 0; k < 3; k++ {
+	// run draws one output within budget tokens: it must complete and be
+	// accepted again by a fresh matcher.
+	run := func(budget int, why string) {
 		m := ix.NewMatcher()
 		var out []byte
-		budget := need + 20
 		done := false
 		for i := 0; i < budget && !done; i++ {
 			mask, err := m.Allowed(budget - i)
@@ -48,10 +50,22 @@ func checkCompiled(t *testing.T, g *Grammar) {
 			}
 		}
 		if !m.Complete() {
-			t.Fatalf("output %q incomplete with %d tokens for a %d-byte minimum", out, budget, need)
+			t.Fatalf("output %q incomplete with %d tokens (%s)", out, budget, why)
 		}
 		if !matches(t, ix, string(out)) {
 			t.Fatalf("output %q is not accepted again", out)
+		}
+	}
+	for range 3 {
+		run(need+20, fmt.Sprintf("a %d-byte minimum", need))
+	}
+	// The fewest tokens Fits counts are enough: the masks steer into them.
+	if ok, least, exact := ix.Fits(0); !ok && exact && least < need {
+		if ok, _, _ := ix.Fits(least); !ok {
+			t.Fatalf("Fits(0) needs %d tokens, but Fits(%d) is false", least, least)
+		}
+		for range 3 {
+			run(least, fmt.Sprintf("Fits' fewest, the shortest output being %d bytes", need))
 		}
 	}
 }

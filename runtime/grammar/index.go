@@ -95,14 +95,21 @@ type Index struct {
 	// and budget.
 	forced    map[maskKey]*maskEntry
 	nextBytes int
-	err       error
-	keyBuf    []byte
-	work      int
+	// fitYes, fitNo and fitSucc are what fits learnt (fit.go): per state,
+	// the fewest tokens proven to finish the output, the most proven not
+	// to, and the distinct states its tokens lead to.
+	fitYes, fitNo map[int32]int32
+	fitSucc       map[int32][]fitSucc
+	fitBytes      int
+	err           error
+	keyBuf        []byte
+	work          int
 }
 
 // NewIndex pairs g with v. lim bounds the states and masks it keeps.
 func NewIndex(g *Grammar, v *Vocab, lim Limits) (*Index, error) {
-	ix := &Index{g: g, v: v, lim: lim.withDefaults(), stackIdx: map[uint64]int32{}, stateIdx: map[string]int32{}, seen: map[uint64]struct{}{}, forced: map[maskKey]*maskEntry{}}
+	ix := &Index{g: g, v: v, lim: lim.withDefaults(), stackIdx: map[uint64]int32{}, stateIdx: map[string]int32{}, seen: map[uint64]struct{}{}, forced: map[maskKey]*maskEntry{},
+		fitYes: map[int32]int32{}, fitNo: map[int32]int32{}, fitSucc: map[int32][]fitSucc{}}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	var out []int32
@@ -142,7 +149,7 @@ func (ix *Index) Stats() (states, masks int) {
 func (ix *Index) Bytes() int {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return ix.maskBytes + ix.nextBytes + len(ix.stacks)*int(unsafe.Sizeof(stackNode{}))*3 + len(ix.states)*96
+	return ix.maskBytes + ix.nextBytes + ix.fitBytes + len(ix.stacks)*int(unsafe.Sizeof(stackNode{}))*3 + len(ix.states)*96
 }
 
 func (ix *Index) fail(err error) {
@@ -682,6 +689,14 @@ func (m *Matcher) Allowed(remaining int) ([]uint64, error) {
 		if best <= budget || best >= inf || canEnd {
 			break
 		}
+		// One token per byte cannot finish in time; tokens of several
+		// bytes may (the request was admitted on that, see Fits): keep
+		// the tokens after which the output can be finished with room
+		// for the EOS, else without it. Only if none can (or the search
+		// is too costly) do the least-to-write tokens stand in.
+		if ix.fitMask(m.state, e, budget, out) || ix.fitMask(m.state, e, budget+1, out) {
+			break
+		}
 	}
 	if canEnd {
 		for i, w := range ix.v.eosMask {
@@ -693,6 +708,35 @@ func (m *Matcher) Allowed(remaining int) ([]uint64, error) {
 	ix.forced[key] = f
 	ix.cache(key, f)
 	return out, nil
+}
+
+// fitMask sets in out the tokens of mask e after which the output can be
+// complete within k tokens (fits) and reports whether there were any.
+func (ix *Index) fitMask(s int32, e *maskEntry, k int32, out []uint64) bool {
+	work := 0
+	found := false
+	for w, word := range e.bits {
+		for word != 0 {
+			bit := word & -word
+			word &^= bit
+			t := w*64 + bits.TrailingZeros64(bit)
+			if ix.v.isEOS[t] {
+				continue
+			}
+			end := ix.walk(s, ix.v.token(t))
+			if end < 0 {
+				continue
+			}
+			if ok, known := ix.fits(end, k, &work); !known {
+				clear(out)
+				return false
+			} else if ok {
+				out[w] |= bit
+				found = true
+			}
+		}
+	}
+	return found
 }
 
 func nonEmpty(bits, eos []uint64) []uint64 {

@@ -1,6 +1,9 @@
 package grammar
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // TokenSource is what an Index needs of a tokenizer; runtime.Tokenizer
 // has it.
@@ -24,6 +27,11 @@ type Vocab struct {
 	eos     []int
 	eosMask []uint64
 	isEOS   []bool
+	// longest is the most bytes a token stands for; allBytes says every
+	// byte value has a token of its own (byte fallback, byte-level BPE),
+	// which the masks' one-token-per-byte bound relies on.
+	longest  int32
+	allBytes bool
 }
 
 // NewVocab indexes t's vocabulary. Special tokens and tokens that stand
@@ -34,7 +42,8 @@ func NewVocab(t TokenSource) (*Vocab, error) {
 	if n <= 0 || n > 1<<24 {
 		return nil, fmt.Errorf("grammar: vocabulary size %d is out of range", n)
 	}
-	v := &Vocab{size: n, words: (n + 63) / 64, off: make([]int32, n+1), isEOS: make([]bool, n)}
+	v := &Vocab{size: n, words: (n + 63) / 64, off: make([]int32, n+1), isEOS: make([]bool, n), longest: 1}
+	var single [256]bool
 	for id := 0; id < n; id++ {
 		v.off[id] = int32(len(v.data))
 		if t.IsSpecial(id) {
@@ -46,7 +55,12 @@ func NewVocab(t TokenSource) (*Vocab, error) {
 		}
 		v.data = append(v.data, b...)
 		v.byFirst[b[0]] = append(v.byFirst[b[0]], int32(id))
+		v.longest = max(v.longest, int32(len(b)))
+		if len(b) == 1 {
+			single[b[0]] = true
+		}
 	}
+	v.allBytes = !slices.Contains(single[:], false)
 	v.off[n] = int32(len(v.data))
 	v.eosMask = make([]uint64, v.words)
 	for _, id := range t.EOS() {

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/runtime/grammar"
 	"github.com/ttis-dev/ttis/runtime/toolcall"
 )
 
@@ -43,6 +44,9 @@ type job struct {
 	created int64
 	arrival time.Time
 
+	// texts are the prompts still to tokenize (tokenize), prompts the
+	// token ids of every prompt once tokenized.
+	texts       []string
 	prompts     [][]int
 	promptTexts []string // echo only
 	promptToks  int
@@ -51,6 +55,8 @@ type job struct {
 
 	// toolSyntax is how the chat template asked for tool calls.
 	toolSyntax runtime.ToolSyntax
+	// ix is the index the output is constrained by (nil: none).
+	ix *grammar.Index
 
 	head []byte // SSE chunk head, see appendChunkHead
 
@@ -103,7 +109,11 @@ type event struct {
 	hasTok bool
 }
 
-// generate handles both generation endpoints.
+// generate handles both generation endpoints. Admission comes before
+// work (admit.go): the body was admitted to the reading budget by handle;
+// here the prompts are judged by their length, the request takes its
+// slots or queue places, and only then are its prompts tokenized, after
+// which its body and prompt texts are let go.
 func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID string, chat bool, arrival time.Time) {
 	var r *genRequest
 	var e *apiError
@@ -126,15 +136,16 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 		writeError(ctx, e)
 		return
 	}
-	n := int64(len(j.seqs))
-	if n > int64(s.cfg.MaxConcurrency) {
-		writeError(ctx, badRequest("n", "the request needs %d sequences (prompts × n) but the unit has %d slots (limits.max_concurrency)", n, s.cfg.MaxConcurrency))
-		return
-	}
 	if lv, ok := s.admit(j, arrival); !ok {
 		s.refuseBusy(ctx, lv)
 		return
 	}
+	if e := j.tokenize(); e != nil {
+		j.end()
+		writeError(ctx, e)
+		return
+	}
+	s.doneReading(ctx)
 	if r.stream {
 		// The stream is written straight to the connection from this
 		// handler goroutine: fasthttp's SetBodyStreamWriter would add a
@@ -169,34 +180,40 @@ func (s *Server) generate(ctx *fasthttp.RequestCtx, st *engineState, reqID strin
 	ctx.SetBody(j.appendResponse(make([]byte, 0, 1024)))
 }
 
+// doneReading ends a tokenized request's hold on the reading budget and
+// lets its body go: what it still holds (token ids) is bounded by its
+// slots and the context window.
+func (s *Server) doneReading(ctx *fasthttp.RequestCtx) {
+	s.endRead(ctx)
+	ctx.Request.ResetBody()
+}
+
 // admit takes the job's slots, or puts it in the wait queue; it reports
 // false when the queue is full. It starts the job's context, bounded by
 // limits.request_timeout from the request's arrival. Both limits are the
 // live ones (a SIGHUP may change them while the server runs), returned
 // for messages.
 func (s *Server) admit(j *job, arrival time.Time) (Live, bool) {
-	lv := *s.live.Load()
 	n := int64(len(j.seqs))
-	if s.sem.TryAcquire(n) {
-		j.held = n
-		s.m.running.Add(n)
-	} else {
-		if s.m.waiting.Add(n) > int64(lv.MaxQueue) {
-			s.m.waiting.Add(-n)
-			return lv, false
-		}
+	queued, lv, ok := s.takeSlots(n)
+	if !ok {
+		return lv, false
+	}
+	if queued {
 		j.queued = n
+	} else {
+		j.held = n
 	}
 	j.timeout = lv.RequestTimeout
-	if lv.RequestTimeout > 0 {
-		j.ctx, j.cancel = context.WithTimeout(s.genCtx, lv.RequestTimeout-time.Since(arrival))
-	} else {
-		j.ctx, j.cancel = context.WithCancel(s.genCtx)
-	}
+	j.ctx, j.cancel = s.requestContext(arrival, lv.RequestTimeout)
 	return lv, true
 }
 
-// newJob tokenizes the prompts and resolves max_tokens per prompt.
+// newJob plans a job without tokenizing: it renders the chat template,
+// judges every prompt against the context window by its length (a text
+// prompt by its bytes, see minTokens; a token-id prompt exactly), and
+// lays out one sequence per (prompt, n). tokenize finishes it once the
+// job holds its slots or queue places.
 func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival time.Time) (*job, *apiError) {
 	j := &job{s: s, st: st, r: r, id: reqID, created: arrival.Unix(), arrival: arrival}
 	if r.chat {
@@ -206,20 +223,12 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 			return nil, e
 		}
 		j.toolSyntax = syntax
-		ids, err := st.tok.Encode(text, r.addSpecial)
-		if err != nil {
-			return nil, badRequest("messages", "tokenize: %v", err)
-		}
-		j.prompts = [][]int{ids}
+		j.texts = []string{text}
+		// The rendered prompt holds the conversation from here on.
+		r.messages = nil
 	} else {
 		j.respID = "cmpl-" + newID()
-		for i, t := range r.promptTexts {
-			ids, err := st.tok.Encode(t, r.addSpecial)
-			if err != nil {
-				return nil, badRequest("prompt", "tokenize prompt %d: %v", i, err)
-			}
-			j.prompts = append(j.prompts, ids)
-		}
+		j.texts = r.promptTexts
 		for i, ids := range r.promptIDs {
 			param := "prompt"
 			if len(r.promptIDs) > 1 {
@@ -228,15 +237,26 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 			if e := checkIDs(ids, st.tok.VocabSize(), param); e != nil {
 				return nil, e
 			}
-			j.prompts = append(j.prompts, ids)
 		}
 		if r.echo {
 			j.promptTexts = r.promptTexts
-			if r.promptIDs != nil {
-				for _, ids := range r.promptIDs {
-					j.promptTexts = append(j.promptTexts, st.tok.Decode(ids, true))
-				}
+			for _, ids := range r.promptIDs {
+				j.promptTexts = append(j.promptTexts, st.tok.Decode(ids, true))
 			}
+		}
+	}
+	prompts := len(j.texts) + len(r.promptIDs)
+	if n := prompts * r.n; n > s.cfg.MaxConcurrency {
+		return nil, badRequest("n", "the request needs %d sequences (prompts × n) but the unit has %d slots (limits.max_concurrency)", n, s.cfg.MaxConcurrency)
+	}
+	for _, t := range j.texts {
+		if e := j.checkContext(minTokens(st.tok, t), len(t)); e != nil {
+			return nil, e
+		}
+	}
+	for _, ids := range r.promptIDs {
+		if e := j.checkContext(len(ids), -1); e != nil {
+			return nil, e
 		}
 	}
 	if len(r.stopTokenIDs) > 0 {
@@ -249,32 +269,18 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 	if e != nil {
 		return nil, e
 	}
-	what := "prompt"
-	if r.chat {
-		what = "messages"
+	j.ix = ix
+	if r.maxTokens >= 0 {
+		if e := j.checkOutputFits(r.maxTokens, -1); e != nil {
+			return nil, e
+		}
 	}
-	for pi, p := range j.prompts {
-		if len(p) == 0 {
-			return nil, badRequest(what, "the %s is empty after tokenization", what)
-		}
-		j.promptToks += len(p)
-		limit := st.maxContext
-		mt := r.maxTokens
-		if mt < 0 {
-			mt = limit - len(p)
-		}
-		if len(p) > limit || (len(p) == limit && mt > 0) || len(p)+mt > limit {
-			param := r.maxTokensArg
-			if len(p) >= limit {
-				param = what
-			}
-			return nil, badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.", limit, len(p)+mt, len(p), what, mt, what)
-		}
+	for pi := range prompts {
 		for c := 0; c < r.n; c++ {
 			q := &seqState{index: pi*r.n + c, prompt: pi, m: newStopMatcher(r.stop)}
 			q.tools = j.newToolParser()
 			q.req = runtime.Request{
-				ID: j.id, Prompt: p, MaxTokens: mt, Sampling: r.sampling, StopTokenIDs: r.stopTokenIDs,
+				ID: j.id, Sampling: r.sampling, StopTokenIDs: r.stopTokenIDs,
 				IgnoreEOS: r.ignoreEOS, Logprobs: r.logprobs, PromptLogprobs: -1,
 			}
 			if r.n > 1 {
@@ -296,12 +302,126 @@ func (s *Server) newJob(st *engineState, r *genRequest, reqID string, arrival ti
 	return j, nil
 }
 
+// minTokens is the fewest tokens text can encode to, from its length
+// alone: ceil(bytes / the most bytes a token covers) with a tokenizer
+// that bounds it (runtime.TextBounder), else 0 (nothing is known).
+func minTokens(tok runtime.Tokenizer, text string) int {
+	b, ok := tok.(runtime.TextBounder)
+	if !ok {
+		return 0
+	}
+	per := max(b.MaxTokenBytes(), 1)
+	return (len(text) + per - 1) / per
+}
+
+// checkContext refuses a prompt of at least toks tokens (exactly toks
+// when bytes < 0, else a lower bound judged from its bytes) that cannot
+// fit the context window with the completion the request asks for. Every
+// check only ever refuses what the exact one, after tokenizing, would.
+func (j *job) checkContext(toks, bytes int) *apiError {
+	r, limit := j.r, j.st.maxContext
+	what := "prompt"
+	if r.chat {
+		what = "messages"
+	}
+	mt := r.maxTokens
+	if mt < 0 {
+		mt = max(limit-toks, 0)
+	}
+	if !(toks > limit || (toks == limit && mt > 0) || toks+mt > limit) {
+		return nil
+	}
+	param := r.maxTokensArg
+	if toks >= limit {
+		param = what
+	}
+	if bytes >= 0 {
+		return badRequest(param, "This model's maximum context length is %d tokens. However, you requested at least %d tokens (at least %d in the %s, which is %d bytes, %d in the completion). Please reduce the length of the %s or completion.", limit, toks+mt, toks, what, bytes, mt, what)
+	}
+	return badRequest(param, "This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the %s, %d in the completion). Please reduce the length of the %s or completion.", limit, toks+mt, toks, what, mt, what)
+}
+
+// checkOutputFits refuses a constrained request whose token limit cannot
+// hold a complete output: the limit is max_tokens, or (promptToks >= 0)
+// what a prompt of that many tokens leaves of the context window. An
+// output cut short would not parse, so ttis answers 400 where vLLM
+// returns the cut output with finish_reason "length".
+func (j *job) checkOutputFits(limit, promptToks int) *apiError {
+	if j.ix == nil {
+		return nil
+	}
+	ok, need, exact := j.ix.Fits(limit)
+	if ok {
+		return nil
+	}
+	c := j.r.constraint
+	why := fmt.Sprintf("the shortest output %s allows takes %d tokens of this model's vocabulary", c.param, need)
+	if !exact {
+		why = fmt.Sprintf("ttis can promise a complete output %s allows from %d tokens (its shortest output's bytes, one token each)", c.param, need)
+	}
+	if promptToks >= 0 {
+		what := "prompt"
+		if j.r.chat {
+			what = "messages"
+		}
+		return badRequest(what, "the %s (%d tokens) leaves %d tokens of the model's %d-token context window for the output, but %s; shorten the %s", what, promptToks, limit, j.st.maxContext, why, what)
+	}
+	return badRequest(j.r.maxTokensArg, "%s is %d, but %s; set %s to at least %d (a structured output cut short would not parse)", j.r.maxTokensArg, limit, why, j.r.maxTokensArg, need)
+}
+
+// tokenize encodes the job's text prompts (the job holds its slots or
+// queue places by now), checks every prompt exactly against the context
+// window, and gives each sequence its prompt and token limit. The prompt
+// texts are let go unless echo needs them.
+func (j *job) tokenize() *apiError {
+	r, st := j.r, j.st
+	what := "prompt"
+	if r.chat {
+		what = "messages"
+	}
+	j.prompts = make([][]int, 0, len(j.texts)+len(r.promptIDs))
+	for i, t := range j.texts {
+		ids, err := st.tok.Encode(t, r.addSpecial)
+		if err != nil {
+			if r.chat {
+				return badRequest("messages", "tokenize: %v", err)
+			}
+			return badRequest("prompt", "tokenize prompt %d: %v", i, err)
+		}
+		j.prompts = append(j.prompts, ids)
+	}
+	j.prompts = append(j.prompts, r.promptIDs...)
+	j.texts, r.promptTexts, r.promptIDs = nil, nil, nil
+	maxTokens := make([]int, len(j.prompts))
+	for pi, p := range j.prompts {
+		if len(p) == 0 {
+			return badRequest(what, "the %s is empty after tokenization", what)
+		}
+		if e := j.checkContext(len(p), -1); e != nil {
+			return e
+		}
+		j.promptToks += len(p)
+		mt := r.maxTokens
+		if mt < 0 {
+			mt = st.maxContext - len(p)
+			if e := j.checkOutputFits(mt, len(p)); e != nil {
+				return e
+			}
+		}
+		maxTokens[pi] = mt
+	}
+	for _, q := range j.seqs {
+		q.req.Prompt, q.req.MaxTokens = j.prompts[q.prompt], maxTokens[q.prompt]
+	}
+	return nil
+}
+
 // waitSlots waits in the queue for the job's slots, calling ping (if
 // non-nil) every heartbeat; a failing ping gives up.
 func (j *job) waitSlots(ping func() error) error {
 	n := j.queued
 	got := make(chan error, 1)
-	go func() { got <- j.s.sem.Acquire(j.ctx, n) }()
+	go func() { got <- j.s.awaitSlots(j.ctx, n) }()
 	var tick <-chan time.Time
 	if ping != nil {
 		t := time.NewTicker(j.s.cfg.Heartbeat)
@@ -311,21 +431,18 @@ func (j *job) waitSlots(ping func() error) error {
 	for {
 		select {
 		case err := <-got:
-			j.s.m.waiting.Add(-n)
 			j.queued = 0
 			if err != nil {
 				return err
 			}
 			j.held = n
-			j.s.m.running.Add(n)
 			return nil
 		case <-tick:
 			if err := ping(); err != nil {
 				j.cancel()
 				if err := <-got; err == nil {
-					j.s.sem.Release(n)
+					j.s.releaseSlots(n)
 				}
-				j.s.m.waiting.Add(-n)
 				j.queued = 0
 				return errClientGone
 			}
@@ -369,8 +486,7 @@ func (j *job) end() {
 		}
 	}
 	if j.held > 0 {
-		j.s.sem.Release(j.held)
-		j.s.m.running.Add(-j.held)
+		j.s.releaseSlots(j.held)
 		j.held = 0
 	}
 	if j.queued > 0 {
@@ -567,8 +683,7 @@ func (j *job) finishSeq(q *seqState) {
 		q.cancel()
 	}
 	if j.held > 0 {
-		j.s.sem.Release(1)
-		j.s.m.running.Add(-1)
+		j.s.releaseSlots(1)
 		j.held--
 	}
 	m := j.s.m

@@ -25,6 +25,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 		reqID = newID()
 	}
 	ctx.Response.Header.Set("X-Request-Id", reqID)
+	defer s.endRead(ctx)
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic while handling request", "request_id", reqID, "path", string(ctx.Path()), "panic", p)
@@ -97,6 +98,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	if s.draining.Load() {
 		ctx.Response.Header.Set("Retry-After", "5")
 		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: "the server is shutting down"})
+		return
+	}
+	if e := s.admitRead(ctx, start); e != nil {
+		writeError(ctx, e)
 		return
 	}
 	if up := s.upstream.Load(); up != nil {

@@ -312,6 +312,10 @@ func (s *Server) legacy(ctx *fasthttp.RequestCtx, reqID string, start time.Time)
 		writeLegacyError(ctx, &legacyError{fasthttp.StatusServiceUnavailable, "the server is shutting down"})
 		return
 	}
+	if ae := s.admitRead(ctx, start); ae != nil {
+		writeLegacyError(ctx, &legacyError{ae.Status, ae.Message})
+		return
+	}
 	r, e := parseLegacy(ctx)
 	if e != nil {
 		writeLegacyError(ctx, e)
@@ -342,6 +346,12 @@ func (s *Server) legacy(ctx *fasthttp.RequestCtx, reqID string, start time.Time)
 		writeLegacyError(ctx, &legacyError{fasthttp.StatusServiceUnavailable, "Service overloaded, try again later."})
 		return
 	}
+	if ae := j.tokenize(); ae != nil {
+		j.end()
+		writeLegacyError(ctx, &legacyError{ae.Status, ae.Message})
+		return
+	}
+	s.doneReading(ctx)
 	prefix := ""
 	if r.returnPrompt {
 		prefix = r.text
@@ -434,6 +444,7 @@ func (s *Server) legacyUpstream(ctx *fasthttp.RequestCtx, up *upstreamState, r *
 	sub.Request.Header.SetContentType("application/json")
 	sub.Request.SetBody(b)
 	s.forward(sub, up, "/v1/completions", reqID, start)
+	s.endRead(ctx)
 	if code := sub.Response.StatusCode(); code != fasthttp.StatusOK {
 		var e struct {
 			Error struct {

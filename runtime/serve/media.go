@@ -147,7 +147,7 @@ func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string
 		writeError(ctx, notFound("", fmt.Sprintf("this unit serves %s, a %s model; %s is for text models (its routes: %s)", s.cfg.Model, ms.mi.Task, path, strings.Join(routesOf(ms.mi.Task), ", "))))
 		return true
 	case ms != nil && (path == "/v1/models" || strings.HasPrefix(path, "/v1/models/")):
-		if !s.mediaPreamble(ctx, path, method, "GET") {
+		if !s.mediaPreamble(ctx, path, method, "GET", start) {
 			return true
 		}
 		card := s.mediaCard(ms)
@@ -164,7 +164,7 @@ func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string
 	default:
 		return false
 	}
-	if !s.mediaPreamble(ctx, path, method, want) {
+	if !s.mediaPreamble(ctx, path, method, want, start) {
 		return true
 	}
 	if up := s.upstream.Load(); up != nil {
@@ -189,7 +189,7 @@ func (s *Server) routeMedia(ctx *fasthttp.RequestCtx, path, method, reqID string
 			writeError(ctx, notFound("", fmt.Sprintf("this unit serves %s, a text model on runtime %s; it does not serve %s", s.cfg.Model, st.info.Runtime, path)))
 			return true
 		}
-		h.names, h.impl = st.names, st.eng
+		h.names, h.impl, h.tok, h.window = st.names, st.eng, st.tok, st.info.MaxContext
 		h.mi.Task = runtime.TaskEmbedding
 		h.mi.Dimensions, h.mi.Matryoshka = emb.EmbeddingInfo()
 	} else {
@@ -227,9 +227,10 @@ func routesOf(t runtime.MediaTask) []string {
 	return out
 }
 
-// mediaPreamble checks method, auth and draining, as handle does for the
-// text routes; it reports false when it has answered.
-func (s *Server) mediaPreamble(ctx *fasthttp.RequestCtx, path, method, want string) bool {
+// mediaPreamble checks method, auth and draining and admits the body to
+// the reading budget, as handle does for the text routes; it reports
+// false when it has answered.
+func (s *Server) mediaPreamble(ctx *fasthttp.RequestCtx, path, method, want string, arrival time.Time) bool {
 	if method != want {
 		ctx.Response.Header.Set("Allow", want)
 		writeError(ctx, &apiError{Status: fasthttp.StatusMethodNotAllowed, Type: "MethodNotAllowed", Message: fmt.Sprintf("%s needs %s, got %s", path, want, method)})
@@ -243,6 +244,10 @@ func (s *Server) mediaPreamble(ctx *fasthttp.RequestCtx, path, method, want stri
 	if s.draining.Load() {
 		ctx.Response.Header.Set("Retry-After", "5")
 		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: "the server is shutting down"})
+		return false
+	}
+	if e := s.admitRead(ctx, arrival); e != nil {
+		writeError(ctx, e)
 		return false
 	}
 	return true
@@ -280,31 +285,23 @@ func (s *Server) liveness(ctx *fasthttp.RequestCtx) {
 // admitMedia takes a slot for one media request, or queues for one; it
 // answers 429 (queue full) or the wait's error itself and reports false
 // then. On true the caller must call the returned release with the
-// request's outcome.
+// request's outcome. The request's decoded input is bounded by its slot
+// from then on, so its part of the reading budget is given back.
 func (s *Server) admitMedia(ctx *fasthttp.RequestCtx, arrival time.Time) (context.Context, func(err error), bool) {
-	lv := *s.live.Load()
-	var rctx context.Context
-	var cancel context.CancelFunc
-	if lv.RequestTimeout > 0 {
-		rctx, cancel = context.WithTimeout(s.genCtx, lv.RequestTimeout-time.Since(arrival))
-	} else {
-		rctx, cancel = context.WithCancel(s.genCtx)
+	queued, lv, ok := s.takeSlots(1)
+	if !ok {
+		s.refuseBusy(ctx, lv)
+		return nil, nil, false
 	}
-	if !s.sem.TryAcquire(1) {
-		if s.m.waiting.Add(1) > int64(lv.MaxQueue) {
-			s.m.waiting.Add(-1)
-			cancel()
-			s.refuseBusy(ctx, lv)
-			return nil, nil, false
-		}
-		err := s.sem.Acquire(rctx, 1)
-		s.m.waiting.Add(-1)
-		if err != nil {
+	rctx, cancel := s.requestContext(arrival, lv.RequestTimeout)
+	if queued {
+		if err := s.awaitSlots(rctx, 1); err != nil {
 			cancel()
 			writeError(ctx, s.mediaError(err, lv.RequestTimeout))
 			return nil, nil, false
 		}
 	}
+	s.endRead(ctx)
 	hold := s.holdMediaSlot(arrival)
 	release := func(err error) {
 		cancel()
@@ -313,16 +310,14 @@ func (s *Server) admitMedia(ctx *fasthttp.RequestCtx, arrival time.Time) (contex
 	return rctx, release, true
 }
 
-// holdMediaSlot counts a media request that has just taken its slot and
+// holdMediaSlot records a media request that has just taken its slot and
 // returns what gives the slot back and records the request's times and
 // outcome.
 func (s *Server) holdMediaSlot(arrival time.Time) func(err error) {
-	s.m.running.Add(1)
 	s.m.queue.observe(time.Since(arrival).Seconds())
 	slot := time.Now()
 	return func(err error) {
-		s.sem.Release(1)
-		s.m.running.Add(-1)
+		s.releaseSlots(1)
 		s.m.inference.observe(time.Since(slot).Seconds())
 		s.m.e2e.observe(time.Since(arrival).Seconds())
 		if err != nil {
@@ -331,14 +326,6 @@ func (s *Server) holdMediaSlot(arrival time.Time) func(err error) {
 			s.m.finished("stop")
 		}
 	}
-}
-
-// refuseBusy answers 429 with Retry-After: every slot is taken and the
-// wait queue is full.
-func (s *Server) refuseBusy(ctx *fasthttp.RequestCtx, lv Live) {
-	retryAfter(ctx, time.Second)
-	writeError(ctx, &apiError{Status: fasthttp.StatusTooManyRequests, Type: "RateLimitError",
-		Message: fmt.Sprintf("the server is busy: all %d slots are in use and the wait queue (limits.max_queue = %d) is full; retry later", s.cfg.MaxConcurrency, lv.MaxQueue)})
 }
 
 // mediaError maps an engine's error to an API error.

@@ -32,6 +32,11 @@ type mediaHandler struct {
 	// impl is the engine; it implements the capability of mi.Task.
 	impl any
 	mi   runtime.MediaInfo
+	// tok and window are a text engine's tokenizer and context window
+	// (embeddings from the cpu runtime), for judging inputs by their
+	// length before admission; nil for media engines.
+	tok    runtime.Tokenizer
+	window int
 }
 
 func (h *mediaHandler) fail(e *apiError) { writeError(h.ctx, e) }
@@ -771,6 +776,16 @@ func (h *mediaHandler) embeddings() {
 	if e != nil {
 		h.fail(e)
 		return
+	}
+	if h.tok != nil {
+		// Size before work: an input that cannot fit the context window
+		// whatever it encodes to is refused without tokenizing it.
+		for i, in := range inputs {
+			if lo := minTokens(h.tok, in); lo > h.window {
+				h.fail(badRequest("input", "input[%d] is %d bytes, at least %d tokens, over the model's context window of %d tokens", i, len(in), lo, h.window))
+				return
+			}
+		}
 	}
 	switch b.EncodingFormat {
 	case "", "float", "base64":

@@ -642,6 +642,13 @@ func TestCPUEmbeddings(t *testing.T) {
 	}
 	code, body = m.postJSON("/v1/embeddings", map[string]any{"input": "x", "dimensions": 32})
 	checkMediaError(t, code, body, 400, "dimensions")
+	// An input that cannot fit the context window is refused from its
+	// length, before it takes a slot or is tokenized.
+	code, body = m.postJSON("/v1/embeddings", map[string]any{"input": []string{"hi", strings.Repeat("ab", 100<<10)}})
+	checkMediaError(t, code, body, 400, "input")
+	if !bytes.Contains(body, []byte("input[1] is 204800 bytes, at least")) {
+		t.Errorf("long input: %s", body)
+	}
 	code, body = m.postJSON("/v1/images/generations", map[string]any{"prompt": "x"})
 	if code != 404 {
 		t.Fatalf("images on a cpu unit: %d %s", code, body)

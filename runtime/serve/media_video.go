@@ -277,29 +277,23 @@ func (h *mediaHandler) submitVideo() {
 // the slot (with a nil context it gives the reservation back); its
 // release ends the job's hold.
 func (s *Server) queueMedia(ctx *fasthttp.RequestCtx) (acquire func(context.Context) (func(error), error), ok bool) {
-	lv := *s.live.Load()
 	arrival := time.Now()
-	got := s.sem.TryAcquire(1)
-	if !got {
-		if s.m.waiting.Add(1) > int64(lv.MaxQueue) {
-			s.m.waiting.Add(-1)
-			s.refuseBusy(ctx, lv)
-			return nil, false
-		}
+	queued, lv, ok := s.takeSlots(1)
+	if !ok {
+		s.refuseBusy(ctx, lv)
+		return nil, false
 	}
 	return func(c context.Context) (func(error), error) {
 		if c == nil { // give the reservation back
-			if got {
-				s.sem.Release(1)
-			} else {
+			if queued {
 				s.m.waiting.Add(-1)
+			} else {
+				s.releaseSlots(1)
 			}
 			return nil, nil
 		}
-		if !got {
-			err := s.sem.Acquire(c, 1)
-			s.m.waiting.Add(-1)
-			if err != nil {
+		if queued {
+			if err := s.awaitSlots(c, 1); err != nil {
 				return nil, err
 			}
 		}

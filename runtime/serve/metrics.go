@@ -57,6 +57,9 @@ type metrics struct {
 	labels string // {model_name="…",engine="0"}
 
 	running, waiting atomic.Int64
+	// readingBytes are the request bytes holding the reading budget
+	// (admit.go).
+	readingBytes atomic.Int64
 
 	promptTokens, generationTokens atomic.Uint64
 
@@ -138,7 +141,8 @@ func (m *metrics) appendText(b []byte) []byte {
 		b = append(b, '\n')
 	}
 	gauge("vllm:num_requests_running", "Number of sequences holding a slot (running or prefilling).", m.running.Load())
-	gauge("vllm:num_requests_waiting", "Number of sequences waiting for a slot.", m.waiting.Load())
+	gauge("vllm:num_requests_waiting", "Number of sequences waiting for a slot, and of requests waiting to be read (limits.max_inflight_bytes).", m.waiting.Load())
+	gauge("ttis:request_bytes_reading", "Bytes of request bodies being decoded and tokenized (bounded by limits.max_inflight_bytes).", m.readingBytes.Load())
 	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", m.promptTokens.Load())
 	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", m.generationTokens.Load())
 	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", m.prefixQueries.Load())

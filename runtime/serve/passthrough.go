@@ -64,6 +64,10 @@ func (s *Server) passthrough(ctx *fasthttp.RequestCtx, path, reqID string, start
 		writeError(ctx, &apiError{Status: fasthttp.StatusServiceUnavailable, Type: "ServiceUnavailableError", Message: "the server is shutting down"})
 		return true
 	}
+	if e := s.admitRead(ctx, start); e != nil {
+		writeError(ctx, e)
+		return true
+	}
 	s.forward(ctx, up, path, reqID, start)
 	return true
 }

@@ -382,14 +382,13 @@ func parsePrompt(raw json.RawMessage, r *genRequest) *apiError {
 	default:
 		return badRequest("prompt", shape)
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return badRequest("prompt", shape)
-	}
-	if len(items) == 0 {
+	// The shape is read from the first element alone: decoding the list
+	// into raw items first would cost a copy and a slice header per token
+	// id of a long prompt.
+	first := bytes.TrimLeft(raw[1:], " \t\r\n")
+	if len(first) > 0 && first[0] == ']' {
 		return badRequest("prompt", "prompt must not be empty")
 	}
-	first := bytes.TrimSpace(items[0])
 	switch {
 	case len(first) > 0 && first[0] == '"':
 		if err := json.Unmarshal(raw, &r.promptTexts); err != nil {
@@ -398,6 +397,9 @@ func parsePrompt(raw json.RawMessage, r *genRequest) *apiError {
 	case len(first) > 0 && first[0] == '[':
 		if err := json.Unmarshal(raw, &r.promptIDs); err != nil {
 			return badRequest("prompt", shape)
+		}
+		if len(r.promptIDs) == 0 {
+			return badRequest("prompt", "prompt must not be empty")
 		}
 		for i, p := range r.promptIDs {
 			if len(p) == 0 {

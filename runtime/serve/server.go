@@ -1,8 +1,9 @@
 // Package serve is a unit's OpenAI-compatible inference front door: the
 // fasthttp server behind `ttisd serve`. It owns HTTP, auth, admission
-// (max_concurrency slots and a bounded wait queue), request validation, stop
-// strings, n>1 fan-out, SSE framing and vLLM-named Prometheus metrics, and
-// drives a runtime.Engine for tokens.
+// before work (admit.go: a reading budget in bytes, prompts judged by their
+// length, max_concurrency slots and a bounded wait queue), request
+// validation, stop strings, n>1 fan-out, SSE framing and vLLM-named
+// Prometheus metrics, and drives a runtime.Engine for tokens.
 //
 // Endpoints: POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
 // POST /tokenize, POST /detokenize, GET /tokenizer_info, GET /health,
@@ -61,6 +62,10 @@ type Config struct {
 	RequestTimeout time.Duration
 	// MaxBodyBytes limits request bodies (default 4 MiB).
 	MaxBodyBytes int
+	// MaxInflightBytes bounds the bytes of request bodies being decoded
+	// and tokenized at once (admit.go); at least MaxBodyBytes (default
+	// twice it).
+	MaxInflightBytes int64
 	// ReadTimeout bounds reading a request (default 30s); WriteTimeout
 	// bounds each write to a client (default 30s); IdleTimeout bounds
 	// keep-alive idleness (default 120s).
@@ -135,9 +140,16 @@ type Server struct {
 	videoJobs videoJobs
 	// loadErr is set when the engine failed to open.
 	loadErr atomic.Pointer[string]
+	// sem holds the sequence slots; reading the reading budget in bytes
+	// (admit.go).
 	sem     *semaphore.Weighted
-	m       *metrics
-	srv     *fasthttp.Server
+	reading *semaphore.Weighted
+	// readSinceFree counts the bytes read since memory was last handed
+	// back; freeing is set while a hand-back is scheduled (admit.go).
+	readSinceFree atomic.Int64
+	freeing       atomic.Bool
+	m             *metrics
+	srv           *fasthttp.Server
 
 	// genCtx parents every generation; cancelling it aborts them all (the
 	// end of the shutdown grace period).
@@ -176,6 +188,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 4 << 20
 	}
+	if cfg.MaxInflightBytes == 0 {
+		cfg.MaxInflightBytes = 2 * int64(cfg.MaxBodyBytes)
+	}
+	if cfg.MaxInflightBytes < int64(cfg.MaxBodyBytes) {
+		return nil, fmt.Errorf("serve: max_inflight_bytes %d is less than max_body_bytes %d: a request of the largest size could never be read", cfg.MaxInflightBytes, cfg.MaxBodyBytes)
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -194,7 +212,8 @@ func New(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: log, sem: semaphore.NewWeighted(int64(cfg.MaxConcurrency)), m: newMetrics(cfg.Model), started: time.Now()}
+	s := &Server{cfg: cfg, log: log, sem: semaphore.NewWeighted(int64(cfg.MaxConcurrency)), reading: semaphore.NewWeighted(cfg.MaxInflightBytes),
+		m: newMetrics(cfg.Model), started: time.Now()}
 	lv := cfg.live()
 	s.live.Store(&lv)
 	s.genCtx, s.cancelGen = context.WithCancel(context.Background())

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,85 @@ func TestStructuredOutputErrors(t *testing.T) {
 		if code != 400 || e == nil || e["param"] != c.param || !strings.Contains(e["message"].(string), c.want) {
 			t.Errorf("%s: %d %v, want 400 on %s containing %q", c.extra, code, v, c.param, c.want)
 		}
+	}
+}
+
+// TestStructuredOutputTokenBudget: a max_tokens (or a context window)
+// that cannot hold the shortest output the constraint allows is a 400
+// naming the field and the budget that can; that budget, streamed or
+// not, gives a complete output that parses (never a 200 with an output
+// cut short).
+func TestStructuredOutputTokenBudget(t *testing.T) {
+	url := startServer(t, Config{Model: "m", MaxConcurrency: 4, MaxQueue: 4}, newSimF(t))
+	schema := `{"type":"object","properties":{"city":{"type":"string"},"temp":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}},"required":["city","temp","tags"],"additionalProperties":false}`
+	parses := func(s string) bool {
+		var v struct {
+			City *string
+			Temp *int
+			Tags []string
+		}
+		d := json.NewDecoder(strings.NewReader(s))
+		d.DisallowUnknownFields()
+		return d.Decode(&v) == nil && v.City != nil && v.Temp != nil && v.Tags != nil
+	}
+	need := regexp.MustCompile(`set max_tokens to at least (\d+)`)
+	body := func(maxTokens int, stream bool) string {
+		return `{"messages":[{"role":"user","content":"Weather?"}],"max_tokens":` + itoa(maxTokens) + `,"stream":` + strconv.FormatBool(stream) + `,"guided_json":` + schema + `}`
+	}
+	code, v := postJSON(t, url+"/v1/chat/completions", body(3, false))
+	e, _ := v["error"].(map[string]any)
+	if code != 400 || e == nil || e["param"] != "max_tokens" {
+		t.Fatalf("max_tokens 3: %d %v, want 400 naming max_tokens", code, v)
+	}
+	m := need.FindStringSubmatch(e["message"].(string))
+	if m == nil {
+		t.Fatalf("message %q names no budget", e["message"])
+	}
+	least, _ := strconv.Atoi(m[1])
+	if least <= 3 || least > len(`{"city":"","temp":0,"tags":[]}`) {
+		t.Fatalf("least budget %d, want more than 3 and at most the shortest output's bytes", least)
+	}
+	// The stream is refused before it begins, with the same 400.
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body(least-1, true)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), `"param":"max_tokens"`) {
+		t.Fatalf("stream with max_tokens %d: %d %s, want 400", least-1, resp.StatusCode, b)
+	}
+	for seed := 0; seed < 8; seed++ {
+		code, v := postJSON(t, url+"/v1/chat/completions", strings.Replace(body(least, false), `"stream"`, `"seed":`+itoa(seed)+`,"stream"`, 1))
+		if code != 200 {
+			t.Fatalf("max_tokens %d: %d %v", least, code, v)
+		}
+		if out := chatContent(t, v); !parses(out) {
+			t.Fatalf("max_tokens %d, seed %d: output %q does not parse", least, seed, out)
+		}
+		var text strings.Builder
+		for _, ev := range streamEvents(t, url+"/v1/chat/completions", strings.Replace(body(least, true), `"stream"`, `"seed":`+itoa(seed)+`,"stream"`, 1)) {
+			for _, ch := range ev["choices"].([]any) {
+				if c, ok := ch.(map[string]any)["delta"].(map[string]any)["content"].(string); ok {
+					text.WriteString(c)
+				}
+			}
+		}
+		if !parses(text.String()) {
+			t.Fatalf("streamed with max_tokens %d, seed %d: %q does not parse", least, seed, text.String())
+		}
+	}
+	// Without max_tokens the context window is the limit: a prompt that
+	// leaves too little of it is refused, naming the messages.
+	code, v = postJSON(t, url+"/tokenize", `{"messages":[{"role":"user","content":"water"}]}`)
+	base, _ := v["count"].(float64)
+	if code != 200 || base == 0 {
+		t.Fatalf("tokenize: %d %v", code, v)
+	}
+	// Each " water" is one more token; leave least-1 of the 512.
+	long := "water" + strings.Repeat(" water", 512-(least-1)-int(base))
+	code, v = postJSON(t, url+"/v1/chat/completions", `{"messages":[{"role":"user","content":"`+long+`"}],"guided_json":`+schema+`}`)
+	if e, _ := v["error"].(map[string]any); code != 400 || e == nil || e["param"] != "messages" || !strings.Contains(e["message"].(string), "context window") {
+		t.Fatalf("long prompt without max_tokens: %d %v, want 400 naming messages", code, v)
 	}
 }

@@ -45,7 +45,8 @@ func ConfigFor(u *units.Unit, o Options) (Config, error) {
 	cfg := Config{
 		Listen: u.Listen, Model: u.Model, Auth: v,
 		MaxConcurrency: u.Limits.MaxConcurrency, MaxQueue: u.Limits.MaxQueue, MaxContext: u.Limits.MaxContext,
-		RequestTimeout: u.Limits.RequestTimeout.Duration, MaxBodyBytes: u.Limits.MaxBodyBytes, WriteTimeout: u.Limits.WriteTimeout.Duration,
+		RequestTimeout: u.Limits.RequestTimeout.Duration, MaxBodyBytes: u.Limits.MaxBodyBytes, MaxInflightBytes: u.Limits.MaxInflightBytes,
+		WriteTimeout:  u.Limits.WriteTimeout.Duration,
 		ShutdownGrace: shutdownGrace(u, o), Heartbeat: o.Heartbeat, Version: o.Version, Logger: o.Logger,
 		UnitHash: o.UnitHash, Reload: o.Reload, Conditions: ConditionsOf(u),
 		MediaLimits: MediaLimits{MaxAudioSeconds: u.Media.MaxAudioDurationSeconds, MaxAudioBytes: u.Media.MaxAudioSizeBytes},

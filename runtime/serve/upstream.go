@@ -16,7 +16,9 @@ import (
 // queue and latency metrics; the upstream does the rest.
 type Upstream interface {
 	// Forward sends ctx's request upstream and writes the answer to ctx;
-	// onChunk sees each body chunk, done is called once at the end.
+	// onChunk sees each body chunk, done is called once at the end. It is
+	// done with ctx's request when it returns (the server then drops the
+	// request body).
 	Forward(ctx *fasthttp.RequestCtx, onChunk func(n int), done func(error))
 	// Model is the name the upstream serves.
 	Model() string
@@ -53,27 +55,23 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *upstreamState, path, reqI
 		st.u.Forward(ctx, nil, nil)
 		return
 	}
-	if !s.sem.TryAcquire(1) {
-		lv := s.live.Load()
-		if s.m.waiting.Add(1) > int64(lv.MaxQueue) {
-			s.m.waiting.Add(-1)
-			s.refuseBusy(ctx, *lv)
-			return
-		}
-		wctx, cancel := s.genCtx, context.CancelFunc(func() {})
-		if lv.RequestTimeout > 0 {
-			wctx, cancel = context.WithTimeout(s.genCtx, lv.RequestTimeout)
-		}
-		err := s.sem.Acquire(wctx, 1)
+	queued, lv, ok := s.takeSlots(1)
+	if !ok {
+		s.refuseBusy(ctx, lv)
+		return
+	}
+	if queued {
+		wctx, cancel := s.requestContext(start, lv.RequestTimeout)
+		err := s.awaitSlots(wctx, 1)
 		cancel()
-		s.m.waiting.Add(-1)
 		if err != nil {
-			j := &job{s: s}
-			writeError(ctx, j.ctxError(err))
+			writeError(ctx, waitError(err, lv.RequestTimeout))
 			return
 		}
 	}
-	s.m.running.Add(1)
+	// The upstream tokenizes what it is sent; its work is bounded by the
+	// slot from here on.
+	s.endRead(ctx)
 	s.m.queue.observe(time.Since(start).Seconds())
 	var first atomic.Bool
 	var released atomic.Bool
@@ -85,8 +83,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *upstreamState, path, reqI
 		if !released.CompareAndSwap(false, true) {
 			return
 		}
-		s.sem.Release(1)
-		s.m.running.Add(-1)
+		s.releaseSlots(1)
 		s.m.e2e.observe(time.Since(start).Seconds())
 		if err != nil {
 			s.m.finished("abort")
@@ -95,4 +92,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, st *upstreamState, path, reqI
 			s.log.Debug("request", "request_id", reqID, "path", path, "upstream", true, "err", err, "duration", time.Since(start))
 		}
 	})
+	// The upstream has the request: its body need not stay in memory
+	// while the answer streams back.
+	ctx.Request.ResetBody()
 }

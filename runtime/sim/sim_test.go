@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ func TestTokenizerRoundTrip(t *testing.T) {
 func FuzzTokenizerRoundTrip(f *testing.F) {
 	f.Add("hello world")
 	f.Add("日本語\xff")
+	f.Add(strings.Repeat(" sentence", 40))
 	tok := newTokenizer()
 	f.Fuzz(func(t *testing.T, s string) {
 		ids, err := tok.Encode(s, false)
@@ -59,6 +61,10 @@ func FuzzTokenizerRoundTrip(f *testing.F) {
 		}
 		if got := tok.Decode(ids, true); got != s {
 			t.Fatalf("round trip %q -> %q", s, got)
+		}
+		// The bound the server judges prompts by before tokenizing them.
+		if per := tok.MaxTokenBytes(); len(ids) < (len(s)+per-1)/per {
+			t.Fatalf("%q (%d bytes) encodes to %d tokens, fewer than its length allows at %d bytes a token", s, len(s), len(ids), per)
 		}
 	})
 }

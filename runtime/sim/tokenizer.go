@@ -129,6 +129,10 @@ func (t *Tokenizer) EOS() []int { return []int{eosID} }
 // VocabSize is the number of token ids.
 func (t *Tokenizer) VocabSize() int { return len(t.pieces) }
 
+// MaxTokenBytes is the longest piece: no token of Encode's output covers
+// more of its input (special-token names are ordinary text here).
+func (t *Tokenizer) MaxTokenBytes() int { return max(t.maxPiece, 1) }
+
 // ChatPrompt renders messages with the sim's plain-text chat template:
 //
 //	<|system|>\n…\n<|user|>\n…\n<|assistant|>\n
@@ -154,7 +158,10 @@ func (t *Tokenizer) ChatPrompt(messages []runtime.ChatMessage, addGenerationProm
 	return sb.String(), nil
 }
 
-var _ runtime.Tokenizer = (*Tokenizer)(nil)
+var (
+	_ runtime.Tokenizer   = (*Tokenizer)(nil)
+	_ runtime.TextBounder = (*Tokenizer)(nil)
+)
 
 // ToolChatPrompt renders a conversation with tools: the sim's template
 // has no tool format of its own, so tools are described in the system

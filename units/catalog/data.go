@@ -74,6 +74,7 @@ type rawTarget struct {
 	ISL                     int     `json:"isl"`
 	OSL                     int     `json:"osl"`
 	Concurrency             int     `json:"concurrency"`
+	NumPrompts              int     `json:"num_prompts"`
 	Image                   string  `json:"image"`
 	Steps                   int     `json:"steps"`
 	TTFTms                  float64 `json:"ttft_ms"`
@@ -90,7 +91,7 @@ type rawTarget struct {
 
 func (r rawTarget) target() PerfTarget {
 	return PerfTarget{
-		ISL: r.ISL, OSL: r.OSL, Concurrency: r.Concurrency,
+		ISL: r.ISL, OSL: r.OSL, Concurrency: r.Concurrency, NumPrompts: r.NumPrompts,
 		TTFTms: r.TTFTms, TputUser: r.TputUser, Tput: r.Tput,
 		Task: r.Task, Image: r.Image, Steps: r.Steps,
 		TTFTStreamingMs: r.TTFTStreamingMs, RTR: r.RTR, TputPrefill: r.TputPrefill,

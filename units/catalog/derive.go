@@ -225,7 +225,9 @@ func expand(t rawTemplate, impl implInfo, weight string, ds rawDeviceSpec, dev D
 		s.DockerImage = defaultDockerImage(s.Engine, dev.Multihost, s.Version, s.TTMetalCommit, s.VllmCommit)
 	}
 
-	s.Targets = specTargets(s.ModelName, dev, dp, devices, targets)
+	s.Weights = slices.Clone(t.Weights)
+	s.TargetsModel = path.Base(t.Weights[0])
+	s.Targets, s.TargetsDevice = specTargets(s.TargetsModel, dev, dp, devices, targets)
 	return s, nil
 }
 
@@ -254,35 +256,48 @@ func prefix(s string, n int) string {
 	return s
 }
 
-// specTargets returns the theoretical targets of a model on a device. With
-// data parallelism the targets come from the sub-device each replica is
-// equivalent to, with total throughput multiplied by the replica count and,
-// for batched points, the concurrency too.
-func specTargets(model string, dev DeviceType, dp int, devices map[string]DeviceType, targets map[string]map[string][]rawTarget) []PerfTarget {
+// specTargets returns the theoretical targets of a model on a device and
+// the device whose table they come from. model is the reference key (the
+// template's first weight, as run.py keys model_performance_reference.json).
+// The device's own table wins: a Galaxy that has one is graded on it (seed
+// 003's Llama-3.3-70B galaxy table, 2048/128 included). Without one, a
+// data-parallel spec takes the sub-device each replica is equivalent to,
+// with total throughput multiplied by the replica count and, for batched
+// points, the concurrency too (run.py's get_perf_reference, which uses the
+// sub-device even where the device has its own table).
+func specTargets(model string, dev DeviceType, dp int, devices map[string]DeviceType, targets map[string]map[string][]rawTarget) ([]PerfTarget, string) {
 	perDev := targets[model]
 	if perDev == nil {
-		return nil
+		return nil, ""
 	}
-	src := dev.Name
-	if dp > 1 {
-		sub, ok := dev.DataParallelSubDevice(dp)
-		if !ok {
-			return nil
+	if own := perDev[dev.Name]; len(own) > 0 {
+		out := make([]PerfTarget, 0, len(own))
+		for _, r := range own {
+			out = append(out, r.target())
 		}
-		src = devices[sub].Name
+		return out, dev.Name
 	}
+	if dp <= 1 {
+		return nil, ""
+	}
+	sub, ok := dev.DataParallelSubDevice(dp)
+	if !ok {
+		return nil, ""
+	}
+	src := devices[sub].Name
 	var out []PerfTarget
 	for _, r := range perDev[src] {
 		pt := r.target()
-		if dp > 1 {
-			pt.Tput *= float64(dp)
-			if pt.Concurrency != 1 {
-				pt.Concurrency *= dp
-			}
+		pt.Tput *= float64(dp)
+		if pt.Concurrency != 1 {
+			pt.Concurrency *= dp
 		}
 		out = append(out, pt)
 	}
-	return out
+	if len(out) == 0 {
+		return nil, ""
+	}
+	return out, src
 }
 
 // DefaultVllmArgs returns the vLLM arguments of spec: the defaults
@@ -308,6 +323,7 @@ func (s *Spec) clone() Spec {
 	c.OverrideTTConfig = cloneAny(s.OverrideTTConfig)
 	c.VllmArgs = cloneAny(s.VllmArgs)
 	c.Targets = slices.Clone(s.Targets)
+	c.Weights = slices.Clone(s.Weights)
 	c.SupportedModalities = slices.Clone(s.SupportedModalities)
 	c.PerfTargetsMap = maps.Clone(s.PerfTargetsMap)
 	c.Metadata = maps.Clone(s.Metadata)

@@ -47,6 +47,18 @@ type Spec struct {
 	// Targets are the theoretical performance targets for this (model,
 	// device); tiers are derived from them (see Tiers).
 	Targets []PerfTarget `json:"targets,omitempty"`
+	// TargetsModel is the model_performance_reference key the targets are
+	// read under: the template's first weight, shared by every weight of
+	// the template, as run.py keys them.
+	TargetsModel string `json:"targets_model,omitempty"`
+	// TargetsDevice is the device whose table the targets come from: the
+	// spec's own device when the reference has a table for it, else the
+	// data-parallel sub-device's (throughput scaled); empty without
+	// targets.
+	TargetsDevice string `json:"targets_device,omitempty"`
+	// Weights are the template's weights (HF repos), the first naming the
+	// performance reference.
+	Weights []string `json:"weights,omitempty"`
 
 	// ImplName is the implementation's display name ("tt-transformers"),
 	// the form used inside ModelID.
@@ -141,6 +153,10 @@ type PerfTarget struct {
 	ISL         int `json:"isl"`
 	OSL         int `json:"osl"`
 	Concurrency int `json:"concurrency"`
+	// NumPrompts is the reference's prompt count for the point (0: not
+	// given, the sweep's rule applies). run.py runs a reference point with
+	// the count it gives, not the rule's.
+	NumPrompts int `json:"num_prompts,omitempty"`
 	// TTFTms is time to first token in milliseconds (0 = not given).
 	TTFTms float64 `json:"ttft_ms"`
 	// TputUser is decode tokens/s per user (0 = not given).

@@ -79,6 +79,7 @@ var Rules = []Rule{
 	{"limits.max_queue", Live, "admission reads it per request"},
 	{"limits.request_timeout", Live, "each request's deadline is set from it on arrival"},
 	{"limits.max_body_bytes", Restart, "fixed in the HTTP server while it serves connections"},
+	{"limits.max_inflight_bytes", Restart, "the server sizes its reading budget when it starts"},
 	{"limits.write_timeout", Restart, "the server's streams take it from the configuration it started with"},
 	{"restart.policy", Daemon, "the supervisor's restart policy"},
 	{"restart.delay", Daemon, "the supervisor's back-off"},
@@ -106,6 +107,7 @@ var Rules = []Rule{
 	{"vllm.host_checks", Daemon, "read before the next start; a running server is not affected"},
 	{"api", Restart, "the server's routes (the legacy API) are set when it starts"},
 	{"evals", Daemon, "the eval step of releases and scheduled runs; the server never reads it"},
+	{"tests", Daemon, "the spec-test step of releases and scheduled runs; the server never reads it"},
 	{"media", Restart, "a media model's worker chip groups and upload limits are set when its server starts"},
 }
 

@@ -58,6 +58,8 @@ type Tokenizer struct {
 	addBOS, addEOS bool
 	addSpacePrefix bool
 	eog            []int
+	// maxTokenBytes bounds the input one token consumes (MaxTokenBytes).
+	maxTokenBytes int
 
 	// specials are the control, user-defined and unknown tokens matched
 	// verbatim in input text (as llama.cpp parses them), bucketed by first
@@ -79,7 +81,10 @@ type special struct {
 	id   int
 }
 
-var _ runtime.Tokenizer = (*Tokenizer)(nil)
+var (
+	_ runtime.Tokenizer   = (*Tokenizer)(nil)
+	_ runtime.TextBounder = (*Tokenizer)(nil)
+)
 
 // New builds the tokenizer a GGUF file describes. It refuses unknown
 // tokenizer models and pre-tokenizers, and vocabularies whose arrays
@@ -206,6 +211,15 @@ func newTokenizer(f *gguf.File, opts Options) (*Tokenizer, error) {
 		return nil, err
 	}
 	t.collectSpecials()
+	// A vocabulary string is never shorter than the input its token
+	// consumes: "▁" (3 bytes) stands for a space, a GPT-2 character for
+	// one byte, a special token for its own text. A character with no
+	// piece and no byte fallback becomes the unknown token alone (4 bytes
+	// of UTF-8 at most).
+	t.maxTokenBytes = 4
+	for _, tok := range t.tokens {
+		t.maxTokenBytes = max(t.maxTokenBytes, len(tok))
+	}
 	for i := range t.byteToken {
 		t.byteToken[i] = -1
 	}
@@ -327,6 +341,11 @@ func (t *Tokenizer) Model() Model { return t.model }
 
 // VocabSize is the number of token ids.
 func (t *Tokenizer) VocabSize() int { return len(t.tokens) }
+
+// MaxTokenBytes is the most bytes of input text one token of Encode's
+// output consumes (runtime.TextBounder): the longest vocabulary string,
+// and at least 4.
+func (t *Tokenizer) MaxTokenBytes() int { return t.maxTokenBytes }
 
 // EOS returns the ids that end generation: EOS, EOT/EOM and the end-of-turn
 // control tokens of the common chat formats.

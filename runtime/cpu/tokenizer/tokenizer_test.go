@@ -281,6 +281,10 @@ func FuzzEncode(f *testing.F) {
 					t.Fatalf("id %d out of range", id)
 				}
 			}
+			// The bound the server judges prompts by before tokenizing them.
+			if per := tk.MaxTokenBytes(); len(ids) < (len(s)+per-1)/per {
+				t.Fatalf("%s: %q (%d bytes) encodes to %d tokens, fewer than its length allows at %d bytes a token", tk.Model(), s, len(s), len(ids), per)
+			}
 			got := tk.Decode(ids, false)
 			if !utf8.ValidString(s) {
 				continue
