@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
 
@@ -53,7 +54,11 @@ func catalogCommand() *cli.Command {
 			if asJSON, err := jsonOutput(c); err != nil {
 				return err
 			} else if asJSON {
-				return writeJSON(c.App.Writer, specs)
+				out := make([]catalogEntry, len(specs))
+				for i := range specs {
+					out[i] = catalogEntry{specs[i], releaseOf(&specs[i])}
+				}
+				return writeJSON(c.App.Writer, out)
 			}
 			if model != "" {
 				return printCatalogDetail(c.App.Writer, specs)
@@ -64,6 +69,37 @@ func catalogCommand() *cli.Command {
 			return printCatalogTable(c.App.Writer, specs)
 		},
 	}
+}
+
+// catalogEntry is a spec as `catalog -o json` writes it: with whether a
+// release of it can complete.
+type catalogEntry struct {
+	catalog.Spec
+	Release catalog.Completeness `json:"release"`
+}
+
+// releaseOf says whether every accuracy reference of the spec's model is
+// something ttis can measure.
+func releaseOf(s *catalog.Spec) catalog.Completeness {
+	return catalog.ReleaseCompleteness(s, tasks.WhyNotMeasurable)
+}
+
+// releaseCell is a table's word for a release's completeness: the
+// references that keep it incomplete, by task.
+func releaseCell(c catalog.Completeness) string {
+	var held []string
+	for _, u := range c.Unmeasurable {
+		if !u.Waived {
+			held = append(held, u.Task)
+		}
+	}
+	switch {
+	case c.References == 0:
+		return "no eval refs"
+	case len(held) == 0:
+		return "can complete"
+	}
+	return "incomplete: " + strings.Join(held, ",")
 }
 
 func filterSpecs(specs []catalog.Spec, keep func(catalog.Spec) bool) []catalog.Spec {
@@ -80,8 +116,8 @@ func filterSpecs(specs []catalog.Spec, keep func(catalog.Spec) bool) []catalog.S
 // implementation, so a model whose devices differ in status gets a row per
 // status.
 type catalogRow struct {
-	model, status, modelType, engine, impl string
-	devices                                []string
+	model, status, modelType, engine, impl, release string
+	devices                                         []string
 }
 
 func printCatalogTable(w io.Writer, specs []catalog.Spec) error {
@@ -91,21 +127,21 @@ func printCatalogTable(w io.Writer, specs []catalog.Spec) error {
 		key := strings.Join([]string{s.ModelName, s.Status, s.ModelType, s.Impl}, "\x00")
 		r, ok := index[key]
 		if !ok {
-			r = &catalogRow{model: s.ModelName, status: s.Status, modelType: s.ModelType, engine: s.Engine, impl: s.Impl}
+			r = &catalogRow{model: s.ModelName, status: s.Status, modelType: s.ModelType, engine: s.Engine, impl: s.Impl, release: releaseCell(releaseOf(&s))}
 			index[key] = r
 			rows = append(rows, r)
 		}
 		r.devices = append(r.devices, fmt.Sprintf("%s:%d/%s", s.Device, s.MaxConcurrency, shortTokens(s.MaxContext)))
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "MODEL\tDEVICES (CONC/CTX)\tSTATUS\tTYPE\tENGINE\tIMPL")
+	fmt.Fprintln(tw, "MODEL\tDEVICES (CONC/CTX)\tSTATUS\tTYPE\tENGINE\tIMPL\tRELEASE")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.model, strings.Join(r.devices, " "), r.status, r.modelType, strings.ToLower(r.engine), r.impl)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.model, strings.Join(r.devices, " "), r.status, r.modelType, strings.ToLower(r.engine), r.impl, r.release)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d specs in %d rows. `ttisctl catalog MODEL` shows targets; --all adds non-default implementations.\n", len(specs), len(rows))
+	_, err := fmt.Fprintf(w, "\n%d specs in %d rows. `ttisctl catalog MODEL` shows targets and why a release cannot complete; --all adds non-default implementations.\n", len(specs), len(rows))
 	return err
 }
 
@@ -153,6 +189,15 @@ func printCatalogDetail(w io.Writer, specs []catalog.Spec) error {
 		}
 		for _, k := range s.KnownIssues {
 			field("Waived", strings.TrimSuffix(k.Workflow+" "+k.Task, " "))
+		}
+		rel := releaseOf(&s)
+		field("Release", releaseCell(rel))
+		for _, u := range rel.Unmeasurable {
+			why := u.Why
+			if u.Waived {
+				why = "waived by a known issue: " + why
+			}
+			field("  "+u.Task, why)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -43,6 +43,16 @@ func TestCatalogCommand(t *testing.T) {
 	if len(specs) != 3 || specs[0].ModelName != "Llama-3.2-1B-Instruct" {
 		t.Errorf("specs %+v", specs)
 	}
+	// Per spec, whether a release can complete, and why not.
+	out, code = runCtl(t, "-o", "json", "catalog", "stable-diffusion-xl-base-1.0")
+	var entries []catalogEntry
+	if code != 0 || json.Unmarshal([]byte(out), &entries) != nil || len(entries) == 0 || !entries[0].Release.Complete || entries[0].Release.References != 1 {
+		t.Errorf("SDXL release completeness: %d %s", code, out)
+	}
+	out, _ = runCtl(t, "catalog")
+	if !strings.Contains(out, "RELEASE") || !strings.Contains(out, "incomplete: ruler") {
+		t.Errorf("table lacks the release column:\n%s", out)
+	}
 	out, code = runCtl(t, "catalog", "Lama-3.2-1B-Instruct")
 	if code != 4 || !strings.Contains(out, "did you mean Llama-3.2-1B-Instruct") {
 		t.Errorf("unknown model: code %d, %s", code, out)

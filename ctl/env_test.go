@@ -57,6 +57,10 @@ func envCase(t *testing.T, f cli.Flag) (env, fromEnv string, flag []string, from
 		return "from-env", "from-env", []string{name, "from-flag"}, "from-flag"
 	case *cli.BoolFlag:
 		return "true", "true", []string{name + "=false"}, "false"
+	case *cli.IntFlag:
+		return "123", "123", []string{name, "456"}, "456"
+	case *cli.DurationFlag:
+		return "3s", "3s", []string{name, "5s"}, "5s"
 	}
 	t.Fatalf("flag %s (%T) has an environment variable: give its type a case here", name, f)
 	return

@@ -89,6 +89,8 @@ func listTasks(c *cli.Context) error {
 			data, t.Description = "not runnable", t.NotRunnable
 		case t.Builtin:
 			data = "built-in"
+		case len(t.Variants) > 0:
+			data = "by model (--dataset FOLDER of published files, or hf)"
 		case len(t.Data) > 0:
 			data = "hf:" + t.Data[0].Repo
 		}

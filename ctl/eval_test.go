@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,6 +81,18 @@ func TestEvalURL(t *testing.T) {
 			if ti.Coverage.Reproduces != tasks.ReproducesNone {
 				t.Errorf("ruler coverage %+v", ti.Coverage)
 			}
+		}
+	}
+	// The image and video tasks are runnable, and name the files the
+	// operator supplies (file, digest, where it is published).
+	for _, name := range []string{"load_image", "load_video"} {
+		i := slices.IndexFunc(list, func(x tasks.Info) bool { return x.Name == name })
+		if i < 0 || list[i].NotRunnable != "" || len(list[i].Variants) == 0 {
+			t.Errorf("%s listed as %+v", name, list)
+			continue
+		}
+		if !strings.Contains(out, "captions_source.tsv") || !strings.Contains(out, "2eeb95637b30fe5af26dd644bafa7affe4e5472ad0bda32d0feb1bd261280d5e") {
+			t.Errorf("%s does not name its assets", name)
 		}
 	}
 }

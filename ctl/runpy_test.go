@@ -237,7 +237,7 @@ func TestReportRebuild(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"verdict": "UNGRADED"`) || !strings.Contains(out, `"isl": 8`) || !strings.Contains(out, `"unit": "url-served-model"`) {
 		t.Errorf("report --rebuild: exit %d\n%s", code, out)
 	}
-	if out, code := runCtl(t, "report", "no-such-run", "--rebuild", "--state-dir", state); code != exitError {
+	if out, code := runCtl(t, "report", "no-such-run", "--rebuild", "--state-dir", state); code != exitNoUnit {
 		t.Errorf("report --rebuild of an unknown run: exit %d\n%s", code, out)
 	}
 }

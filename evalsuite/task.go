@@ -12,6 +12,9 @@
 package evalsuite
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -205,7 +208,44 @@ const (
 	// speech transcribed by a second (ASR) server; the answer is that
 	// transcript in Response.Text.
 	KindSpeechASR RequestKind = "speech_asr"
+	// KindImage posts Media's fields to an image route
+	// (tt-media-server's /v1/images/generations, image-to-image, edits);
+	// the answer is the first image's bytes in Response.Media.
+	KindImage RequestKind = "image"
+	// KindClassify posts an image to /v1/cnn/search-image; the answer is
+	// the top-1 label in Response.Text.
+	KindClassify RequestKind = "classify"
+	// KindDetect posts an image to /v1/cnn/search-image and reads a
+	// detector's boxes into Response.Boxes.
+	KindDetect RequestKind = "detect"
+	// KindVideo submits a video job (/v1/videos/generations), waits for it
+	// and downloads the MP4 into Response.Media.
+	KindVideo RequestKind = "video"
 )
+
+// MediaArgs are a media request's route and JSON fields. Images are sent
+// base64 in the named fields; they stay out of the JSON form (sample
+// files, cache keys), which carries their SHA-256 instead.
+type MediaArgs struct {
+	Path   string            `json:"path"`
+	Fields map[string]any    `json:"fields,omitempty"`
+	Images map[string][]byte `json:"-"`
+	// ImageSHA256 names each image field's bytes.
+	ImageSHA256 map[string]string `json:"image_sha256,omitempty"`
+}
+
+// NewMediaArgs returns MediaArgs with images and their digests.
+func NewMediaArgs(path string, fields map[string]any, images map[string][]byte) *MediaArgs {
+	m := &MediaArgs{Path: path, Fields: fields, Images: images}
+	for k, b := range images {
+		if m.ImageSHA256 == nil {
+			m.ImageSHA256 = map[string]string{}
+		}
+		sum := sha256.Sum256(b)
+		m.ImageSHA256[k] = hex.EncodeToString(sum[:])
+	}
+	return m
+}
 
 // Instance is one request of one document (lm-eval's Instance).
 type Instance struct {
@@ -227,6 +267,12 @@ type Instance struct {
 	AudioSHA256 string `json:"audio_sha256,omitempty"`
 	// Inputs are the texts of an embeddings request.
 	Inputs []string `json:"input,omitempty"`
+	// Media is the route and fields of an image, CNN or video request.
+	Media *MediaArgs `json:"media,omitempty"`
+	// Measurement names the networks a task's Measure uses (weights and
+	// their revisions); it is not sent, but keys the cache, so that a run
+	// measured with other weights is not reused.
+	Measurement string `json:"measurement,omitempty"`
 }
 
 // Response is the model's answer to one Instance.
@@ -238,8 +284,15 @@ type Response struct {
 	// (loglikelihood).
 	LogLikelihood float64 `json:"loglikelihood,omitempty"`
 	IsGreedy      bool    `json:"is_greedy,omitempty"`
-	// Embeddings are an embeddings request's vectors, one per input.
+	// Embeddings are an embeddings request's vectors, one per input, or
+	// what a task's Measure computed from Media.
 	Embeddings [][]float64 `json:"embeddings,omitempty"`
+	// Media is an image or video the server returned. It is measured
+	// (Task.Measure) before the response is cached or scored, and never
+	// stored: a run keeps the measurements.
+	Media []byte `json:"-"`
+	// Boxes are a detector's boxes: x1, y1, x2, y2, score, class.
+	Boxes [][6]float64 `json:"boxes,omitempty"`
 }
 
 // MetricSpec names a metric, how it aggregates and which way is better.
@@ -254,6 +307,10 @@ type MetricSpec struct {
 	// corpus-level WER or a rank correlation. Such a metric has no
 	// standard error.
 	Corpus func(perDoc [][]float64) float64 `json:"-"`
+	// Vector says a document's values are one long vector that only the
+	// corpus metric reads (FID's 2048 Inception features): sample files
+	// record its length, not its values.
+	Vector bool `json:"-"`
 }
 
 // Scores maps a metric name to its per-sample values: one value for most
@@ -311,6 +368,11 @@ type Task struct {
 	// scores their answers (Output Media).
 	MediaRequests func(Doc) ([]Instance, error)
 	ProcessMedia  func(doc Doc, resps []Response) (Scores, error)
+	// Measure, when set, turns a media answer (Response.Media: an image,
+	// a video) into numbers before the response is cached and scored
+	// (CLIP embeddings, Inception features); the media bytes are then
+	// dropped.
+	Measure func(ctx context.Context, inst Instance, resp *Response) error
 	// ErroredScores, when set, is the score of a document whose request
 	// failed, under the errors-as-wrong policy, for metrics where 0 is
 	// not the worst value (WER counts every reference word as an error).

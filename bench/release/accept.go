@@ -271,6 +271,8 @@ func AcceptRun(spec *catalog.Spec, bench *BenchSection, evals *EvalSection, test
 				waive(&ec, key, fmt.Sprintf("score %s below %s, but status %s enforces nothing", pct(r.Score), r.Basis, a.ModelStatus))
 			case r.Check == results.Fail && waived:
 				waive(&ec, key, fmt.Sprintf("score %s below %s (waived: known issue %s)", pct(r.Score), r.Basis, knownIssue(k)))
+			case r.Check == results.Fail && r.Media != nil:
+				fail(&ec, key, mediaFailure(r))
 			case r.Check == results.Fail:
 				fail(&ec, key, fmt.Sprintf("score %s below %s (ratio %s, tolerance %.0f%%)", pct(r.Score), r.Basis, ratioOf(r), 100*r.Tolerance))
 			default:

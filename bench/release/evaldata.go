@@ -50,7 +50,7 @@ func pullEvalData(ctx context.Context, cfg *Config, ec *workflow.Config) map[str
 	var problems []Blocker
 	defer func() { logProblems(cfg, problems) }()
 	for _, name := range names {
-		if _, done := out[name]; done || !taskdata.Pullable(name) || needsASR(name, ec) {
+		if _, done := out[name]; done || !taskdata.PullableFor(name, ec.HubModel) || needsASR(name, ec) {
 			continue
 		}
 		_, local := ec.Datasets[name]

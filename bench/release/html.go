@@ -128,6 +128,8 @@ type htmlPage struct {
 	Regressions *Regressions
 	Evals       *htmlTable
 	EvalError   string
+	Media       *htmlTable
+	MediaLists  []htmlKeyed
 	Bench       *htmlTable
 	BenchError  string
 	Pairs       []htmlPair
@@ -175,6 +177,7 @@ func pageData(r *Report) htmlPage {
 				strconv.Itoa(row.Samples), strconv.Itoa(row.Errored), evalVerdict(row)})
 		}
 		p.Evals = t
+		p.Media, p.MediaLists = mediaHTML(e)
 	}
 	if ts := r.Tests; ts != nil {
 		p.Tests = testsPage(ts)
@@ -464,6 +467,11 @@ polyline.t0{stroke-dasharray:2 3}polyline.t1{stroke-dasharray:6 3}polyline.t2{st
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{fold .}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
+{{with .Media}}<h3>Image and Video Figures</h3>{{if $.Simulated}}<p><strong>SIMULATED</strong>: the images and videos come from the sim runtime; their scores are computed, not assumed.</p>{{end}}
+<table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{with verdict .}} class="{{.}}"{{end}}>{{fold .}}</td>{{end}}</tr>
+{{end}}</table>
+{{range $.MediaLists}}<h4>{{.Title}}</h4><ul>{{range .Items}}<li><code>{{.Key}}</code>: {{fold .Message}}</li>{{end}}</ul>{{end}}{{end}}
 {{with .Bench}}<h2>Benchmark Sweeps</h2>{{if $.BenchError}}<p class="fail">The benchmark sweep did not finish: {{fold $.BenchError}}</p>{{end}}
 <div class="charts">{{range $.Pairs}}{{.TTFT}}{{.TputUser}}{{end}}</div>
 <table><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr>

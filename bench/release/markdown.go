@@ -216,6 +216,10 @@ func evalsMarkdown(md *Metadata, e *EvalSection) string {
 		b.WriteString("\n")
 	}
 	b.WriteString("Scores are in percent. A task passes when score / GPU reference ≥ 1 − tolerance (a limit mode's subset reference first when the catalog has one, the published score when there is no GPU reference); with no reference the check is NA. Role `reference`: the catalog grades the model with the task; `smoke`: a built-in generated task that checks the plumbing and never stands in for a reference; `extra`: asked for, not referenced.\n")
+	if m := mediaMarkdown(e, md.Simulated); m != "" {
+		b.WriteString("Image and video tasks (load_image, load_video) are graded by their own rules (below); their score is the mean CLIP score, top-1 or mAP.\n\n")
+		b.WriteString(m)
+	}
 	return b.String()
 }
 

@@ -42,7 +42,8 @@ const maxRawFile = 512 << 20
 // every lm-eval results_*.json under evals/, graded against the catalog as
 // it is now (or the targets file the run's plan keeps), with the run's
 // plan for what should have been measured and its earlier report for why a
-// task did not run. report.{md,json,html} and the run.py copies are written
+// task did not run and for the spec tests' verdicts (which leave no raw
+// file), graded anew with the rest. report.{md,json,html} and the run.py copies are written
 // anew and the manifest takes the new verdict; the run's status, the raw
 // files and the sweep summaries in benchmarks/ stay. Nothing is sent to
 // the server.
@@ -106,7 +107,12 @@ func Rebuild(ctx context.Context, store *runs.Store, ref string, o RebuildOption
 			return nil, "", fmt.Errorf("run %s: %w", m.ID, err)
 		}
 	}
-	rep.Acceptance = Accept(t.Spec, rep.Benchmarks, rep.Evals)
+	if old != nil && (m.Workflow == WorkflowRelease || m.Workflow == WorkflowTests) {
+		// Spec tests leave no raw file: their verdicts and evidence are
+		// in the report the run wrote, and a rebuild keeps them.
+		rep.Tests = old.Tests
+	}
+	rep.Acceptance = AcceptRun(t.Spec, rep.Benchmarks, rep.Evals, rep.Tests)
 	if rep.Interrupted {
 		rep.Acceptance.Summary = "the run was interrupted: " + rep.Acceptance.Summary
 	}

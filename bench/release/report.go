@@ -186,6 +186,8 @@ type EvalRow struct {
 	Basis            string        `json:"basis,omitempty"`
 	Samples          int           `json:"n_samples"`
 	Errored          int           `json:"errored_samples"`
+	// Media holds an image or video task's figures and conditions.
+	Media *results.MediaFigures `json:"media,omitempty"`
 }
 
 // EvalRowsOf converts an eval run's grades into report rows, taking the
@@ -196,7 +198,7 @@ func EvalRowsOf(run *results.Run) []EvalRow {
 		row := EvalRow{
 			Task: g.Task, Tolerance: g.Tolerance, Published: g.Published, GPUReference: g.GPUReference,
 			SubsetReference: g.SubsetReference, Score: g.Score, RatioToPublished: g.RatioToPublished,
-			RatioToReference: g.RatioToReference, Check: g.Check, Basis: g.Basis,
+			RatioToReference: g.RatioToReference, Check: g.Check, Basis: g.Basis, Media: g.Media,
 		}
 		if i < len(run.Tasks) && run.Tasks[i] != nil {
 			t := run.Tasks[i]

@@ -197,6 +197,8 @@ func PlanEvalsPulled(catalogModel string, datasets map[string]string, pulled map
 			c.NotRun = "ttis does not implement this task yet"
 		case info.NotRunnable != "":
 			c.NotRun = "ttis cannot run it: " + info.NotRunnable
+		case !hasData && variantNotRun(ref.Task, catalogModel) != "":
+			c.NotRun = variantNotRun(ref.Task, catalogModel)
 		case !info.Builtin && !hasData:
 			// A task whose Hub data was pulled runs.
 			var p *taskdata.Problem
@@ -230,6 +232,23 @@ func PlanEvalsPulled(catalogModel string, datasets map[string]string, pulled map
 		}
 	}
 	return out
+}
+
+// variantNotRun says why a task that runs differently per model cannot
+// run for catalogModel without a local dataset: no variant for it, or one
+// that reads files from outside the Hub, which the operator must place
+// ("" when the variant reads Hub data, or the task has no variants).
+func variantNotRun(task, catalogModel string) string {
+	v, has, err := tasks.VariantOf(task, catalogModel)
+	switch {
+	case !has:
+		return ""
+	case err != nil:
+		return err.Error()
+	case len(v.Data) == 0:
+		return tasks.AssetsHint(task, v)
+	}
+	return ""
 }
 
 // runnable lists the tasks of a plan that run.

@@ -122,6 +122,19 @@ func (c *Backend) Do(ctx context.Context, inst evalsuite.Instance) (evalsuite.Re
 			return evalsuite.Response{}, raw, fmt.Errorf("re-transcribing the speech: %w", err)
 		}
 		return evalsuite.Response{Text: text}, raw, nil
+	case evalsuite.KindImage, evalsuite.KindClassify, evalsuite.KindDetect, evalsuite.KindVideo:
+		if inst.Media == nil {
+			return evalsuite.Response{}, nil, &openai.Error{Kind: openai.KindUnsupported, Msg: fmt.Sprintf("%s request without its route and fields", inst.Kind)}
+		}
+		switch inst.Kind {
+		case evalsuite.KindImage:
+			return c.image(ctx, inst)
+		case evalsuite.KindClassify:
+			return c.classify(ctx, inst)
+		case evalsuite.KindDetect:
+			return c.detect(ctx, inst)
+		}
+		return c.video(ctx, inst)
 	}
 	return evalsuite.Response{}, nil, &openai.Error{Kind: openai.KindUnsupported, Msg: fmt.Sprintf("request kind %q", inst.Kind)}
 }

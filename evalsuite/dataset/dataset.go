@@ -85,6 +85,9 @@ type Options struct {
 	Columns []string
 	// MaxLineBytes bounds one JSONL line (16 MiB when 0).
 	MaxLineBytes int
+	// MaxRows, when positive, stops reading Parquet data after that many
+	// rows (the first images of a split whose shards hold gigabytes).
+	MaxRows int
 }
 
 // MaxFileBytes bounds one data file: every document of it is held in

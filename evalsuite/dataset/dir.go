@@ -47,6 +47,10 @@ func LoadDir(dir string, opts Options) ([]evalsuite.Doc, error) {
 			d.ID = len(docs)
 			docs = append(docs, d)
 		}
+		if opts.MaxRows > 0 && len(docs) >= opts.MaxRows {
+			docs = docs[:opts.MaxRows]
+			break
+		}
 	}
 	return docs, nil
 }

@@ -47,7 +47,7 @@ func ReadParquet(r io.ReaderAt, size int64, name string, opts Options) (docs []e
 	}
 	rd := parquet.NewReader(pf, pf.Schema())
 	defer rd.Close()
-	for i := 0; ; i++ {
+	for i := 0; opts.MaxRows <= 0 || i < opts.MaxRows; i++ {
 		row := map[string]any{}
 		if err := rd.Read(&row); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -93,4 +93,30 @@ func normalize(v any) any {
 	default:
 		return v
 	}
+}
+
+// ParquetKeyValue returns a key of a Parquet file's key-value metadata:
+// Hugging Face datasets keep their features (a ClassLabel's names) under
+// "huggingface". ok is false when the file has no such key.
+func ParquetKeyValue(path, key string) (value string, ok bool, err error) {
+	f, err := Open(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", false, fmt.Errorf("dataset: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			value, ok, err = "", false, fmt.Errorf("%s: malformed parquet data: %v", filepath.Base(path), p)
+		}
+	}()
+	pf, err := checkedOpen(f, st.Size())
+	if err != nil {
+		return "", false, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	value, ok = pf.Lookup(key)
+	return value, ok, nil
 }

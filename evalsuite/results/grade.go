@@ -35,6 +35,8 @@ type Grade struct {
 	Check            Check    `json:"accuracy_check"`
 	// Basis says which reference decided the check.
 	Basis string `json:"basis"`
+	// Media holds an image or video task's figures and their conditions.
+	Media *MediaFigures `json:"media,omitempty"`
 }
 
 // GradeTask scores aggregates against ref (nil when the catalog has no

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -61,6 +62,29 @@ func Markdown(r Run) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f | %s | %s | %s | %s |\n", g.Task, pct(g.Score), pct(g.Published), pct(g.GPUReference), g.Tolerance, ratio(g.RatioToPublished), ratio(g.RatioToReference), g.Check, g.Basis)
 	}
 	b.WriteString("\nScores are percentages of the reference's score keys. PASS means score / reference ≥ 1 − tolerance, using the GPU reference when the catalog has one and the published score otherwise; NA means the catalog has no reference for this model and task.\n")
+	for _, g := range r.Grades {
+		if g.Media == nil {
+			continue
+		}
+		// Image and video figures hold only under their weights and files.
+		fmt.Fprintf(&b, "\n%s (%s, %d of %d measured) was graded by its own rule (the score is its mean CLIP score, top-1 or mAP); its conditions:\n\n", g.Task, g.Media.Variant, g.Media.Measured, g.Media.Asked)
+		keys := make([]string, 0, len(g.Media.Conditions))
+		for k := range g.Media.Conditions {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v, ok := g.Media.Conditions[k].(string)
+			if !ok {
+				js, _ := json.Marshal(g.Media.Conditions[k])
+				v = string(js)
+			}
+			fmt.Fprintf(&b, "- %s: %s\n", k, v)
+		}
+		if g.Media.NotMeasured != "" {
+			fmt.Fprintf(&b, "- not measured: %s\n", g.Media.NotMeasured)
+		}
+	}
 	var errLines []string
 	for _, t := range r.Tasks {
 		if t.Errors.Errored == 0 {

@@ -243,6 +243,9 @@ func arguments(reqs []evalsuite.Instance) map[string]any {
 		if len(r.Inputs) > 0 {
 			a["input"] = r.Inputs
 		}
+		if r.Media != nil {
+			a["media"] = r.Media
+		}
 		out[fmt.Sprintf("gen_args_%d", i)] = a
 	}
 	return out
@@ -251,13 +254,19 @@ func arguments(reqs []evalsuite.Instance) map[string]any {
 func writeSamples(w *bufio.Writer, t *runner.Result) error {
 	enc := json.NewEncoder(w)
 	filters := t.Task.FilterNames()
+	vector := map[string]bool{}
+	for _, m := range t.Task.Metrics {
+		vector[m.Name] = m.Vector
+	}
 	for _, s := range t.Samples {
 		resps := make([]any, len(s.Responses))
 		for i, r := range s.Responses {
 			switch {
 			case s.Requests[i].Kind == evalsuite.KindLoglikelihood:
 				resps[i] = []any{[]any{r.LogLikelihood, r.IsGreedy}}
-			case s.Requests[i].Kind == evalsuite.KindEmbed:
+			case s.Requests[i].Kind == evalsuite.KindDetect:
+				resps[i] = []any{map[string]any{"boxes": r.Boxes}}
+			case s.Requests[i].Kind == evalsuite.KindEmbed || len(r.Embeddings) > 0:
 				// The vectors would dwarf the file; their shape is kept.
 				dims := make([]int, len(r.Embeddings))
 				for j, v := range r.Embeddings {
@@ -316,7 +325,10 @@ func writeSamples(w *bufio.Writer, t *runner.Result) error {
 				}
 				for k, v := range sc.Scores {
 					names = append(names, k)
-					if len(v) == 1 {
+					if vector[k] {
+						// FID's features: their length, not 2048 numbers.
+						line[k] = map[string]int{"vector_length": len(v)}
+					} else if len(v) == 1 {
 						line[k] = v[0]
 					} else {
 						line[k] = v

@@ -237,6 +237,19 @@ func runDoc(ctx context.Context, task *evalsuite.Task, be Backend, opts Options,
 			s.Err = &SampleError{Kind: kind, Message: fmt.Sprintf("request %d: %v", i, err)}
 			return s
 		}
+		if task.Measure != nil {
+			// Measured before it is cached: a resumed run reads the
+			// numbers, never the media.
+			if err := task.Measure(ctx, r, &resp); err != nil {
+				kind := "measure"
+				if ctx.Err() != nil {
+					kind = "interrupted"
+				}
+				s.Err = &SampleError{Kind: kind, Message: fmt.Sprintf("request %d: %v", i, err)}
+				return s
+			}
+		}
+		resp.Media = nil
 		s.Responses[i] = resp
 		if cache != nil {
 			if err := cache.Put(key, resp, raw); err != nil {

@@ -43,12 +43,23 @@ func Plan(task, model string) ([]Split, error) {
 	if info.Builtin && len(info.Data) == 0 {
 		return nil, nil
 	}
-	if len(info.Data) == 0 {
+	data := info.Data
+	if len(info.Variants) > 0 {
+		v, _, err := tasks.VariantOf(task, model)
+		if err != nil {
+			return nil, err
+		}
+		if len(v.Data) == 0 {
+			return nil, fmt.Errorf("task %s (%s) reads no Hub dataset: %s", task, v.Name, tasks.AssetsHint(task, v))
+		}
+		data = v.Data
+	}
+	if len(data) == 0 {
 		return nil, fmt.Errorf("task %s declares no Hub dataset: pass its local file", task)
 	}
 	base := path.Base(model)
 	var out []Split
-	for _, d := range info.Data {
+	for _, d := range data {
 		if strings.Contains(d.Repo+d.Config+d.Files, "{model}") {
 			if model == "" {
 				return nil, fmt.Errorf("task %s reads Meta's per-model evaluation set (%s): it needs the catalog model (a unit, or --catalog-model)", task, d.Repo)
@@ -207,7 +218,28 @@ func (d *Data) Apply(src *tasks.Source) {
 // user's --dataset (Supplementary).
 func Pullable(task string) bool {
 	info, ok := lookup(task)
-	return ok && info.NotRunnable == "" && len(info.Data) > 0
+	if !ok || info.NotRunnable != "" {
+		return false
+	}
+	for _, v := range info.Variants {
+		if len(v.Data) > 0 {
+			return true
+		}
+	}
+	return len(info.Data) > 0
+}
+
+// PullableFor is Pullable for one catalog model (a Hub repository or model
+// name): a task with variants reads Hub data for some models only.
+func PullableFor(task, model string) bool {
+	if !Pullable(task) {
+		return false
+	}
+	v, has, err := tasks.VariantOf(task, model)
+	if !has {
+		return true
+	}
+	return err == nil && len(v.Data) > 0
 }
 
 // Supplementary says whether task's Hub data supplements its --dataset

@@ -173,6 +173,20 @@ func TestEveryRunnableTaskHasAHubSource(t *testing.T) {
 		if info.Builtin || info.NotRunnable != "" {
 			continue
 		}
+		if len(info.Variants) > 0 {
+			// Per model: a variant reads Hub splits, or names the files
+			// it needs from outside the Hub.
+			for _, v := range info.Variants {
+				splits, err := taskdata.Plan(info.Name, v.Models[0])
+				switch {
+				case len(v.Data) > 0 && (err != nil || len(splits) != len(v.Data)):
+					t.Errorf("%s (%s): %v (%d splits)", info.Name, v.Name, err, len(splits))
+				case len(v.Data) == 0 && (err == nil || len(v.Assets) == 0 || !strings.Contains(err.Error(), v.Assets[0].File)):
+					t.Errorf("%s (%s) reads no Hub data, and says %v", info.Name, v.Name, err)
+				}
+			}
+			continue
+		}
 		splits, err := taskdata.Plan(info.Name, "meta-llama/Llama-3.1-8B-Instruct")
 		if err != nil || len(splits) == 0 {
 			t.Errorf("%s: %v (%d splits)", info.Name, err, len(splits))

@@ -15,7 +15,7 @@ type Coverage struct {
 	Reproduces string `json:"reproduces"`
 	// Assets are the user-supplied files a full reproduction needs (given
 	// as --dataset TASK=DIR, DIR holding each one's Folder).
-	Assets []Asset `json:"assets,omitempty"`
+	Assets []AssetFolder `json:"assets,omitempty"`
 	// Differs says what differs from the reference, or what residual
 	// difference a full reproduction keeps.
 	Differs string `json:"differs,omitempty"`
@@ -27,8 +27,9 @@ type Coverage struct {
 	Evidence string `json:"evidence,omitempty"`
 }
 
-// Asset is one user-supplied input a task needs for a full reproduction.
-type Asset struct {
+// AssetFolder is one user-supplied folder a task needs for a full
+// reproduction.
+type AssetFolder struct {
 	// Folder is its name inside the task's assets folder.
 	Folder string `json:"folder"`
 	// Holds says what it is and where it comes from.
@@ -65,7 +66,7 @@ func (c Coverage) Certifiable() bool { return c.Reproduces == ReproducesFull }
 
 // ifevalAssets are the folders --dataset ifeval=DIR (and the variants)
 // reads.
-var ifevalAssets = []Asset{
+var ifevalAssets = []AssetFolder{
 	{Folder: ifeval.PunktDir, Holds: "NLTK's English Punkt parameters: the tokenizers/punkt_tab/english folder (abbrev_types.txt, collocations.tab, ortho_context.tab, sent_starters.txt) that nltk.download('punkt_tab') installs; for number_sentences and capital_word_frequency"},
 	{Folder: ifeval.LangdetectDir, Holds: "langdetect's profiles folder (Debian python3-langdetect: /usr/lib/python3/dist-packages/langdetect/profiles); for response_language, english_capital and english_lowercase"},
 }
@@ -159,13 +160,13 @@ var coverage = map[string]Coverage{
 }
 
 var (
-	wordAssets  = []Asset{{Folder: "wonderwords", Holds: "wonderwords' assets folder (site-packages/wonderwords/assets: adjectivelist.txt, nounlist.txt)"}}
-	essayAssets = append(append([]Asset(nil), wordAssets...), Asset{Folder: essayPunktDir, Holds: "NLTK's tokenizers/punkt_tab/english folder"})
+	wordAssets  = []AssetFolder{{Folder: "wonderwords", Holds: "wonderwords' assets folder (site-packages/wonderwords/assets: adjectivelist.txt, nounlist.txt)"}}
+	essayAssets = append(append([]AssetFolder(nil), wordAssets...), AssetFolder{Folder: essayPunktDir, Holds: "NLTK's tokenizers/punkt_tab/english folder"})
 )
 
 // withAssets is rederived for a RULER task whose --dataset folder holds
 // user-supplied inputs.
-func withAssets(a []Asset, evidence string) Coverage {
+func withAssets(a []AssetFolder, evidence string) Coverage {
 	c := rederived(evidence)
 	c.Assets = a
 	return c

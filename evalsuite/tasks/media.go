@@ -38,13 +38,13 @@ func init() {
 		Follows:     "tt-inference-server test_module/eval_tests/tts_eval_tests.py and tts_quality_test.py (TTSQualityTest: sample_count 10, wer_threshold 0.20)",
 		Data:        []HubData{{Role: RoleTest, Repo: "blabble-io/libritts_r", Config: "clean", Split: "test.clean", Revision: RevisionParquet, Files: "clean/test.clean/0000.parquet"}}}, buildTTS)
 	register(Info{Name: "load_image", Output: evalsuite.Media,
-		Description: "image generation: FID and CLIP score of generated images on COCO-style prompts within reference ranges; CNNs: MobileNetV2 top-1 on ImageNet against the runner's own CPU mode, YOLOX-nano COCO mAP, the others timing only",
-		Follows:     "tt-inference-server test_module/eval_tests/image_eval_tests.py (FID + CLIP ranges of model_accuracy_reference.json), cnn_eval_tests.py and vision_evals_test.py (VisionEvalsTest)",
-		NotRunnable: "its grades need what ttis does not run: FID needs Inception-v3 features of generated and reference images and CLIP score a CLIP model; MobileNetV2's grade compares device top-1 on the first 20 ILSVRC/imagenet-1k validation images with the same runner's CPU mode (within 5%), a second server mode ttis cannot start; YOLOX-nano's needs a COCO mAP evaluator (pycocotools COCOeval) over detection-datasets/coco val, not implemented; the other CNNs are only timed there (accuracy NA)"}, nil)
+		Description: "image models as tt-inference-server grades them, by model: text-to-image by FID and CLIP score within the reference's ranges, image-to-image and inpainting by the CLIP score of one image (reported), classifiers by ImageNet top-1, YOLOX-nano by COCO mAP (see variants)",
+		Follows:     "tt-inference-server test_module/eval_tests/image_eval_tests.py, image_generation_eval_test.py, cnn_eval_tests.py, vision_evals_test.py and utils/sdxl_accuracy_utils (11ac526e0)",
+		Variants:    imageVariants}, buildLoadImage)
 	register(Info{Name: "load_video", Output: evalsuite.Media,
-		Description: "video models: CLIP score of generated frames within a reference range, plus FVD/FVMD",
-		Follows:     "tt-inference-server test_module/eval_tests/video_eval_tests.py, video_fvd_eval_test.py and video_fvmd_eval_test.py (CLIP range over 5 prompts, FVD/FVMD)",
-		NotRunnable: "its scores need models ttis does not run: CLIP score needs a CLIP image/text model and FVD/FVMD an I3D video network's features of generated and reference clips"}, nil)
+		Description: "video models as tt-inference-server grades them: the CLIP score of every 8th frame of a video per prompt, within the reference's range (see variants; FVD and FVMD are not measured)",
+		Follows:     "tt-inference-server test_module/eval_tests/video_eval_tests.py and video_generation_eval_test.py (11ac526e0)",
+		Variants:    videoVariants}, buildLoadVideo)
 }
 
 // AudioBytes reads a dataset's audio value: Hugging Face's Audio feature

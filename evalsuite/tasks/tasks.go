@@ -57,6 +57,23 @@ type Source struct {
 	// (Coverage.Assets; IFEval's punkt_tab/ and langdetect_profiles/),
 	// given as --dataset TASK=DIR (IsAssetsFolder); empty: none.
 	Assets string
+	// Model is the catalog model evaluated; tasks with variants need it.
+	Model string
+	// Vision opens the networks image and video tasks measure with.
+	Vision Vision
+	// AssetReplacements, when set, replace published assets by file name
+	// with other files, each named by its own digest (tests that create
+	// small statistics or weights; a verified local copy under another
+	// name).
+	AssetReplacements map[string]Asset
+}
+
+// asset is a, or the replacement src names for it.
+func (src Source) asset(a Asset) Asset {
+	if r, ok := src.AssetReplacements[a.File]; ok {
+		return r
+	}
+	return a
 }
 
 // Info describes a registered task.
@@ -82,6 +99,11 @@ type Info struct {
 	// Coverage says how far the task reproduces its reference and how
 	// that was checked (filled in by register from coverage.go).
 	Coverage Coverage `json:"coverage"`
+	// Variants, when set, say how the task runs for each catalog model
+	// (load_image is image generation, classification or detection by
+	// model), each with its own data, operator-supplied assets and
+	// weights; Data is then empty.
+	Variants []Variant `json:"variants,omitempty"`
 }
 
 type builder struct {
@@ -168,7 +190,7 @@ func Build(name string, src Source) (*evalsuite.Task, error) {
 	if b.info.NotRunnable != "" {
 		return nil, fmt.Errorf("task %s cannot run in ttis: %s", name, b.info.NotRunnable)
 	}
-	if !b.info.Builtin && src.Dataset == "" && len(src.Files) == 0 {
+	if !b.info.Builtin && len(b.info.Variants) == 0 && src.Dataset == "" && len(src.Files) == 0 {
 		return nil, fmt.Errorf("task %s reads a local dataset file in the dataset's own column layout: pass its path (or pull %s)", name, describeData(b.info.Data))
 	}
 	t, err := b.build(src)

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -92,6 +93,12 @@ type Config struct {
 	// ASRModel; tasks that need one do not run without it.
 	ASRURL   string
 	ASRModel string
+	// CLIPRevision is the commit of the CLIP checkpoint image and video
+	// tasks score with (empty: the pinned one; tests give their fake
+	// Hub's). AssetReplacements replace the published files those tasks read, by
+	// file name, with files named by their own digests (tests).
+	CLIPRevision      string                 `json:"-"`
+	AssetReplacements map[string]tasks.Asset `json:"-"`
 	// OutputDir receives the result files; CacheDir the resume cache
 	// (default OutputDir/cache; "-" disables it). ResultsDir, when set,
 	// receives results_*.json, samples_*.jsonl and summary_*.md instead
@@ -139,6 +146,12 @@ func resolveLimit(cfg Config, task string, ref *catalog.EvalRef) (runner.Limit, 
 		l, err := runner.ParseLimit(cfg.Limit)
 		return l, l.String(), err
 	}
+	if l, ok := tasks.DefaultLimit(task, cfg.catalogModel()); ok {
+		// The media evals keep the reference's own counts whatever the
+		// run size: a grade needs 100 or 5000 prompts, 5 videos.
+		lim, err := runner.ParseLimit(l)
+		return lim, lim.String(), err
+	}
 	mode := cfg.LimitMode
 	if mode == "" {
 		mode = limit.Full
@@ -159,6 +172,15 @@ func resolveLimit(cfg Config, task string, ref *catalog.EvalRef) (runner.Limit, 
 	}
 	l, err := runner.ParseLimit(mode.DefaultEvalLimit())
 	return l, l.String(), err
+}
+
+// catalogModel is the catalog model evaluated: the one asked for, else
+// the served model's name.
+func (cfg Config) catalogModel() string {
+	if cfg.CatalogModel != "" {
+		return cfg.CatalogModel
+	}
+	return cfg.Model
 }
 
 func pick(m map[string]string, task string, only bool) string {
@@ -232,10 +254,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			return nil, err
 		}
 	}
-	refModel := cfg.CatalogModel
-	if refModel == "" {
-		refModel = cfg.Model
-	}
+	refModel := cfg.catalogModel()
+	nets := newVisionNets(ctx, cfg.Hub, cfg.CLIPRevision)
+	defer nets.Close()
 	run := results.Run{Model: cfg.Model, BaseURL: cl.BaseURL(), API: string(cl.API()), Concurrency: max(cfg.Concurrency, 1),
 		LimitMode: string(cfg.LimitMode), Seed: cfg.Seed, MaxRetries: cfg.MaxRetries, Start: now(), Version: cfg.Version}
 	var limits []string
@@ -247,6 +268,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			Dataset: pick(cfg.Datasets, name, only), FewShotDataset: pick(cfg.FewShot, name, only), NumFewShot: cfg.NumFewShot,
 			Format: cfg.Format, Mapping: cfg.Mapping, Columns: cfg.Columns, Size: cfg.BuiltinSize,
 			CountTokens: countTokens, SeqLengths: cfg.SeqLengths,
+			Model: path.Base(refModel), Vision: nets, AssetReplacements: cfg.AssetReplacements,
 		}
 		// A folder given for a task that reads user assets beside its Hub
 		// data (IFEval's punkt_tab/ and langdetect_profiles/) holds those.
@@ -314,7 +336,11 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 			continue
 		}
 		run.Tasks = append(run.Tasks, res)
-		run.Grades = append(run.Grades, results.GradeTask(name, res.Aggregates, refp, cfg.LimitMode.EvalKey()))
+		if rule, ok := task.Config["grading"].(string); ok {
+			run.Grades = append(run.Grades, results.GradeMedia(name, rule, res, refp))
+		} else {
+			run.Grades = append(run.Grades, results.GradeTask(name, res.Aggregates, refp, cfg.LimitMode.EvalKey()))
+		}
 	}
 	run.Limit = strings.Join(limits, ",")
 	run.End = now()
@@ -344,7 +370,7 @@ func pullData(ctx context.Context, cfg Config, name string) (*taskdata.Data, err
 	if d, ok := cfg.Pulled[name]; ok {
 		return d, nil
 	}
-	if cfg.Hub == nil || !taskdata.Pullable(name) {
+	if cfg.Hub == nil || !taskdata.PullableFor(name, cfg.HubModel) {
 		return nil, nil
 	}
 	data, err := taskdata.Pull(ctx, cfg.Hub, name, cfg.HubModel)

@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"time"
 )
 
 // The media endpoints ttis units and tt-media-server share. Evals and
@@ -138,4 +142,60 @@ func (c *Client) Speech(ctx context.Context, model, text, format string) ([]byte
 		return nil, raw, &Error{Kind: KindEmpty, Msg: "the server returned no audio"}
 	}
 	return wav, raw, nil
+}
+
+// Download GETs a binary answer (a generated video's MP4 from
+// /v1/videos/generations/{id}/download) of at most limit bytes, retrying
+// as Config says. A non-200 answer is an *Error of kind KindHTTP with the
+// server's message.
+func (c *Client) Download(ctx context.Context, path string, limit int64) ([]byte, error) {
+	var last *Error
+	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
+		b, retryAfter, e := c.download(ctx, path, limit)
+		if e == nil {
+			return b, nil
+		}
+		e.Attempts = attempt
+		last = e
+		if ctx.Err() != nil || !e.Retryable() || attempt == c.cfg.MaxAttempts {
+			break
+		}
+		t := time.NewTimer(max(c.cfg.Backoff(attempt), retryAfter))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, last
+		case <-t.C:
+		}
+	}
+	return nil, last
+}
+
+func (c *Client) download(ctx context.Context, path string, limit int64) ([]byte, time.Duration, *Error) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	what := "GET " + path
+	req, err := c.newRequest(actx, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, 0, &Error{Kind: KindTransport, Msg: err.Error()}
+	}
+	resp, _, err := c.send(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, 0, &Error{Kind: KindTimeout, Msg: fmt.Sprintf("%s: no answer within %s", what, c.cfg.Timeout)}
+		}
+		return nil, 0, &Error{Kind: KindTransport, Msg: fmt.Sprintf("%s: %v", what, err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, RetryAfter(resp.Header), &Error{Kind: KindHTTP, Status: resp.StatusCode, Msg: fmt.Sprintf("%s: %s", what, HTTPError(resp))}
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, 0, &Error{Kind: KindTransport, Msg: fmt.Sprintf("%s: read body: %v", what, err)}
+	}
+	if int64(len(b)) > limit {
+		return nil, 0, &Error{Kind: KindBadResponse, Msg: fmt.Sprintf("%s: the answer is larger than %d bytes", what, limit)}
+	}
+	return b, 0, nil
 }

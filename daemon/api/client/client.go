@@ -101,11 +101,18 @@ const busyRetries = 8
 func (c *Client) do(ctx context.Context, method, path string, q url.Values) (*http.Response, error) {
 	retry := method == http.MethodGet && q.Get("follow") != "true"
 	delay := 100 * time.Millisecond
+	var busy error
 	for attempt := 0; ; attempt++ {
 		resp, err := c.once(ctx, method, path, q)
+		if err != nil && busy != nil && ctx.Err() != nil {
+			// The caller gave up during a retry: what it learnt is that
+			// the daemon stayed busy, not that its own deadline passed.
+			return nil, busy
+		}
 		if !retry || attempt == busyRetries || !IsBusy(err) {
 			return resp, err
 		}
+		busy = err
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
