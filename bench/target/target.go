@@ -63,7 +63,11 @@ type Query struct {
 	Ready Ready
 }
 
-// Target is a resolved server under test.
+// Target is a resolved server under test. Its fields beside View are
+// resolved, not copied: they merge the unit's view, the query (a URL's
+// --device, --dev-mode, --model) and the server's own answers (an "auto"
+// device, the runtime, the model name). A unit's own settings are read
+// from View.
 type Target struct {
 	// Unit names the folder its runs are filed under.
 	Unit    string
@@ -73,7 +77,6 @@ type Target struct {
 	Model        string
 	CatalogModel string
 	Device       string
-	Chips        []int
 	Runtime      string
 	Simulated    bool
 	// MaxModelLen is the context length the server reports (0: unknown).
@@ -135,7 +138,8 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("unit %s: %w", u.Name, err)
 		}
-		t.Unit, t.BaseURL, t.Runtime, t.Chips, t.View = u.Name, base, u.Runtime, slices.Clone(u.Chips), *u
+		t.Unit, t.BaseURL, t.Runtime, t.View = u.Name, base, u.Runtime, *u
+		t.View.Chips = slices.Clone(u.Chips)
 		t.TraceCapture = u.TraceCapture != nil && *u.TraceCapture
 		t.Catalog = u.Catalog
 		if t.Device == "" {
@@ -219,8 +223,8 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 	if t.Device != "" {
 		t.Conditions["device"] = t.Device
 	}
-	if len(t.Chips) > 0 {
-		t.Conditions["chips"] = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(t.Chips)), ","), "[]")
+	if chips := t.View.Chips; len(chips) > 0 {
+		t.Conditions["chips"] = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(chips)), ","), "[]")
 	}
 	return t, nil
 }
