@@ -7,6 +7,9 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 # Position-independent executables (ASLR; what Debian's hardening checks ask for).
 BUILDMODE ?= pie
 PKGS      := ./...
+# The nested module of the checks that need Kubernetes' and Prometheus's own
+# parsers (packaging/conformance/doc.go): kept out of the main go.mod.
+CONFORMANCE := packaging/conformance
 BUILD     ?= build
 DIST      ?= dist
 DOCS      := $(BUILD)/docs
@@ -35,11 +38,13 @@ build: ## build bin/ttisd and bin/ttisctl
 # 2-core machine.
 test: ## every test with the race detector, every fuzz target for 3s, the 60s soak (what CI runs)
 	$(GO) test -race -timeout 40m $(PKGS)
+	cd $(CONFORMANCE) && $(GO) test -race ./...
 	./.ci/fuzz-short
 	$(MAKE) soak-short
 
 test-short: ## quick tests without the race detector
 	$(GO) test -short $(PKGS)
+	cd $(CONFORMANCE) && $(GO) test -short ./...
 
 bench-cpu: build ## cpu runtime vs llama.cpp A/B table: make bench-cpu LLAMA_BIN=<dir with llama-bench, llama-server> (see bench/bench-cpu.sh)
 	@test -n "$(LLAMA_BIN)" || { echo "make bench-cpu LLAMA_BIN=<folder with llama-bench and llama-server>"; exit 2; }
@@ -63,9 +68,11 @@ fmt:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd $(CONFORMANCE) && $(GO) vet ./...
 
 staticcheck:
 	$(GO) tool staticcheck $(PKGS)
+	cd $(CONFORMANCE) && $(GO) tool staticcheck ./...
 
 docs: build ## man pages and bash/zsh/fish completions under $(BUILD)/docs, from the live command trees
 	$(GO) run ./packaging/internal/gendocs -out $(DOCS) -version $(VERSION)

@@ -8,6 +8,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/grade"
 	"github.com/ttis-dev/ttis/bench/sweep"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 func TestPointFromResult(t *testing.T) {
@@ -20,7 +21,7 @@ func TestPointFromResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rp.MeanInputLen != 128 || rp.TputUser != 100 || rp.TputInput != 90 || !math.IsNaN(rp.P99TTFTms) || !math.IsNaN(rp.ReqTput) ||
-		rp.Grade.TargetCheck != grade.Pass || rp.ResultFile != "b.json" {
+		rp.Grade.TargetCheck != verdict.Pass || rp.ResultFile != "b.json" {
 		t.Errorf("point %+v", rp)
 	}
 	none, err := PointFromResult(pt, "b.json", []byte(`{"completed": 0, "failed": 8}`), f, nil)

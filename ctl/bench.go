@@ -171,7 +171,7 @@ func planBench(c *cli.Context, cfg release.Config) error {
 		return err
 	}
 	if cfg.Limit == "" {
-		cfg.Limit = limit.Smoke
+		cfg.Limit = limit.DefaultRun
 	}
 	pts, warnings, err := release.PlanSweep(cfg)
 	for _, w := range warnings {

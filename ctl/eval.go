@@ -170,11 +170,11 @@ func evalTemplate(c *cli.Context) (workflow.Config, limit.Mode, error) {
 		MaxRetries: c.Int("max-retries"), Timeout: c.Duration("timeout"), Seed: c.Int("seed"),
 		ErrorPolicy: runner.ErrorPolicy(c.String("errors-as")), ThinkEndToken: c.String("think-end-token"),
 		ASRURL: c.String("asr-url"), ASRModel: c.String("asr-model")}
-	mode := limit.Full
+	mode := limit.DefaultPlan
 	if l := c.String("limit"); l != "" {
 		if m, err := limit.Parse(l); err == nil {
 			mode = m
-		} else if _, err := runner.ParseLimit(l); err == nil {
+		} else if _, err := limit.ParseDocs(l); err == nil {
 			ec.Limit = l
 		} else {
 			return workflow.Config{}, "", usageError(c, "--limit %q: want a count, a fraction in (0,1), or %s", l, limit.Names())

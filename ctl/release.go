@@ -40,7 +40,7 @@ goes to its state folder. With --url, no daemon is needed: --state-dir
 		Flags: append(append(workflowFlags(), hubFlags()...),
 			choice(&cli.StringFlag{Name: "workflow", Value: release.WorkflowRelease, Usage: "release, benchmarks, evals or tests"},
 				release.WorkflowRelease, release.WorkflowBenchmarks, release.WorkflowEvals, release.WorkflowTests),
-			choice(&cli.StringFlag{Name: "limit", Value: "smoke", Usage: limit.Names()}, limitModes()...),
+			choice(&cli.StringFlag{Name: "limit", Value: string(limit.DefaultRun), Usage: limit.Names()}, limitModes()...),
 			&cli.StringSliceFlag{Name: "task", Usage: "eval task (repeatable; default: the catalog's references)"},
 			&cli.StringSliceFlag{Name: "dataset", Usage: "local eval dataset TASK=PATH (repeatable)"},
 			&cli.StringFlag{Name: "eval-api", Value: "completions", Usage: "completions or chat"},

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/api/client"
@@ -23,20 +25,18 @@ import (
 // The integration tests run the real binaries, built once in TestMain.
 var ttisdBin, ttisctlBin string
 
+// TestMain builds the binaries, then runs the tests and fails them when
+// a goroutine outlives them (a daemon's log reader, a client's follower).
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
 	var err error
 	if ttisdBin, err = testbin.Build("ttisd", raceEnabled); err == nil {
 		ttisctlBin, err = testbin.Build("ttisctl", raceEnabled)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		os.Exit(1)
 	}
-	return m.Run()
+	goleak.VerifyTestMain(m)
 }
 
 // daemon is one running ttisd with private folders.

@@ -1,6 +1,7 @@
 // Package runtime defines the contract between a unit's inference server
 // (runtime/serve) and the engines that generate tokens behind it (runtime/cpu,
-// runtime/sim, runtime/vllm).
+// runtime/sim; runtime/vllm is no Engine: it starts a server that the front
+// door forwards to, a serve.Upstream).
 //
 // The server owns HTTP, auth, admission (max_concurrency slots and a bounded
 // wait queue), stop strings, n>1 fan-out, SSE framing and metrics. An Engine

@@ -6,16 +6,10 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // Workflows a schedule can run.
 var scheduleWorkflows = []string{"benchmarks", "evals", "tests", "release"}
-
-// defaultScheduleLimit is used when a schedule names no limit: scheduled
-// runs are typically nightly.
-const defaultScheduleLimit = limit.CINightly
 
 // Cron parses the schedule's calendar (a standard 5-field cron spec or a
 // descriptor such as "@daily") in its time zone (UTC when none is set). It

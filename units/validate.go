@@ -122,8 +122,8 @@ func validateEvals(c *errorsOf, u *Unit, dir string) {
 		c.add("evals.api", "unknown API %q (want completions or chat)", e.API)
 	}
 	for task, v := range e.Limits {
-		if !(v > 0 && v < 1) && !(v >= 1 && v == math.Trunc(v)) {
-			c.add("evals.limits."+task, "want a count (a whole number ≥ 1) or a fraction in (0, 1), got %v", v)
+		if _, err := limit.DocsOf(v); err != nil {
+			c.add("evals.limits."+task, "%v", err)
 		}
 	}
 	for task, p := range e.Datasets {
@@ -561,7 +561,7 @@ func validateSchedules(c *errorsOf, u *Unit) {
 			c.add(base+"workflow", "unknown workflow %q (want %s)", s.Workflow, strings.Join(scheduleWorkflows, ", "))
 		}
 		if s.Limit == "" {
-			s.Limit = defaultScheduleLimit
+			s.Limit = limit.DefaultSchedule
 		} else if m, err := limit.Parse(string(s.Limit)); err != nil {
 			c.add(base+"limit", "unknown limit %q (want %s)", s.Limit, limit.Names())
 		} else {

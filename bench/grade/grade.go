@@ -14,16 +14,7 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/units/catalog"
-)
-
-// Verdict is a check's outcome.
-type Verdict string
-
-// The verdicts.
-const (
-	Pass Verdict = "PASS"
-	Fail Verdict = "FAIL"
-	NA   Verdict = "NA"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // Point statuses.
@@ -62,8 +53,8 @@ type Check struct {
 	Threshold float64 `json:"threshold"`
 	Measured  float64 `json:"measured"`
 	// Ratio is Measured/Threshold (0 when NA).
-	Ratio   float64 `json:"ratio"`
-	Verdict Verdict `json:"verdict"`
+	Ratio   float64         `json:"ratio"`
+	Verdict verdict.Verdict `json:"verdict"`
 }
 
 // Tier is one tier's checks.
@@ -74,15 +65,15 @@ type Tier struct {
 	Checks   []Check `json:"checks"`
 	// Verdict is PASS when no check failed and at least one passed, FAIL
 	// when any failed, NA when every check is NA.
-	Verdict Verdict `json:"verdict"`
+	Verdict verdict.Verdict `json:"verdict"`
 }
 
 // Point is a graded benchmark point.
 type Point struct {
 	Tiers []Tier `json:"tiers,omitempty"`
 	// TargetCheck is the verdict of the strictest tier.
-	TargetCheck Verdict `json:"target_check"`
-	Status      string  `json:"status"`
+	TargetCheck verdict.Verdict `json:"target_check"`
+	Status      string          `json:"status"`
 	// Blockers explain a fail or error; Waived lists failures in
 	// non-enforced tiers.
 	Blockers []string `json:"blockers,omitempty"`
@@ -132,7 +123,7 @@ func Grade(in Input) Point {
 		p.Blockers = append(p.Blockers, fmt.Sprintf("%d of %d requests failed", in.Failed, in.Failed+in.Completed))
 	}
 	if in.Target == nil || len(in.Factors) == 0 {
-		p.TargetCheck = NA
+		p.TargetCheck = verdict.NA
 		if p.Status == "" {
 			p.Status = StatusNA
 		}
@@ -148,7 +139,7 @@ func Grade(in Input) Point {
 			higherIsBetter("tput", in.Target.Tput*f.Factor, in.Measured.Tput, tol),
 		}
 		t.Verdict = tierVerdict(t.Checks)
-		if t.Verdict == Pass {
+		if t.Verdict == verdict.Pass {
 			anyTierPass = true
 		}
 		p.Tiers = append(p.Tiers, t)
@@ -164,8 +155,8 @@ func Grade(in Input) Point {
 	allNA := true
 	for _, t := range p.Tiers {
 		for _, c := range t.Checks {
-			if c.Verdict != Fail {
-				if c.Verdict == Pass {
+			if c.Verdict != verdict.Fail {
+				if c.Verdict == verdict.Pass {
 					allNA = false
 				}
 				continue
@@ -200,7 +191,7 @@ func scaleDown(v, f float64) float64 {
 func missing(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
 
 func lowerIsBetter(metric string, threshold, measured, tol float64) Check {
-	c := Check{Metric: metric, Threshold: threshold, Measured: measured, Verdict: NA}
+	c := Check{Metric: metric, Threshold: threshold, Measured: measured, Verdict: verdict.NA}
 	if threshold <= 0 || missing(measured) {
 		if missing(measured) {
 			c.Measured = 0
@@ -208,15 +199,15 @@ func lowerIsBetter(metric string, threshold, measured, tol float64) Check {
 		return c
 	}
 	c.Ratio = measured / threshold
-	c.Verdict = Fail
+	c.Verdict = verdict.Fail
 	if c.Ratio < 1+tol {
-		c.Verdict = Pass
+		c.Verdict = verdict.Pass
 	}
 	return c
 }
 
 func higherIsBetter(metric string, threshold, measured, tol float64) Check {
-	c := Check{Metric: metric, Threshold: threshold, Measured: measured, Verdict: NA}
+	c := Check{Metric: metric, Threshold: threshold, Measured: measured, Verdict: verdict.NA}
 	if threshold <= 0 || missing(measured) {
 		if missing(measured) {
 			c.Measured = 0
@@ -224,21 +215,21 @@ func higherIsBetter(metric string, threshold, measured, tol float64) Check {
 		return c
 	}
 	c.Ratio = measured / threshold
-	c.Verdict = Fail
+	c.Verdict = verdict.Fail
 	if c.Ratio > 1-tol {
-		c.Verdict = Pass
+		c.Verdict = verdict.Pass
 	}
 	return c
 }
 
-func tierVerdict(checks []Check) Verdict {
-	v := NA
+func tierVerdict(checks []Check) verdict.Verdict {
+	v := verdict.NA
 	for _, c := range checks {
 		switch c.Verdict {
-		case Fail:
-			return Fail
-		case Pass:
-			v = Pass
+		case verdict.Fail:
+			return verdict.Fail
+		case verdict.Pass:
+			v = verdict.Pass
 		}
 	}
 	return v
@@ -262,7 +253,7 @@ func (p *Point) Words(notRun bool) string {
 	case StatusPass:
 		best := ""
 		for _, t := range p.Tiers {
-			if t.Verdict == Pass {
+			if t.Verdict == verdict.Pass {
 				best = t.Name
 			}
 		}
@@ -270,7 +261,7 @@ func (p *Point) Words(notRun bool) string {
 	case StatusFail:
 		var enforced []string
 		for _, t := range p.Tiers {
-			if t.Enforced && t.Verdict == Fail {
+			if t.Enforced && t.Verdict == verdict.Fail {
 				enforced = append(enforced, t.Name)
 			}
 		}

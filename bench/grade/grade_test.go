@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 func TestGrade(t *testing.T) {
@@ -17,29 +18,29 @@ func TestGrade(t *testing.T) {
 		name        string
 		in          Input
 		status      string
-		targetCheck Verdict
-		tiers       []Verdict // functional, complete, target
+		targetCheck verdict.Verdict
+		tiers       []verdict.Verdict // functional, complete, target
 		blockers    int
 		waived      int
 	}{
 		{"meets target", Input{Target: target, Factors: f, Required: all, Measured: Measured{TTFTms: 40, TputUser: 25, Tput: 25}, Completed: 8},
-			StatusPass, Pass, []Verdict{Pass, Pass, Pass}, 0, 0},
+			StatusPass, verdict.Pass, []verdict.Verdict{verdict.Pass, verdict.Pass, verdict.Pass}, 0, 0},
 		{"complete tier only", Input{Target: target, Factors: f, Required: all, Measured: Measured{TTFTms: 80, TputUser: 15, Tput: 15}, Completed: 8},
-			StatusPass, Fail, []Verdict{Pass, Pass, Fail}, 0, 0},
+			StatusPass, verdict.Fail, []verdict.Verdict{verdict.Pass, verdict.Pass, verdict.Fail}, 0, 0},
 		{"equal to threshold fails (tolerance 0)", Input{Target: target, Factors: f, Required: all, Measured: Measured{TTFTms: 500, TputUser: 2, Tput: 2}, Completed: 8},
-			StatusFail, Fail, []Verdict{Fail, Fail, Fail}, 9, 0},
+			StatusFail, verdict.Fail, []verdict.Verdict{verdict.Fail, verdict.Fail, verdict.Fail}, 9, 0},
 		{"enforced failures block, others waived", Input{Target: target, Factors: f, Required: complete, Measured: Measured{TTFTms: 600, TputUser: 1, Tput: 30}, Completed: 8},
-			StatusFail, Fail, []Verdict{Fail, Fail, Fail}, 4, 2},
+			StatusFail, verdict.Fail, []verdict.Verdict{verdict.Fail, verdict.Fail, verdict.Fail}, 4, 2},
 		{"experimental: all waived", Input{Target: target, Factors: f, Required: nil, Measured: Measured{TTFTms: 600, TputUser: 1, Tput: 1}, Completed: 8},
-			StatusWaived, Fail, []Verdict{Fail, Fail, Fail}, 0, 9},
+			StatusWaived, verdict.Fail, []verdict.Verdict{verdict.Fail, verdict.Fail, verdict.Fail}, 0, 9},
 		{"missing target and measurement are NA", Input{Target: noTput, Factors: f, Required: all, Measured: Measured{TTFTms: 40, TputUser: Missing, Tput: 99}, Completed: 8},
-			StatusPass, Pass, []Verdict{Pass, Pass, Pass}, 0, 0},
+			StatusPass, verdict.Pass, []verdict.Verdict{verdict.Pass, verdict.Pass, verdict.Pass}, 0, 0},
 		{"nothing measurable", Input{Target: noTput, Factors: f, Required: all, Measured: Measured{TTFTms: Missing, TputUser: Missing, Tput: Missing}, Completed: 8},
-			StatusNA, NA, []Verdict{NA, NA, NA}, 0, 0},
+			StatusNA, verdict.NA, []verdict.Verdict{verdict.NA, verdict.NA, verdict.NA}, 0, 0},
 		{"no target", Input{Factors: f, Required: all, Measured: Measured{TTFTms: 1}, Completed: 8},
-			StatusNA, NA, nil, 0, 0},
+			StatusNA, verdict.NA, nil, 0, 0},
 		{"failed requests", Input{Target: target, Factors: f, Required: all, Measured: Measured{TTFTms: 40, TputUser: 25, Tput: 25}, Completed: 6, Failed: 2},
-			StatusError, Pass, []Verdict{Pass, Pass, Pass}, 1, 0},
+			StatusError, verdict.Pass, []verdict.Verdict{verdict.Pass, verdict.Pass, verdict.Pass}, 1, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,13 +99,13 @@ func TestEverySpecGradedOnItsOwnDevicesTargets(t *testing.T) {
 			}
 			good := Measured{TTFTms: tg.TTFTms * 0.99, TputUser: tg.TputUser * 1.01, Tput: tg.Tput * 1.01}
 			p := Grade(Input{Target: tg, Factors: f, Required: catalog.RequiredTiers(s.Status), Measured: good, Completed: 8})
-			if p.TargetCheck != Pass {
+			if p.TargetCheck != verdict.Pass {
 				t.Errorf("%s %s %d/%d: on target, graded %s", s.ModelName, s.Device, tg.ISL, tg.OSL, p.TargetCheck)
 			}
 			slow := good
 			slow.TTFTms = tg.TTFTms * 1.2
 			p = Grade(Input{Target: tg, Factors: f, Required: catalog.RequiredTiers(s.Status), Measured: slow, Completed: 8})
-			if p.TargetCheck != Fail || p.Tiers[len(p.Tiers)-1].Checks[0].Threshold != tg.TTFTms {
+			if p.TargetCheck != verdict.Fail || p.Tiers[len(p.Tiers)-1].Checks[0].Threshold != tg.TTFTms {
 				t.Errorf("%s %s %d/%d: 20%% slow, target tier %s with threshold %v, want FAIL at %v", s.ModelName, s.Device, tg.ISL, tg.OSL,
 					p.TargetCheck, p.Tiers[len(p.Tiers)-1].Checks[0].Threshold, tg.TTFTms)
 			}
@@ -129,7 +130,7 @@ func TestEverySpecGradedOnItsOwnDevicesTargets(t *testing.T) {
 	}
 	p := Grade(Input{Target: tg, Factors: Factors(s.PerfTargetsMap), Required: catalog.RequiredTiers(s.Status),
 		Measured: Measured{TTFTms: 700, TputUser: 85, Tput: Missing}, Completed: 8})
-	if p.TargetCheck != Pass || p.Status != StatusPass {
+	if p.TargetCheck != verdict.Pass || p.Status != StatusPass {
 		t.Errorf("galaxy 2048/128 at 700 ms and 85 tok/s/user: %s (%s)", p.TargetCheck, p.Status)
 	}
 }

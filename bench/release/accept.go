@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/bench/grade"
-	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // Verdicts of a run. A certificate claims only what it measured: PASS
@@ -14,9 +14,9 @@ import (
 // met.
 const (
 	// VerdictPass: everything the status enforces was measured and met.
-	VerdictPass = "PASS"
+	VerdictPass = string(verdict.Pass)
 	// VerdictFail: something the status enforces was measured and missed.
-	VerdictFail = "FAIL"
+	VerdictFail = string(verdict.Fail)
 	// VerdictIncomplete: something required was not measured (a reference
 	// task that could not run, a target point that did not run, failed
 	// requests, an interrupted run), and nothing measured failed.
@@ -29,13 +29,13 @@ const (
 
 // Category statuses.
 const (
-	CategoryPass = "PASS"
-	CategoryFail = "FAIL"
+	CategoryPass = string(verdict.Pass)
+	CategoryFail = string(verdict.Fail)
 	// CategoryIncomplete: something in the category was required but not
 	// measured.
 	CategoryIncomplete = "INCOMPLETE"
 	// CategoryNA: the category ran but nothing in it was graded.
-	CategoryNA = "NA"
+	CategoryNA = string(verdict.NA)
 	// CategoryAbsent: the workflow did not run this category.
 	CategoryAbsent = "ABSENT"
 )
@@ -265,15 +265,15 @@ func AcceptRun(spec *catalog.Spec, bench *BenchSection, evals *EvalSection, test
 				missing(&ec, key, fmt.Sprintf("incomplete: %d of %d samples errored", r.Errored, r.Samples))
 			case r.Samples == 0:
 				missing(&ec, key, "no sample was evaluated")
-			case r.Check == results.Pass:
+			case r.Check == verdict.Pass:
 				ec.Passed++
-			case r.Check == results.Fail && !enforced:
+			case r.Check == verdict.Fail && !enforced:
 				waive(&ec, key, fmt.Sprintf("score %s below %s, but status %s enforces nothing", pct(r.Score), r.Basis, a.ModelStatus))
-			case r.Check == results.Fail && waived:
+			case r.Check == verdict.Fail && waived:
 				waive(&ec, key, fmt.Sprintf("score %s below %s (waived: known issue %s)", pct(r.Score), r.Basis, knownIssue(k)))
-			case r.Check == results.Fail && r.Media != nil:
+			case r.Check == verdict.Fail && r.Media != nil:
 				fail(&ec, key, mediaFailure(r))
-			case r.Check == results.Fail:
+			case r.Check == verdict.Fail:
 				fail(&ec, key, fmt.Sprintf("score %s below %s (ratio %s, tolerance %.0f%%)", pct(r.Score), r.Basis, ratioOf(r), 100*r.Tolerance))
 			default:
 				ec.NA++

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/ttis-dev/ttis/bench/grade"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // HTML renders report.html: one self-contained page (inline CSS and SVG,
@@ -224,14 +224,14 @@ func tierTable(r *BenchRow) htmlTable {
 			if c.Threshold > 0 {
 				target = strconv.FormatFloat(c.Threshold, 'f', 2, 64)
 			}
-			if c.Verdict != grade.NA {
+			if c.Verdict != verdict.NA {
 				ratio = strconv.FormatFloat(c.Ratio, 'f', 3, 64)
 			}
-			verdict := string(c.Verdict)
-			if !tier.Enforced && c.Verdict != grade.NA {
-				verdict = notEnforced + strings.ToLower(verdict)
+			cell := string(c.Verdict)
+			if !tier.Enforced && c.Verdict != verdict.NA {
+				cell = notEnforced + strings.ToLower(cell)
 			}
-			row = append(row, target, ratio, verdict)
+			row = append(row, target, ratio, cell)
 		}
 		t.Rows = append(t.Rows, row)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // RebuildOptions shape Rebuild.
@@ -374,7 +375,7 @@ func rebuildEvals(ctx context.Context, cfg *Config, dir string, old *Report) (*E
 			if _, listed := oldRows[c.Task]; !listed && c.Role == RoleSmoke {
 				continue // the plumbing tasks that stand in when no reference ran
 			}
-			row := EvalRow{Task: c.Task, Role: c.Role, NotRun: "no results for it in the run's raw files", Check: results.NA}
+			row := EvalRow{Task: c.Task, Role: c.Role, NotRun: "no results for it in the run's raw files", Check: verdict.NA}
 			if r, ok := oldRows[c.Task]; ok && r.NotRun != "" {
 				row.NotRun = r.NotRun
 			}

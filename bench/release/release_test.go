@@ -18,9 +18,9 @@ import (
 	"github.com/ttis-dev/ttis/bench/report"
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/bench/target"
-	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/units/catalog"
 	"github.com/ttis-dev/ttis/units/limit"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -55,14 +55,14 @@ func fixtureReport(status string) *Report {
 		Benchmarks: &BenchSection{Rows: BenchRowsOf(pts), TierFactors: map[string]float64{"functional": 0.1, "complete": 0.5, "target": 1}},
 		Evals: &EvalSection{Rows: []EvalRow{
 			{Task: "gsm8k", Tolerance: 0.05, Published: f(84.5), GPUReference: f(83.1), Score: f(75), ScoreStderr: f(2.5),
-				RatioToPublished: f(75 / 84.5), RatioToReference: f(75 / 83.1), Check: results.Fail, Basis: "GPU reference", Samples: 40},
-			{Task: "ttis_arith", Tolerance: 0.05, Score: f(100), ScoreStderr: f(0), Check: results.NA, Basis: "no reference", Samples: 3},
+				RatioToPublished: f(75 / 84.5), RatioToReference: f(75 / 83.1), Check: verdict.Fail, Basis: "GPU reference", Samples: 40},
+			{Task: "ttis_arith", Tolerance: 0.05, Score: f(100), ScoreStderr: f(0), Check: verdict.NA, Basis: "no reference", Samples: 3},
 			// Two references whose data the Hub could not give, for one
 			// reason: said once in the reports, with one fix.
-			{Task: "meta_ifeval", Role: RoleReference, Check: results.NA, NotRun: "no data: meta-llama/Llama-3.1-8B-Instruct-evals (Llama-3.1-8B-Instruct-evals__ifeval__strict__details; split latest)",
+			{Task: "meta_ifeval", Role: RoleReference, Check: verdict.NA, NotRun: "no data: meta-llama/Llama-3.1-8B-Instruct-evals (Llama-3.1-8B-Instruct-evals__ifeval__strict__details; split latest)",
 				NotRunCause: "the Hub could not be reached: http://127.0.0.1:9 (dial tcp 127.0.0.1:9: connect: connection refused)",
 				Fix:         "ttisctl dataset pull meta_ifeval --catalog-model Llama-3.1-8B-Instruct"},
-			{Task: "longbench_code_e", Role: RoleReference, Check: results.NA, NotRun: "no data: Xnhyacinth/LongBench (lcc_e, repobench-p_e; split test)",
+			{Task: "longbench_code_e", Role: RoleReference, Check: verdict.NA, NotRun: "no data: Xnhyacinth/LongBench (lcc_e, repobench-p_e; split test)",
 				NotRunCause: "the Hub could not be reached: http://127.0.0.1:9 (dial tcp 127.0.0.1:9: connect: connection refused)",
 				Fix:         "ttisctl dataset pull longbench_code_e"},
 		}},
@@ -192,12 +192,12 @@ func TestAccept(t *testing.T) {
 		p.Source = "sweep"
 		return &BenchSection{Rows: BenchRowsOf([]report.Point{p})}
 	}
-	evalsOf := func(c results.Check, errored int) *EvalSection {
+	evalsOf := func(c verdict.Verdict, errored int) *EvalSection {
 		return &EvalSection{Rows: []EvalRow{{Task: "gsm8k", Role: RoleReference, Score: f(50), Check: c, Samples: 10, Errored: errored, Tolerance: 0.05}}}
 	}
 	notRun := &EvalSection{Rows: []EvalRow{
-		{Task: "meta_ifeval", Role: RoleReference, NotRun: "needs its dataset", Check: results.NA},
-		{Task: "ttis_arith", Role: RoleSmoke, Score: f(100), Check: results.NA, Samples: 3},
+		{Task: "meta_ifeval", Role: RoleReference, NotRun: "needs its dataset", Check: verdict.NA},
+		{Task: "ttis_arith", Role: RoleSmoke, Score: f(100), Check: verdict.NA, Samples: 3},
 	}}
 	spec := func(status string, known ...catalog.KnownIssue) *catalog.Spec {
 		return &catalog.Spec{Status: status, KnownIssues: known}
@@ -214,27 +214,27 @@ func TestAccept(t *testing.T) {
 		waived           int
 		benchSt, evalsSt string
 	}{
-		{"experimental, every tier fails, eval fails", spec(catalog.StatusExperimental), benchOf(catalog.StatusExperimental, 20), evalsOf(results.Fail, 0), VerdictUngraded, nil, nil, 2, CategoryNA, CategoryNA},
+		{"experimental, every tier fails, eval fails", spec(catalog.StatusExperimental), benchOf(catalog.StatusExperimental, 20), evalsOf(verdict.Fail, 0), VerdictUngraded, nil, nil, 2, CategoryNA, CategoryNA},
 		{"experimental, failed requests", spec(catalog.StatusExperimental), &BenchSection{Rows: BenchRowsOf([]report.Point{benchPoint(128, 128, 1, 40, 40, 25, tgt, catalog.StatusExperimental, 2)})}, nil, VerdictIncomplete, nil, []string{point}, 0, CategoryIncomplete, CategoryAbsent},
-		{"functional, functional tier met", spec(catalog.StatusFunctional), benchOf(catalog.StatusFunctional, 5), evalsOf(results.Pass, 0), VerdictPass, nil, nil, 0, CategoryPass, CategoryPass},
+		{"functional, functional tier met", spec(catalog.StatusFunctional), benchOf(catalog.StatusFunctional, 5), evalsOf(verdict.Pass, 0), VerdictPass, nil, nil, 0, CategoryPass, CategoryPass},
 		{"functional, no tier met", spec(catalog.StatusFunctional), benchOf(catalog.StatusFunctional, 20), nil, VerdictFail, []string{point}, nil, 0, CategoryFail, CategoryAbsent},
-		{"functional, eval below reference", spec(catalog.StatusFunctional), benchOf(catalog.StatusFunctional, 0.9), evalsOf(results.Fail, 0), VerdictFail, []string{"evals:gsm8k"}, nil, 0, CategoryPass, CategoryFail},
+		{"functional, eval below reference", spec(catalog.StatusFunctional), benchOf(catalog.StatusFunctional, 0.9), evalsOf(verdict.Fail, 0), VerdictFail, []string{"evals:gsm8k"}, nil, 0, CategoryPass, CategoryFail},
 		// As upstream: a point passes when any one tier passes all its
 		// checks, so enforcement only bites when no tier does.
-		{"complete, only functional met", spec(catalog.StatusComplete), benchOf(catalog.StatusComplete, 5), evalsOf(results.NA, 0), VerdictPass, nil, nil, 0, CategoryPass, CategoryNA},
-		{"complete, no tier met", spec(catalog.StatusComplete), benchOf(catalog.StatusComplete, 20), evalsOf(results.NA, 0), VerdictFail, []string{point}, nil, 0, CategoryFail, CategoryNA},
-		{"complete, complete tier met", spec(catalog.StatusComplete), benchOf(catalog.StatusComplete, 1.5), evalsOf(results.NA, 0), VerdictPass, nil, nil, 0, CategoryPass, CategoryNA},
-		{"top perf, every tier met", spec(catalog.StatusTopPerf), benchOf(catalog.StatusTopPerf, 0.9), evalsOf(results.Pass, 0), VerdictPass, nil, nil, 0, CategoryPass, CategoryPass},
+		{"complete, only functional met", spec(catalog.StatusComplete), benchOf(catalog.StatusComplete, 5), evalsOf(verdict.NA, 0), VerdictPass, nil, nil, 0, CategoryPass, CategoryNA},
+		{"complete, no tier met", spec(catalog.StatusComplete), benchOf(catalog.StatusComplete, 20), evalsOf(verdict.NA, 0), VerdictFail, []string{point}, nil, 0, CategoryFail, CategoryNA},
+		{"complete, complete tier met", spec(catalog.StatusComplete), benchOf(catalog.StatusComplete, 1.5), evalsOf(verdict.NA, 0), VerdictPass, nil, nil, 0, CategoryPass, CategoryNA},
+		{"top perf, every tier met", spec(catalog.StatusTopPerf), benchOf(catalog.StatusTopPerf, 0.9), evalsOf(verdict.Pass, 0), VerdictPass, nil, nil, 0, CategoryPass, CategoryPass},
 		{"functional, no target point measured", spec(catalog.StatusFunctional), untargeted(catalog.StatusFunctional), nil, VerdictIncomplete, nil, []string{"benchmarks:targets"}, 0, CategoryIncomplete, CategoryAbsent},
 		{"not in the catalog (a custom GGUF)", nil, untargeted(""), &EvalSection{Rows: notRun.Rows[1:]}, VerdictUngraded, nil, nil, 0, CategoryNA, CategoryNA},
-		{"eval samples errored", spec(catalog.StatusExperimental), nil, evalsOf(results.Pass, 3), VerdictIncomplete, nil, []string{"evals:gsm8k"}, 0, CategoryAbsent, CategoryIncomplete},
+		{"eval samples errored", spec(catalog.StatusExperimental), nil, evalsOf(verdict.Pass, 3), VerdictIncomplete, nil, []string{"evals:gsm8k"}, 0, CategoryAbsent, CategoryIncomplete},
 		{"sweep could not run", spec(catalog.StatusExperimental), &BenchSection{Error: "connection refused"}, nil, VerdictIncomplete, nil, []string{"task:benchmarks"}, 0, CategoryIncomplete, CategoryAbsent},
 		{"eval workflow failed", spec(catalog.StatusComplete), benchOf(catalog.StatusComplete, 0.9), &EvalSection{Error: "no such task"}, VerdictIncomplete, nil, []string{"task:evals"}, 0, CategoryPass, CategoryIncomplete},
 		// A reference that could not run is not measured: a smoke task
 		// never stands in for it.
 		{"complete, reference not run, smoke ran", spec(catalog.StatusComplete), benchOf(catalog.StatusComplete, 0.9), notRun, VerdictIncomplete, nil, []string{"evals:meta_ifeval"}, 0, CategoryPass, CategoryIncomplete},
 		{"complete, reference not run, known issue", spec(catalog.StatusComplete, catalog.KnownIssue{Workflow: "EVALS", Task: "meta_ifeval"}), benchOf(catalog.StatusComplete, 0.9), notRun, VerdictPass, nil, nil, 1, CategoryPass, CategoryNA},
-		{"complete, eval fails, known issue", spec(catalog.StatusComplete, catalog.KnownIssue{Workflow: "EVALS", Task: "gsm8k"}), benchOf(catalog.StatusComplete, 0.9), evalsOf(results.Fail, 0), VerdictPass, nil, nil, 1, CategoryPass, CategoryNA},
+		{"complete, eval fails, known issue", spec(catalog.StatusComplete, catalog.KnownIssue{Workflow: "EVALS", Task: "gsm8k"}), benchOf(catalog.StatusComplete, 0.9), evalsOf(verdict.Fail, 0), VerdictPass, nil, nil, 1, CategoryPass, CategoryNA},
 		{"a measured failure outranks what is missing", spec(catalog.StatusFunctional), benchOf(catalog.StatusFunctional, 20), notRun, VerdictFail, []string{point}, []string{"evals:meta_ifeval"}, 0, CategoryFail, CategoryIncomplete},
 	}
 	keys := func(bs []Blocker) string {
@@ -550,7 +550,7 @@ func TestRebuildGolden(t *testing.T) {
 	}
 	// What the run had reported: meta_gpqa_cot could not be pulled.
 	old := &Report{Metadata: metadataOf(&cfg), Evals: &EvalSection{Rows: []EvalRow{{Task: "meta_gpqa_cot", Role: RoleReference,
-		NotRun: "its dataset could not be pulled: gated", Check: results.NA}}}}
+		NotRun: "its dataset could not be pulled: gated", Check: verdict.NA}}}}
 	old.Metadata.RunID, old.Metadata.ReportID = run.ID(), "Llama-3.3-70B-Instruct_2026-01-02_03-04-05"
 	js, err := JSON(old)
 	if err != nil {

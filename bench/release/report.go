@@ -24,6 +24,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/spectest"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // Workflows this package runs.
@@ -171,21 +172,21 @@ type EvalRow struct {
 	// NotRun says why a task was not measured: its own part, when the
 	// reason has one (the data it lacks), with the cause it may share with
 	// other tasks in NotRunCause and the command that fixes it in Fix.
-	NotRun           string        `json:"not_run,omitempty"`
-	NotRunCause      string        `json:"not_run_cause,omitempty"`
-	Fix              string        `json:"fix,omitempty"`
-	Tolerance        float64       `json:"tolerance"`
-	Published        *float64      `json:"published_score"`
-	GPUReference     *float64      `json:"gpu_reference_score"`
-	SubsetReference  *float64      `json:"subset_reference_score,omitempty"`
-	Score            *float64      `json:"score"`
-	ScoreStderr      *float64      `json:"score_stderr,omitempty"`
-	RatioToPublished *float64      `json:"ratio_to_published"`
-	RatioToReference *float64      `json:"ratio_to_reference"`
-	Check            results.Check `json:"accuracy_check"`
-	Basis            string        `json:"basis,omitempty"`
-	Samples          int           `json:"n_samples"`
-	Errored          int           `json:"errored_samples"`
+	NotRun           string          `json:"not_run,omitempty"`
+	NotRunCause      string          `json:"not_run_cause,omitempty"`
+	Fix              string          `json:"fix,omitempty"`
+	Tolerance        float64         `json:"tolerance"`
+	Published        *float64        `json:"published_score"`
+	GPUReference     *float64        `json:"gpu_reference_score"`
+	SubsetReference  *float64        `json:"subset_reference_score,omitempty"`
+	Score            *float64        `json:"score"`
+	ScoreStderr      *float64        `json:"score_stderr,omitempty"`
+	RatioToPublished *float64        `json:"ratio_to_published"`
+	RatioToReference *float64        `json:"ratio_to_reference"`
+	Check            verdict.Verdict `json:"accuracy_check"`
+	Basis            string          `json:"basis,omitempty"`
+	Samples          int             `json:"n_samples"`
+	Errored          int             `json:"errored_samples"`
 	// Media holds an image or video task's figures and conditions.
 	Media *results.MediaFigures `json:"media,omitempty"`
 }

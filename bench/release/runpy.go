@@ -17,6 +17,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/evalsuite/results"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // EvalResultsDir is where a run's lm-eval files go inside its evals/
@@ -50,22 +51,22 @@ func runPyReportPaths(md *Metadata) (markdown, data string) {
 }
 
 // checkInt is run.py's ReportCheckTypes: NA 1, PASS 2, FAIL 3.
-func checkInt(v grade.Verdict) int {
+func checkInt(v verdict.Verdict) int {
 	switch v {
-	case grade.Pass:
+	case verdict.Pass:
 		return 2
-	case grade.Fail:
+	case verdict.Fail:
 		return 3
 	}
 	return 1
 }
 
 // accuracyInt is an eval check as ReportCheckTypes.
-func accuracyInt(c results.Check) int {
+func accuracyInt(c verdict.Verdict) int {
 	switch c {
-	case results.Pass:
+	case verdict.Pass:
 		return 2
-	case results.Fail:
+	case verdict.Fail:
 		return 3
 	}
 	return 1

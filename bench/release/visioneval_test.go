@@ -27,13 +27,13 @@ import (
 	"github.com/ttis-dev/ttis/bench/runs"
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/cmd/testbin"
-	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/runtime/cpu/vision"
 	"github.com/ttis-dev/ttis/runtime/cpu/vision/visiontest"
 	"github.com/ttis-dev/ttis/runtime/hub"
 	"github.com/ttis-dev/ttis/runtime/hub/hubtest"
 	"github.com/ttis-dev/ttis/units/limit"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // visionHub is a fake Hub serving a small CLIP checkpoint of the real
@@ -221,7 +221,7 @@ func TestReleaseSimSDXLMeasuresFIDAndCLIP(t *testing.T) {
 		t.Fatalf("figures %+v", m)
 	}
 	// Graded against SDXL's ranges for 100 prompts.
-	if r.Check != results.Pass && r.Check != results.Fail || m.FIDRange == nil || m.FIDRange[0] != 181.3623 || m.CLIPRange == nil || m.CLIPRange[0] != 31.68 {
+	if r.Check != verdict.Pass && r.Check != verdict.Fail || m.FIDRange == nil || m.FIDRange[0] != 181.3623 || m.CLIPRange == nil || m.CLIPRange[0] != 31.68 {
 		t.Errorf("grade %s (%s), ranges %v %v", r.Check, r.Basis, m.FIDRange, m.CLIPRange)
 	}
 	if got := m.Conditions["clip_weights"]; got != vision.CLIPRepoID+"@"+commit {
@@ -244,10 +244,8 @@ func TestReleaseSimSDXLMeasuresFIDAndCLIP(t *testing.T) {
 	}
 	// The sample file names each prompt's image by digest and keeps FID's
 	// features out.
-	samples, _ := filepath.Glob(filepath.Join(out.Dir, "evals", "*", "samples_load_image_*.jsonl"))
-	if len(samples) == 0 {
-		samples, _ = filepath.Glob(filepath.Join(out.Dir, "evals", "samples_load_image_*.jsonl"))
-	}
+	// (run.py's layout: evals/eval_<model>_<device>/<org>__<repo>/.)
+	samples, _ := filepath.Glob(filepath.Join(out.Dir, "evals", "eval_*", "*", "samples_load_image_*.jsonl"))
 	if len(samples) == 1 {
 		b, _ := os.ReadFile(samples[0])
 		if !strings.Contains(string(b), `"vector_length":256`) || strings.Contains(string(b), "iVBORw0KGgo") {
@@ -367,19 +365,19 @@ func TestReleaseSimCNNs(t *testing.T) {
 		check func(r release.EvalRow) error
 	}{
 		{"mobilenetv2", func(r release.EvalRow) error {
-			if r.Samples != 20 || r.Media == nil || r.Media.Top1 == nil || r.Check != results.Fail && r.Check != results.Pass || !strings.Contains(r.Basis, "published") {
+			if r.Samples != 20 || r.Media == nil || r.Media.Top1 == nil || r.Check != verdict.Fail && r.Check != verdict.Pass || !strings.Contains(r.Basis, "published") {
 				return fmt.Errorf("not graded on 20 images")
 			}
 			return nil
 		}},
 		{"resnet-50", func(r release.EvalRow) error {
-			if r.Samples != 20 || r.Check != results.NA || r.RatioToPublished == nil || !strings.Contains(r.Basis, "reported beside the published figure") {
+			if r.Samples != 20 || r.Check != verdict.NA || r.RatioToPublished == nil || !strings.Contains(r.Basis, "reported beside the published figure") {
 				return fmt.Errorf("not reported beside 76.1")
 			}
 			return nil
 		}},
 		{"yolox_nano", func(r release.EvalRow) error {
-			if r.Samples != 5 || r.Check != results.Fail || !strings.Contains(r.Basis, "no COCO mAP could be computed") {
+			if r.Samples != 5 || r.Check != verdict.Fail || !strings.Contains(r.Basis, "no COCO mAP could be computed") {
 				return fmt.Errorf("a detector without boxes must fail")
 			}
 			return nil
@@ -467,11 +465,11 @@ func TestReleaseSimVideoAndEdits(t *testing.T) {
 			}
 			switch tc.task {
 			case "load_video":
-				if r.Samples != 5 || (r.Check != results.Pass && r.Check != results.Fail) || r.Media.CLIPRange == nil || r.Media.CLIPMin == nil || !strings.Contains(r.Media.NotMeasured, "FVD and FVMD") {
+				if r.Samples != 5 || (r.Check != verdict.Pass && r.Check != verdict.Fail) || r.Media.CLIPRange == nil || r.Media.CLIPMin == nil || !strings.Contains(r.Media.NotMeasured, "FVD and FVMD") {
 					t.Errorf("video not graded as the reference does: %s", raw)
 				}
 			default:
-				if r.Samples != 1 || r.Check != results.NA || r.Media.FID != nil {
+				if r.Samples != 1 || r.Check != verdict.NA || r.Media.FID != nil {
 					t.Errorf("img2img: %s", raw)
 				}
 			}

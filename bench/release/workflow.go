@@ -23,7 +23,6 @@ import (
 	"github.com/ttis-dev/ttis/bench/spectest"
 	"github.com/ttis-dev/ttis/bench/sweep"
 	"github.com/ttis-dev/ttis/bench/target"
-	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/evalsuite/taskdata"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
@@ -33,6 +32,7 @@ import (
 	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
 	"github.com/ttis-dev/ttis/units/limit"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // Progress follows a run for a display: Logf is a line about the run, Step
@@ -301,7 +301,7 @@ func (c *Config) check() error {
 		return fmt.Errorf("workflow %q: want benchmarks, evals, tests or release", c.Workflow)
 	}
 	if c.Limit == "" {
-		c.Limit = limit.Smoke
+		c.Limit = limit.DefaultRun
 	}
 	l, err := limit.Parse(string(c.Limit))
 	if err != nil {
@@ -789,7 +789,7 @@ func runEvals(ctx context.Context, cfg *Config, run *runs.Run) (*EvalSection, *w
 			rows = append(rows, *r)
 			continue
 		}
-		row := EvalRow{Task: c.Task, Role: c.Role, NotRun: c.NotRun, NotRunCause: c.Cause, Fix: c.Fix, Check: results.NA}
+		row := EvalRow{Task: c.Task, Role: c.Role, NotRun: c.NotRun, NotRunCause: c.Cause, Fix: c.Fix, Check: verdict.NA}
 		if row.NotRun == "" {
 			row.NotRun = "did not run"
 			if oc != nil && oc.NotRun[c.Task] != "" {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/ttis-dev/ttis/bench/grade"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // Metadata describes the sweep.
@@ -231,15 +232,12 @@ func CSV(pts []Point) ([]byte, error) {
 	return buf.Bytes(), w.Error()
 }
 
-func checkCell(v grade.Verdict) string {
-	switch v {
-	case grade.Pass:
-		return "PASS"
-	case grade.Fail:
-		return "FAIL"
-	default:
-		return "NA"
+// checkCell writes a check's verdict; anything but PASS or FAIL is NA.
+func checkCell(v verdict.Verdict) string {
+	if v == verdict.Pass || v == verdict.Fail {
+		return string(v)
 	}
+	return string(verdict.NA)
 }
 
 // TargetChecks renders a graded point's tiers as the reference's "Target
@@ -260,7 +258,7 @@ func TargetChecks(g grade.Point) string {
 			if c.Threshold > 0 {
 				target = fixed(c.Threshold, 2)
 			}
-			if c.Verdict != grade.NA {
+			if c.Verdict != verdict.NA {
 				ratio = fixed(c.Ratio, 3)
 			}
 			fmt.Fprintf(&b, " %s | %s | %s |", target, ratio, checkCell(c.Verdict))

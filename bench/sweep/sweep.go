@@ -116,7 +116,7 @@ type Options struct {
 // OSL, concurrency) when the reference has one.
 func Plan(l Limits, targets []catalog.PerfTarget, o Options) ([]Point, error) {
 	if o.Limit == "" {
-		o.Limit = limit.Full
+		o.Limit = limit.DefaultPlan
 	}
 	if _, err := limit.Parse(string(o.Limit)); err != nil {
 		return nil, err

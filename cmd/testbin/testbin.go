@@ -43,6 +43,33 @@ func ModuleRoot(tb testing.TB) string {
 	return root
 }
 
+// Shared returns the path of rel inside ../shared beside the module root,
+// where a checkout may keep the test models (models/) and the reference
+// documents (reference/), or skips the test when it is absent: a fresh
+// clone has none.
+func Shared(tb testing.TB, rel string) string {
+	tb.Helper()
+	p, err := SharedPath(rel)
+	if err != nil {
+		tb.Skipf("%v (a fresh clone has no ../shared)", err)
+	}
+	return p
+}
+
+// SharedPath is Shared for a caller that goes on without the file: it
+// returns an error when rel is absent.
+func SharedPath(rel string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, "..", "shared", filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("testbin: shared test file %s not present: %w", rel, err)
+	}
+	return p, nil
+}
+
 // Build is Path for TestMain, before there is a testing.TB.
 func Build(name string, race bool) (string, error) { return build(name, race) }
 

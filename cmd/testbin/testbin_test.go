@@ -3,6 +3,7 @@ package testbin
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -26,5 +27,21 @@ func TestPathBuildsOnce(t *testing.T) {
 	out, err := exec.Command(p, "--version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ttisctl") {
 		t.Errorf("built binary: %v %s", err, out)
+	}
+}
+
+// Shared finds what ../shared holds beside the module root, and an
+// absent file is an error that names it.
+func TestSharedPath(t *testing.T) {
+	if _, err := SharedPath("no/such/file"); err == nil || !strings.Contains(err.Error(), "no/such/file") {
+		t.Errorf("absent file: %v", err)
+	}
+	root := ModuleRoot(t)
+	p, err := SharedPath("models")
+	if err != nil {
+		t.Skipf("this checkout has no ../shared/models: %v", err)
+	}
+	if want := filepath.Join(root, "..", "shared", "models"); p != want {
+		t.Errorf("SharedPath(models) = %s, want %s", p, want)
 	}
 }

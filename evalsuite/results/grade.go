@@ -6,16 +6,7 @@ import (
 
 	"github.com/ttis-dev/ttis/evalsuite"
 	"github.com/ttis-dev/ttis/units/catalog"
-)
-
-// Check is an accuracy verdict.
-type Check string
-
-// The verdicts: NA when no reference exists (or no score could be read).
-const (
-	Pass Check = "PASS"
-	Fail Check = "FAIL"
-	NA   Check = "NA"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // Grade is one task's score against its catalog reference, in the shape
@@ -32,7 +23,8 @@ type Grade struct {
 	Tolerance        float64  `json:"tolerance"`
 	RatioToPublished *float64 `json:"ratio_to_published"`
 	RatioToReference *float64 `json:"ratio_to_reference"`
-	Check            Check    `json:"accuracy_check"`
+	// Check is NA when no reference exists (or no score could be read).
+	Check verdict.Verdict `json:"accuracy_check"`
 	// Basis says which reference decided the check.
 	Basis string `json:"basis"`
 	// Media holds an image or video task's figures and their conditions.
@@ -48,7 +40,7 @@ type Grade struct {
 // score / reference ≥ 1 − tolerance, with the GPU reference first and the
 // published score next.
 func GradeTask(task string, aggs []evalsuite.Aggregate, ref *catalog.EvalRef, mode string) Grade {
-	g := Grade{Task: task, Check: NA, Tolerance: 0.05}
+	g := Grade{Task: task, Check: verdict.NA, Tolerance: 0.05}
 	values := map[string]float64{}
 	for _, a := range aggs {
 		if !math.IsNaN(a.Value) {
@@ -100,9 +92,9 @@ func GradeTask(task string, aggs []evalsuite.Aggregate, ref *catalog.EvalRef, mo
 		g.Score = &score
 		g.Basis = "mean WER at most 20% (intelligibility at least 80), tt-inference-server's TTS quality bar"
 		if score >= 80-1e-9 {
-			g.Check = Pass
+			g.Check = verdict.Pass
 		} else {
-			g.Check = Fail
+			g.Check = verdict.Fail
 		}
 		return g
 	}
@@ -144,9 +136,9 @@ func GradeTask(task string, aggs []evalsuite.Aggregate, ref *catalog.EvalRef, mo
 		return g
 	}
 	if *decider >= 1-g.Tolerance-1e-12 {
-		g.Check = Pass
+		g.Check = verdict.Pass
 	} else {
-		g.Check = Fail
+		g.Check = verdict.Fail
 	}
 	return g
 }

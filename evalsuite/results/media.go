@@ -7,6 +7,7 @@ import (
 	"github.com/ttis-dev/ttis/evalsuite"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // MediaFigures are what an image or video task measured, with the
@@ -62,7 +63,7 @@ var conditionKeys = []string{"clip_weights", "fid_inception", "fid_statistics", 
 // the CLIP range with every video generated, MobileNetV2 and YOLOX-nano
 // against their published figures, the rest reported.
 func GradeMedia(task, rule string, res *runner.Result, ref *catalog.EvalRef) Grade {
-	g := Grade{Task: task, Check: NA, Tolerance: 0.05}
+	g := Grade{Task: task, Check: verdict.NA, Tolerance: 0.05}
 	model, _ := res.Task.Config["model"].(string)
 	if ref != nil {
 		g.Tolerance, g.Published, g.GPUReference = ref.Tolerance, ref.Published, ref.GPUReference
@@ -122,9 +123,9 @@ func GradeMedia(task, rule string, res *runner.Result, ref *catalog.EvalRef) Gra
 			fidOK := r.FID != nil && *m.FID >= r.FID[0] && *m.FID <= r.FID[1]
 			clipOK := *m.CLIP >= r.CLIP[0] && *m.CLIP <= r.CLIP[1]
 			g.Basis = fmt.Sprintf("FID and CLIP score within %s's ranges for %d prompts", catalog.MediaAccuracyKey(model), m.Asked)
-			g.Check = Fail
+			g.Check = verdict.Fail
 			if fidOK && clipOK {
-				g.Check = Pass
+				g.Check = verdict.Pass
 			}
 		}
 	case "video_range":
@@ -135,13 +136,13 @@ func GradeMedia(task, rule string, res *runner.Result, ref *catalog.EvalRef) Gra
 			g.Basis = fmt.Sprintf("no CLIP range for %s with %d prompts in model_accuracy_reference.json (the reference reports a baseline)", model, m.Asked)
 		case m.Measured < m.Asked || m.CLIP == nil:
 			m.CLIPRange = &r.CLIP
-			g.Check, g.Basis = Fail, fmt.Sprintf("only %d of %d videos were generated; the reference fails the eval unless every one is", m.Measured, m.Asked)
+			g.Check, g.Basis = verdict.Fail, fmt.Sprintf("only %d of %d videos were generated; the reference fails the eval unless every one is", m.Measured, m.Asked)
 		default:
 			m.CLIPRange = &r.CLIP
 			g.Basis = fmt.Sprintf("mean CLIP score of the videos within %s's range for %d prompts", model, m.Asked)
-			g.Check = Fail
+			g.Check = verdict.Fail
 			if *m.CLIP >= r.CLIP[0] && *m.CLIP <= r.CLIP[1] {
-				g.Check = Pass
+				g.Check = verdict.Pass
 			}
 		}
 		if m.NotMeasured != "" {
@@ -162,15 +163,15 @@ func GradeMedia(task, rule string, res *runner.Result, ref *catalog.EvalRef) Gra
 		case g.Score == nil:
 			// cnn_eval_tests.py: nothing scorable (no boxes, no objects)
 			// is a FAIL, so that a serving regression cannot pass.
-			g.Check, g.Basis = Fail, "no "+what+" could be computed (no boxes or no objects to score), which the reference fails"
+			g.Check, g.Basis = verdict.Fail, "no "+what+" could be computed (no boxes or no objects to score), which the reference fails"
 		default:
 			g.Basis = fmt.Sprintf("%s against the published %.4g", what, *g.Published)
 			if rule == "top1_published" {
 				g.Basis += " (the reference's own check, device top-1 within 5% of a CPU pass, sends both passes to the unit in CI: ttis grades the published figure instead)"
 			}
-			g.Check = Fail
+			g.Check = verdict.Fail
 			if *g.RatioToPublished >= 1-g.Tolerance-1e-12 {
-				g.Check = Pass
+				g.Check = verdict.Pass
 			}
 		}
 	default:

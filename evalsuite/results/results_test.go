@@ -15,6 +15,7 @@ import (
 	"github.com/ttis-dev/ttis/evalsuite/filter"
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/units/catalog"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -136,17 +137,17 @@ func TestGradeTask(t *testing.T) {
 		ref   *catalog.EvalRef
 		mode  string
 		score float64
-		check Check
+		check verdict.Verdict
 		basis string
 	}{
-		{"no reference", nil, "", 70, NA, "no reference"},
-		{"gpu reference passes at the tolerance edge", &catalog.EvalRef{GPUReference: fp(84.2105263), Published: fp(99), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "", 80, Pass, "GPU reference"},
-		{"gpu reference fails", &catalog.EvalRef{GPUReference: fp(90), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "", 80, Fail, "GPU reference"},
-		{"published fallback", &catalog.EvalRef{Published: fp(72), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,strict-match"}}, "", 70, Pass, "published score"},
-		{"keys mean", &catalog.EvalRef{Published: fp(75), Tolerance: 0.05, ScoreFn: "task_keys_mean", ScoreKeys: []string{"exact_match,strict-match", "exact_match,flexible-extract"}}, "", 75, Pass, "published score"},
-		{"missing key falls back to the first metric", &catalog.EvalRef{Published: fp(70), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"acc,none"}}, "", 70, Pass, "published score"},
-		{"subset reference for the mode", &catalog.EvalRef{GPUReference: fp(70), SubsetReference: map[string]float64{"ci_nightly": 90}, Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "ci_nightly", 80, Fail, "subset reference (ci_nightly)"},
-		{"fraction reference read in percent", &catalog.EvalRef{GPUReference: fp(0.80), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,strict-match"}}, "", 70, Fail, "GPU reference"},
+		{"no reference", nil, "", 70, verdict.NA, "no reference"},
+		{"gpu reference passes at the tolerance edge", &catalog.EvalRef{GPUReference: fp(84.2105263), Published: fp(99), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "", 80, verdict.Pass, "GPU reference"},
+		{"gpu reference fails", &catalog.EvalRef{GPUReference: fp(90), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "", 80, verdict.Fail, "GPU reference"},
+		{"published fallback", &catalog.EvalRef{Published: fp(72), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,strict-match"}}, "", 70, verdict.Pass, "published score"},
+		{"keys mean", &catalog.EvalRef{Published: fp(75), Tolerance: 0.05, ScoreFn: "task_keys_mean", ScoreKeys: []string{"exact_match,strict-match", "exact_match,flexible-extract"}}, "", 75, verdict.Pass, "published score"},
+		{"missing key falls back to the first metric", &catalog.EvalRef{Published: fp(70), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"acc,none"}}, "", 70, verdict.Pass, "published score"},
+		{"subset reference for the mode", &catalog.EvalRef{GPUReference: fp(70), SubsetReference: map[string]float64{"ci_nightly": 90}, Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,flexible-extract"}}, "ci_nightly", 80, verdict.Fail, "subset reference (ci_nightly)"},
+		{"fraction reference read in percent", &catalog.EvalRef{GPUReference: fp(0.80), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"exact_match,strict-match"}}, "", 70, verdict.Fail, "GPU reference"},
 	}
 	for _, tt := range tests {
 		g := GradeTask("t", aggs, tt.ref, tt.mode)
@@ -154,7 +155,7 @@ func TestGradeTask(t *testing.T) {
 			t.Errorf("%s: score %v check %s basis %q, want %v %s %q", tt.name, g.Score, g.Check, g.Basis, tt.score, tt.check, tt.basis)
 		}
 	}
-	if g := GradeTask("t", nil, nil, ""); g.Score != nil || g.Check != NA {
+	if g := GradeTask("t", nil, nil, ""); g.Score != nil || g.Check != verdict.NA {
 		t.Errorf("no aggregates: %+v", g)
 	}
 }
@@ -210,8 +211,8 @@ func TestGradeWERUnit(t *testing.T) {
 	ref := &catalog.EvalRef{Published: fp(96.09), Tolerance: 0.05, ScoreFn: "task_single_key", ScoreKeys: []string{"wer,none"}, Unit: "WER"}
 	for _, tt := range []struct {
 		wer, score float64
-		check      Check
-	}{{3.91, 96.09, Pass}, {8, 92, Pass}, {12, 88, Fail}, {100, 0, Fail}} {
+		check      verdict.Verdict
+	}{{3.91, 96.09, verdict.Pass}, {8, 92, verdict.Pass}, {12, 88, verdict.Fail}, {100, 0, verdict.Fail}} {
 		g := GradeTask("librispeech_test_other", []evalsuite.Aggregate{{Metric: "wer", Filter: "none", Value: tt.wer}}, ref, "")
 		if g.Score == nil || math.Abs(*g.Score-tt.score) > 1e-9 || g.Check != tt.check {
 			t.Errorf("WER %v: score %v check %s, want %v %s", tt.wer, g.Score, g.Check, tt.score, tt.check)
@@ -225,7 +226,7 @@ func TestGradeWERUnit(t *testing.T) {
 func TestGradeCustomReferenceNotGraded(t *testing.T) {
 	ref := &catalog.EvalRef{Published: fp(85.2), Tolerance: 0.05, ScoreFn: "custom"}
 	g := GradeTask("embedding", []evalsuite.Aggregate{{Metric: "cosine_spearman", Filter: "none", Value: 0.9}}, ref, "")
-	if g.Score == nil || math.Abs(*g.Score-90) > 1e-9 || g.Check != NA || g.RatioToPublished != nil || !strings.Contains(g.Basis, "not graded") {
+	if g.Score == nil || math.Abs(*g.Score-90) > 1e-9 || g.Check != verdict.NA || g.RatioToPublished != nil || !strings.Contains(g.Basis, "not graded") {
 		t.Errorf("custom reference: %+v", g)
 	}
 }
@@ -236,8 +237,8 @@ func TestGradeTTSThreshold(t *testing.T) {
 	ref := &catalog.EvalRef{Published: fp(14), Tolerance: 0.05, ScoreFn: "custom"}
 	for _, tt := range []struct {
 		intel float64
-		check Check
-	}{{0.95, Pass}, {0.80, Pass}, {0.79, Fail}, {0, Fail}} {
+		check verdict.Verdict
+	}{{0.95, verdict.Pass}, {0.80, verdict.Pass}, {0.79, verdict.Fail}, {0, verdict.Fail}} {
 		g := GradeTask("tts_generation", []evalsuite.Aggregate{{Metric: "intelligibility", Filter: "none", Value: tt.intel}, {Metric: "wer", Filter: "none", Value: 1 - tt.intel}}, ref, "")
 		if g.Score == nil || math.Abs(*g.Score-100*tt.intel) > 1e-9 || g.Check != tt.check {
 			t.Errorf("intelligibility %v: %+v", tt.intel, g)

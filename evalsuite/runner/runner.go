@@ -22,6 +22,7 @@ import (
 	"github.com/ttis-dev/ttis/evalsuite"
 	"github.com/ttis-dev/ttis/evalsuite/metric"
 	"github.com/ttis-dev/ttis/runtime/openai"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // Backend answers requests; *backend.Backend is one.
@@ -47,7 +48,8 @@ const (
 type Options struct {
 	// Concurrency is the number of documents in flight (at least 1).
 	Concurrency int
-	Limit       Limit
+	// Limit caps the documents evaluated (the zero value: all of them).
+	Limit limit.Docs
 	// Cache, when set, makes the run resumable.
 	Cache *Cache
 	// ErrorPolicy defaults to ErrorsAsWrong.

@@ -22,6 +22,7 @@ import (
 	"github.com/ttis-dev/ttis/evalsuite/runner"
 	"github.com/ttis-dev/ttis/evalsuite/tasks"
 	"github.com/ttis-dev/ttis/runtime/openai"
+	"github.com/ttis-dev/ttis/units/limit"
 )
 
 // solve computes a generated word problem's answer from its text alone,
@@ -322,7 +323,7 @@ func TestMultipleChoiceEndToEnd(t *testing.T) {
 		q, _ := d.Str("question")
 		want = append(want, b2f(bucket(q) < 7))
 	}
-	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Completions), runner.Options{Concurrency: 3, Limit: runner.Limit{Fraction: 0.5}})
+	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Completions), runner.Options{Concurrency: 3, Limit: limit.Docs{Fraction: 0.5}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,27 +390,5 @@ func TestInterruptedRunResumes(t *testing.T) {
 	res, err := runner.Run(context.Background(), task, newClient(t, srv.URL, openai.Completions), runner.Options{Cache: cache})
 	if err != nil || res.NEffective != 20 {
 		t.Fatal(res, err)
-	}
-}
-
-func TestParseLimit(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		want int
-	}{{"", 10, 10}, {"full", 10, 10}, {"3", 10, 3}, {"30", 10, 10}, {"0.25", 10, 3}, {"0.001", 10, 1}}
-	for _, tt := range tests {
-		l, err := runner.ParseLimit(tt.in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := l.Apply(tt.n); got != tt.want {
-			t.Errorf("limit %q of %d = %d, want %d", tt.in, tt.n, got, tt.want)
-		}
-	}
-	for _, bad := range []string{"-1", "0", "abc", "2.5", "NaN"} {
-		if _, err := runner.ParseLimit(bad); err == nil {
-			t.Errorf("want an error for %q", bad)
-		}
 	}
 }

@@ -140,6 +140,13 @@ var coverage = map[string]Coverage{
 	"mbpp_instruct":      rederived("evalsuite/tasks code_test.go (the sandboxed harness re-derived)"),
 	"livecodebench":      inPart("evalsuite/tasks/testdata/livecodebench_crosscheck.py runs the fork's own testing_util.py beside ttis's harness by hand; no committed golden output"),
 
+	"load_image": {Reproduces: ReproducesPartial, Checked: CheckedPartly,
+		Differs:  "classifier images are sent as the dataset's own JPEG in plain base64 where the reference re-encodes them with PIL into a data URL; MobileNetV2 is graded against its published top-1, since the reference's device-versus-CPU check compares a server with itself; val2014.npz is identified by its git blob, not a sha256; ftfy's mojibake repair is not ported (the reference captions are ASCII, where it never applies)",
+		Evidence: "runtime/cpu/vision: CLIP ViT-B/32 and the FID Inception against open_clip 2.26.1 and tt-inference-server's inception.py run in Python (layer goldens, 1e-6 relative), CLIP's tokenizer against open_clip.tokenize on 290 prompts; evalsuite/fid against scipy's sqrtm formula; evalsuite/cocoeval against pycocotools' COCOeval (all 12 figures, 1e-12); the prompt selection, request settings and grading re-derived from tt-inference-server's sdxl_accuracy_utils"},
+	"load_video": {Reproduces: ReproducesPartial, Checked: CheckedPartly,
+		Differs:  "FVD and FVMD are not measured: the reference's are its own approximations over FineVideo clips, reported and never graded",
+		Evidence: "runtime/cpu/vision (CLIP against open_clip, as for load_image); frame sampling (every 8th frame) and the range grading re-derived from tt-inference-server's video eval"},
+
 	"librispeech_test_other": rederived("evalsuite/tasks media_test.go (Whisper's normalisers and WER re-derived)"),
 	"embedding":              rederived("evalsuite/tasks media_test.go (Spearman of cosines re-derived)"),
 	"tts_generation":         rederived("evalsuite/tasks media_test.go"),

@@ -137,40 +137,43 @@ const DataFileName = "datasets.json"
 
 // resolveLimit picks a task's limit from the explicit flag, the catalog
 // reference's limit_samples for the mode, or the mode's default.
-func resolveLimit(cfg Config, task string, ref *catalog.EvalRef) (runner.Limit, string, error) {
+func resolveLimit(cfg Config, task string, ref *catalog.EvalRef) (limit.Docs, string, error) {
 	if v, ok := cfg.TaskLimits[task]; ok {
-		l, err := runner.ParseLimit(v)
+		l, err := limit.ParseDocs(v)
 		return l, l.String(), err
 	}
 	if cfg.Limit != "" {
-		l, err := runner.ParseLimit(cfg.Limit)
+		l, err := limit.ParseDocs(cfg.Limit)
 		return l, l.String(), err
 	}
 	if l, ok := tasks.DefaultLimit(task, cfg.catalogModel()); ok {
 		// The media evals keep the reference's own counts whatever the
 		// run size: a grade needs 100 or 5000 prompts, 5 videos.
-		lim, err := runner.ParseLimit(l)
+		lim, err := limit.ParseDocs(l)
 		return lim, lim.String(), err
 	}
 	mode := cfg.LimitMode
 	if mode == "" {
-		mode = limit.Full
+		mode = limit.DefaultPlan
 	}
 	mode, err := limit.Parse(string(mode))
 	if err != nil {
-		return runner.Limit{}, "", err
+		return limit.Docs{}, "", err
 	}
 	key := mode.EvalKey()
 	if ref != nil && key != "" {
 		if v, ok := ref.LimitSamples[key]; ok {
 			if v == nil {
-				return runner.Limit{}, "full", nil
+				return limit.Docs{}, "full", nil
 			}
-			l, err := runner.ParseLimit(fmt.Sprint(*v))
+			l, err := limit.DocsOf(*v)
+			if err != nil {
+				err = fmt.Errorf("catalog limit_samples %s of %s: %w", key, task, err)
+			}
 			return l, l.String(), err
 		}
 	}
-	l, err := runner.ParseLimit(mode.DefaultEvalLimit())
+	l, err := limit.ParseDocs(mode.DefaultEvalLimit())
 	return l, l.String(), err
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/evalsuite/results"
 	"github.com/ttis-dev/ttis/runtime/openai"
+	"github.com/ttis-dev/ttis/units/verdict"
 )
 
 // perfectArith answers ttis_arith questions correctly by computing them.
@@ -68,7 +69,7 @@ func TestRunWritesGradedResults(t *testing.T) {
 			t.Errorf("%s = %v, want 1", a.Key(), a.Value)
 		}
 	}
-	if g := oc.Run.Grades[0]; g.Check != results.NA || g.Score == nil || *g.Score != 100 {
+	if g := oc.Run.Grades[0]; g.Check != verdict.NA || g.Score == nil || *g.Score != 100 {
 		t.Errorf("grade %+v", g)
 	}
 	for _, p := range append([]string{oc.Files.Results, oc.Files.Summary}, oc.Files.Samples...) {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/cpu"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
@@ -315,27 +316,9 @@ func TestLlamaCppTokenize(t *testing.T) {
 	}
 }
 
-// sharedModelPath finds name in ../shared/models beside the repository root
-// (the directory holding go.mod) or skips the test: a fresh clone has none.
+// sharedModelPath finds name in ../shared/models beside the module root
+// or skips the test: a fresh clone has none.
 func sharedModelPath(t *testing.T, name string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skipf("no go.mod above the package directory, so no ../shared/models for %s", name)
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "models", name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared test model %s not present (a fresh clone has none): %v", name, err)
-	}
-	return path
+	return testbin.Shared(t, "models/"+name)
 }

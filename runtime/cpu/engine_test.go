@@ -3,7 +3,6 @@ package cpu
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
 	"github.com/ttis-dev/ttis/units"
@@ -21,29 +21,11 @@ import (
 // (README of shared/models).
 const storiesText = ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it,"
 
-// sharedModel returns the path of a model in ../shared/models next to the
-// repository root, or skips the test when this checkout has none.
+// sharedModel returns the path of a model in ../shared/models beside the
+// module root, or skips the test when this checkout has none.
 func sharedModel(t testing.TB, name string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "models", name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared test model not present (a fresh clone has none): %v", err)
-	}
-	return path
+	return testbin.Shared(t, "models/"+name)
 }
 
 // tinyModel writes the synthetic "tiny" llama model (random weights, no

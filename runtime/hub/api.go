@@ -11,9 +11,10 @@ import (
 	"net/url"
 	"path"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ttis-dev/ttis/runtime/retryafter"
 )
 
 // File is one file of a repository at a commit, as the tree API lists it.
@@ -225,7 +226,7 @@ func (c *Client) do(ctx context.Context, op string, repo Repo, method, u string,
 			if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
 				return nil, he
 			}
-			if ra, ok := retryAfter(resp.Header.Get("Retry-After")); ok {
+			if ra, ok := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now(), c.cfg.MaxRetryWait); ok {
 				wait = ra
 			}
 			lastErr = he
@@ -243,25 +244,6 @@ func (c *Client) do(ctx context.Context, op string, repo Repo, method, u string,
 // backoff is the wait before try attempt+1 when the Hub gave none.
 func backoff(attempt int) time.Duration {
 	return min(time.Second<<(attempt-1), 30*time.Second)
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		// Callers cap the wait (MaxRetryWait), but the product must not
-		// overflow into a negative wait first: a huge Retry-After would
-		// then mean "retry at once", the opposite of what it asks.
-		const longest = 24 * 60 * 60
-		return time.Duration(min(n, longest)) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
 }
 
 // redact drops a URL's query (a signed CDN URL's credentials) from

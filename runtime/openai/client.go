@@ -12,11 +12,12 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ttis-dev/ttis/runtime/retryafter"
 )
 
 // Config says where a Client sends requests and how.
@@ -285,7 +286,8 @@ func (c *Client) attempt(ctx context.Context, method, path string, body []byte) 
 		return nil, 0, &Error{Kind: KindTransport, Msg: fmt.Sprintf("%s: read body: %v", what, err)}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return validJSON(raw), RetryAfter(resp.Header), &Error{Kind: KindHTTP, Status: resp.StatusCode,
+		wait, _ := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now(), maxRetryAfter)
+		return validJSON(raw), wait, &Error{Kind: KindHTTP, Status: resp.StatusCode,
 			Msg: fmt.Sprintf("%s: %s", what, ErrorMessage(raw))}
 	}
 	if !json.Valid(raw) {
@@ -300,15 +302,10 @@ func (c *Client) attempt(ctx context.Context, method, path string, body []byte) 
 	return raw, 0, nil
 }
 
-// RetryAfter reads a Retry-After header given in seconds, capped at a
-// minute; 0 when absent.
-func RetryAfter(h http.Header) time.Duration {
-	s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After")))
-	if err != nil || s <= 0 {
-		return 0
-	}
-	return min(time.Duration(s)*time.Second, time.Minute)
-}
+// maxRetryAfter caps the wait a server's Retry-After asks for between
+// tries: a benchmark or an eval keeps going rather than sleep on a
+// server's word.
+const maxRetryAfter = time.Minute
 
 // validJSON keeps a body for the caller's records only when it is JSON.
 func validJSON(b []byte) json.RawMessage {

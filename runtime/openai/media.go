@@ -10,6 +10,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/ttis-dev/ttis/runtime/retryafter"
 )
 
 // The media endpoints ttis units and tt-media-server share. Evals and
@@ -188,7 +190,8 @@ func (c *Client) download(ctx context.Context, path string, limit int64) ([]byte
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, RetryAfter(resp.Header), &Error{Kind: KindHTTP, Status: resp.StatusCode, Msg: fmt.Sprintf("%s: %s", what, HTTPError(resp))}
+		wait, _ := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now(), maxRetryAfter)
+		return nil, wait, &Error{Kind: KindHTTP, Status: resp.StatusCode, Msg: fmt.Sprintf("%s: %s", what, HTTPError(resp))}
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {

@@ -132,13 +132,13 @@ func (s *Server) unavailable(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) health(ctx *fasthttp.RequestCtx) {
 	if h := s.live.Load().UnitHash; h != "" {
-		ctx.Response.Header.Set(HeaderUnitHash, h)
-		ctx.Response.Header.Set(HeaderPID, strconv.Itoa(os.Getpid()))
+		ctx.Response.Header.Set(runtime.HeaderUnitHash, h)
+		ctx.Response.Header.Set(runtime.HeaderPID, strconv.Itoa(os.Getpid()))
 	}
 	if up := s.upstream.Load(); up != nil {
 		if wr, ok := up.u.(WorkerReporter); ok {
 			if w := wr.Workers(); w != "" {
-				ctx.Response.Header.Set(HeaderWorkers, w)
+				ctx.Response.Header.Set(runtime.HeaderWorkers, w)
 			}
 		}
 	}

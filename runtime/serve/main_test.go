@@ -18,14 +18,28 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/ttis-dev/ttis/cmd/testbin"
 )
 
+// TestMain runs the benchmark's server child when asked to, and
+// otherwise the tests, failing them when a goroutine outlives them: a
+// shut-down server must leave no accept loop, handler, stream or engine
+// loop behind.
+//
+// Ignored, both fasthttp's: the clock of the Date header
+// (updateServerDate), one per process, which the first server starts and
+// nothing stops; and a worker pool's cleaner, which sees the pool stopped
+// only after its idle sleep (MaxIdleWorkerDuration, 10 s). A server that
+// did not stop is still caught: its accept loop is reported.
 func TestMain(m *testing.M) {
 	if path := os.Getenv(benchChildEnv); path != "" {
 		os.Exit(benchServerChild(path))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
 }
 
 // ttisdBinary is ttisd built for this test run (once for all packages).

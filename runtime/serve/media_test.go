@@ -796,12 +796,12 @@ host_checks = "warn"
 	var workers string
 	for i := 0; i < 100 && workers == ""; i++ {
 		_, hdr, _ := u.request("GET", "/health", "")
-		if workers = hdr.Get(serve.HeaderWorkers); workers == "" {
+		if workers = hdr.Get(runtime.HeaderWorkers); workers == "" {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	if !regexp.MustCompile(`^[1-9][0-9]* workers: [1-9][0-9]* alive, [1-9][0-9]* ready, 0 restarts, 0 errors$`).MatchString(workers) {
-		t.Errorf("/health %s = %q", serve.HeaderWorkers, workers)
+		t.Errorf("/health %s = %q", runtime.HeaderWorkers, workers)
 	}
 }
 

@@ -86,23 +86,15 @@ type Config struct {
 	// Logger receives one debug line per request and errors; nil discards.
 	Logger *slog.Logger
 	// UnitHash identifies the unit text the server runs (hex SHA-256);
-	// /health reports it in HeaderUnitHash with the pid in HeaderPID, so
-	// a restarted ttisd can tell which version a server it adopts runs.
+	// /health reports it in runtime.HeaderUnitHash with the pid in
+	// runtime.HeaderPID, so a restarted ttisd can tell which version a
+	// server it adopts runs.
 	UnitHash string
 	// Reload delivers new live settings while the server runs (see Live).
 	Reload <-chan Live
 	// MediaLimits bound a media unit's uploads (media.go).
 	MediaLimits MediaLimits
 }
-
-// Headers of GET /health that identify the server process.
-const (
-	HeaderUnitHash = "Ttis-Unit-Hash"
-	HeaderPID      = "Ttis-Pid"
-	// HeaderWorkers sums up an upstream media server's device workers
-	// (WorkerReporter), for the daemon's status.
-	HeaderWorkers = "Ttis-Workers"
-)
 
 // WorkerReporter is an Upstream that knows its device workers (a
 // tt-media-server restarts them inside its process): Workers is one line
@@ -415,7 +407,8 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	var runErr error
 	// openReceived is true once openDone was received from: a failed open must
 	// not then wait the shutdown grace for a second value that never comes.
-	openReceived := false
+	// served is true once serveErr was.
+	openReceived, served := false, false
 	select {
 	case o := <-openDone:
 		openReceived = true
@@ -429,6 +422,7 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 		select {
 		case <-ctx.Done():
 		case err := <-serveErr:
+			served = true
 			runErr = fmt.Errorf("serve: %w", err)
 		case <-be.dead():
 			runErr = fmt.Errorf("runtime exited: %v", be.deathErr())
@@ -437,11 +431,20 @@ func (s *Server) run(ctx context.Context, ln net.Listener, open func(context.Con
 	case <-ctx.Done():
 		cancelOpen()
 	case err := <-serveErr:
+		served = true
 		runErr = fmt.Errorf("serve: %w", err)
 	}
 	s.log.Info("stopping", "grace", s.live.Load().ShutdownGrace)
 	if err := s.Shutdown(context.Background()); err != nil && runErr == nil {
 		s.log.Warn("shutdown did not finish cleanly", "err", err)
+	}
+	// fasthttp's Shutdown closes only the listeners Serve has taken: one
+	// that ran before the Serve goroutine did (a context already done, an
+	// open that failed at once) left ln open and Serve accepting for
+	// ever. Close it here too, and wait for Serve to return.
+	_ = ln.Close()
+	if !served {
+		<-serveErr
 	}
 	if be == nil && !openReceived {
 		// The open may still be running; wait for it so what it opened is

@@ -87,19 +87,28 @@ func TestHealthWhileLoading(t *testing.T) {
 	}
 }
 
+// A failed open ends run with its error, and leaves no listener behind:
+// the shutdown that follows at once may run before the Serve goroutine
+// has taken the listener (tried 20 times to meet that order).
 func TestLoadFailure(t *testing.T) {
-	s, err := New(Config{Model: "m", MaxConcurrency: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	boom := errors.New("no device")
-	err = s.run(context.Background(), ln, func(context.Context) (backend, error) { return nil, boom })
-	if !errors.Is(err, boom) {
-		t.Errorf("run = %v, want the open error", err)
+	for range 20 {
+		s, err := New(Config{Model: "m", MaxConcurrency: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		boom := errors.New("no device")
+		err = s.run(context.Background(), ln, func(context.Context) (backend, error) { return nil, boom })
+		if !errors.Is(err, boom) {
+			t.Fatalf("run = %v, want the open error", err)
+		}
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			c.Close()
+			t.Fatalf("%s still accepts after run returned", ln.Addr())
+		}
 	}
 }
 

@@ -2,35 +2,22 @@ package catalog
 
 import (
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ttis-dev/ttis/cmd/testbin"
 )
 
 // referenceDoc returns the lines of the shared tt-inference-server reference
-// (../shared/reference next to the repository), or skips the test in a clone
+// (../shared/reference beside the module), or skips the test in a clone
 // that does not have it.
 func referenceDoc(t *testing.T) []string {
 	t.Helper()
-	dir, err := os.Getwd()
+	b, err := os.ReadFile(testbin.Shared(t, "reference/tt-inference-server.md"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "..", "shared", "reference", "tt-inference-server.md"))
-	if err != nil {
-		t.Skipf("reference not available (%v); the transcription check needs ../shared/reference", err)
 	}
 	return strings.Split(string(b), "\n")
 }

@@ -5,7 +5,9 @@
 // the daemon at scrape time, so they never drift from ttisctl status.
 //
 // The example alert rules and Grafana dashboard in packaging/monitoring/
-// use these names; a test checks that every name they use is exported.
+// use these names: TestSeriesList keeps packaging/monitoring/ttisd-series.txt
+// equal to what is exported, and packaging/conformance checks every name
+// they use against it with Prometheus's own parsers.
 package metrics
 
 import (

@@ -1,21 +1,14 @@
 package metrics
 
 import (
-	"encoding/json"
+	"flag"
 	"io"
-	"log/slog"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/rulefmt"
-	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/schedule"
@@ -55,21 +48,27 @@ func newMetrics(t *testing.T) *Metrics {
 	return m
 }
 
-// exported returns the names of every series ttisd exports, with the
-// _bucket, _sum and _count series of histograms.
-func exported(t *testing.T) map[string]bool {
+// series returns the name of every series ttisd exports: a histogram's
+// _bucket, _sum and _count, a summary's quantiles, _sum and _count.
+func series(t *testing.T) []string {
 	t.Helper()
-	names, err := newMetrics(t).Gather()
+	mfs, err := newMetrics(t).reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]bool{}
-	for _, n := range names {
-		out[n] = true
-		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			out[n+suffix] = true
+	var out []string
+	for _, mf := range mfs {
+		n := mf.GetName()
+		switch mf.GetType().String() {
+		case "HISTOGRAM":
+			out = append(out, n+"_bucket", n+"_sum", n+"_count")
+		case "SUMMARY":
+			out = append(out, n, n+"_sum", n+"_count")
+		default:
+			out = append(out, n)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -120,143 +119,36 @@ func TestResult(t *testing.T) {
 	}
 }
 
-const monitoring = "../../../packaging/monitoring"
+// seriesList is the committed list of what ttisd exports, beside the
+// example alerts and dashboard that use it. packaging/conformance (its
+// own module, with Prometheus's parsers) checks that they use only these
+// names.
+const seriesList = "../../../packaging/monitoring/ttisd-series.txt"
 
-// notOurs are series Prometheus makes itself, not ttisd.
-var notOurs = map[string]bool{"up": true}
+var update = flag.Bool("update", false, "rewrite "+seriesList)
 
-// metricNames parses a PromQL expression and returns the metric names it
-// selects.
-func metricNames(t *testing.T, p parser.Parser, where, expr string) []string {
-	t.Helper()
-	e, err := p.ParseExpr(expr)
-	if err != nil {
-		t.Errorf("%s: %q does not parse: %v", where, expr, err)
-		return nil
+// The committed series list is what ttisd exports, so a new, renamed or
+// removed series is a diff, and the alerts and dashboard are checked
+// against the truth.
+func TestSeriesList(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# The series ttisd exports at /metrics (metrics_listen), one a line.\n")
+	b.WriteString("# Rewrite: go test ./daemon/internal/metrics -run TestSeriesList -update\n")
+	b.WriteString("# packaging/conformance checks that ttisd-alerts.yml and ttisd-dashboard.json use only these.\n")
+	for _, n := range series(t) {
+		b.WriteString(n + "\n")
 	}
-	var names []string
-	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
-		if vs, ok := n.(*parser.VectorSelector); ok {
-			names = append(names, vs.Name)
+	if *update {
+		if err := os.WriteFile(seriesList, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if len(names) == 0 {
-		t.Errorf("%s: %q selects no metric", where, expr)
+		return
 	}
-	return names
-}
-
-// The alert rules parse as Prometheus parses rule files (promtool check
-// rules), and use only metrics ttisd exports.
-func TestAlertRules(t *testing.T) {
-	p := parser.NewParser(parser.Options{})
-	path := filepath.Join(monitoring, "ttisd-alerts.yml")
-	groups, errs := rulefmt.ParseFile(path, false, model.UTF8Validation, p, slog.New(slog.DiscardHandler))
-	for _, err := range errs {
-		t.Errorf("%v", err)
-	}
-	if groups == nil {
-		t.FailNow()
-	}
-	have := exported(t)
-	var alerts []string
-	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			alerts = append(alerts, r.Alert)
-			if r.Annotations["summary"] == "" {
-				t.Errorf("alert %s has no summary", r.Alert)
-			}
-			for _, n := range metricNames(t, p, path+": "+r.Alert, r.Expr) {
-				if !have[n] && !notOurs[n] {
-					t.Errorf("alert %s uses %s, which ttisd does not export", r.Alert, n)
-				}
-			}
-		}
-	}
-	for _, want := range []string{"TtisdUnitFailed", "TtisdUnitRestarting", "TtisdScheduledRunFailed", "TtisdApplyErrors"} {
-		if !slices.Contains(alerts, want) {
-			t.Errorf("no alert %s", want)
-		}
-	}
-}
-
-var labelValues = regexp.MustCompile(`^label_values\((\w+),\s*\w+\)$`)
-
-// Every query of the dashboard parses and uses only metrics ttisd
-// exports (Grafana's own variables are inside label matchers only).
-func TestDashboard(t *testing.T) {
-	path := filepath.Join(monitoring, "ttisd-dashboard.json")
-	b, err := os.ReadFile(path)
+	want, err := os.ReadFile(seriesList)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dash struct {
-		UID    string `json:"uid"`
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-		Templating struct {
-			List []struct {
-				Name  string `json:"name"`
-				Type  string `json:"type"`
-				Query any    `json:"query"`
-			} `json:"list"`
-		} `json:"templating"`
-	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if dash.UID == "" || len(dash.Panels) == 0 {
-		t.Fatalf("%s: no uid or no panels", path)
-	}
-	p := parser.NewParser(parser.Options{})
-	have := exported(t)
-	used := map[string]bool{}
-	for _, panel := range dash.Panels {
-		if len(panel.Targets) == 0 {
-			t.Errorf("panel %q has no query", panel.Title)
-		}
-		for _, tg := range panel.Targets {
-			for _, n := range metricNames(t, p, "panel "+panel.Title, tg.Expr) {
-				used[n] = true
-			}
-		}
-	}
-	for _, v := range dash.Templating.List {
-		if v.Type != "query" {
-			continue
-		}
-		q, _ := v.Query.(map[string]any)
-		m := labelValues.FindStringSubmatch(q["query"].(string))
-		if m == nil {
-			t.Errorf("variable %s: query %v is not label_values(metric, label)", v.Name, v.Query)
-			continue
-		}
-		used[m[1]] = true
-	}
-	for n := range used {
-		if !have[n] {
-			t.Errorf("the dashboard uses %s, which ttisd does not export", n)
-		}
-	}
-	for _, want := range []string{"ttisd_unit_state", "ttisd_unit_restarts_total", "ttisd_schedule_last_result", "ttisd_control_request_duration_seconds_bucket"} {
-		if !used[want] {
-			t.Errorf("the dashboard does not show %s", want)
-		}
-	}
-}
-
-// A metric name used by the rules that ttisd does not export must fail the
-// check, or the check proves nothing.
-func TestMetricCheckCatchesUnknownNames(t *testing.T) {
-	have := exported(t)
-	p := parser.NewParser(parser.Options{})
-	names := metricNames(t, p, "test", `ttisd_unit_statee{state="failed"} == 1`)
-	if len(names) != 1 || have[names[0]] {
-		t.Fatalf("names %v; a misspelt metric passed", names)
+	if string(want) != b.String() {
+		t.Errorf("%s is not what ttisd exports; rewrite it with\n\tgo test ./daemon/internal/metrics -run TestSeriesList -update\nand check the alerts and dashboard still hold (cd packaging/conformance && go test ./...).\ngot:\n%s", seriesList, b.String())
 	}
 }

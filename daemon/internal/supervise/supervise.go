@@ -25,7 +25,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/internal/clock"
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
-	"github.com/ttis-dev/ttis/runtime/serve"
+	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/units"
 )
 
@@ -138,7 +138,7 @@ type Status struct {
 	// Adopted is set while the process is one an earlier daemon started.
 	Adopted bool
 	// Workers is what the server's last passing health check said about
-	// its device workers (serve.HeaderWorkers), "" when it says nothing.
+	// its device workers (runtime.HeaderWorkers), "" when it says nothing.
 	Workers string
 }
 
@@ -902,7 +902,7 @@ func (s *Supervisor) probe(ctx context.Context, listen string, timeout time.Dura
 		c <- probeResult{err: err}
 		return
 	}
-	c <- probeResult{workers: resp.Header.Get(serve.HeaderWorkers)}
+	c <- probeResult{workers: resp.Header.Get(runtime.HeaderWorkers)}
 }
 
 func short(h string) string {
@@ -930,14 +930,14 @@ func HTTPProbe(ctx context.Context, listen string) error {
 }
 
 // Identify asks the server at listen which process it is and which unit
-// text it runs (the serve.HeaderPID and serve.HeaderUnitHash headers of
+// text it runs (the runtime.HeaderPID and runtime.HeaderUnitHash headers of
 // /health), and whether it is ready (200) or still loading (503).
 func Identify(ctx context.Context, listen string) (pid int, unitHash string, ready bool, err error) {
 	resp, err := health(ctx, listen)
 	if err != nil {
 		return 0, "", false, err
 	}
-	pid, _ = strconv.Atoi(resp.Header.Get(serve.HeaderPID))
+	pid, _ = strconv.Atoi(resp.Header.Get(runtime.HeaderPID))
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		ready = true
@@ -945,7 +945,7 @@ func Identify(ctx context.Context, listen string) (pid int, unitHash string, rea
 	default:
 		return 0, "", false, fmt.Errorf("health answered %s", resp.Status)
 	}
-	return pid, resp.Header.Get(serve.HeaderUnitHash), ready, nil
+	return pid, resp.Header.Get(runtime.HeaderUnitHash), ready, nil
 }
 
 func health(ctx context.Context, listen string) (*http.Response, error) {

@@ -23,7 +23,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/internal/clock"
 	"github.com/ttis-dev/ttis/daemon/internal/proc"
-	"github.com/ttis-dev/ttis/runtime/serve"
+	"github.com/ttis-dev/ttis/runtime"
 	"github.com/ttis-dev/ttis/units"
 	"go.uber.org/goleak"
 )
@@ -118,7 +118,7 @@ func helper(unitFile string) int {
 	go func() {
 		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			if mode == "media" {
-				w.Header().Set(serve.HeaderWorkers, "2 workers: 2 alive, 1 ready, 3 restarts, 0 errors")
+				w.Header().Set(runtime.HeaderWorkers, "2 workers: 2 alive, 1 ready, 3 restarts, 0 errors")
 			}
 			w.WriteHeader(status)
 		}))

@@ -7,31 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ttis-dev/ttis/cmd/testbin"
 )
 
-// sharedModel returns the path of a file in ../shared/models relative to the
-// repository root, skipping the test when it is absent (a fresh clone).
+// sharedModel returns the path of a file in ../shared/models beside the
+// module root, skipping the test when it is absent (a fresh clone).
 func sharedModel(t testing.TB, name string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "models", name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared test model %s not present: %v", path, err)
-	}
-	return path
+	return testbin.Shared(t, "models/"+name)
 }
 
 func TestOpenStories260K(t *testing.T) {

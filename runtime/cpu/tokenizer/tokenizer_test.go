@@ -3,13 +3,12 @@ package tokenizer
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 )
 
@@ -205,28 +204,11 @@ func TestNewRejects(t *testing.T) {
 	}
 }
 
-// sharedModel finds ../shared/models/name from the repository root.
+// sharedModel finds ../shared/models/name beside the module root, or
+// skips the test.
 func sharedModel(t testing.TB, name string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root (go.mod) not found")
-		}
-		dir = parent
-	}
-	path := filepath.Join(dir, "..", "shared", "models", name)
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("shared test model %s not present: %v", path, err)
-	}
-	return path
+	return testbin.Shared(t, "models/"+name)
 }
 
 func TestStories260K(t *testing.T) {

@@ -1,15 +1,14 @@
 package model
 
 import (
-	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ttis-dev/ttis/cmd/testbin"
 	"github.com/ttis-dev/ttis/runtime/cpu/gguf"
 	"github.com/ttis-dev/ttis/runtime/cpu/internal/kernels"
 	"github.com/ttis-dev/ttis/runtime/cpu/synth"
@@ -21,27 +20,11 @@ var storiesPrompt = []int{1, 403, 407, 261, 378}
 // storiesText is llama.cpp's greedy continuation (README of shared/models).
 const storiesText = ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it,"
 
-// findSharedModels returns ../shared/models next to the repository root.
+// findSharedModels returns ../shared/models beside the module root when
+// it holds stories260K.
 func findSharedModels() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the package directory")
-		}
-		dir = parent
-	}
-	models := filepath.Join(dir, "..", "shared", "models")
-	if _, err := os.Stat(filepath.Join(models, "stories260K-f32.gguf")); err != nil {
-		return "", err
-	}
-	return models, nil
+	p, err := testbin.SharedPath("models/stories260K-f32.gguf")
+	return filepath.Dir(p), err
 }
 
 // sharedModels returns the shared models directory or skips the test when

@@ -1,6 +1,4 @@
-// Package kubernetes holds the manifests for running ttisd on a fleet;
-// its test decodes them with the Kubernetes API types.
-package kubernetes
+package conformance
 
 import (
 	"bytes"
@@ -22,6 +20,9 @@ import (
 	"github.com/ttis-dev/ttis/units"
 )
 
+// manifests is the folder of the Kubernetes manifests.
+const manifests = "../kubernetes"
+
 // objects decodes every document of every manifest strictly: an unknown
 // or duplicate field, or a kind outside core/v1 and apps/v1, fails.
 func objects(t *testing.T) []runtime.Object {
@@ -34,7 +35,7 @@ func objects(t *testing.T) []runtime.Object {
 		t.Fatal(err)
 	}
 	dec := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
-	files, err := filepath.Glob("*.yaml")
+	files, err := filepath.Glob(filepath.Join(manifests, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests: %v", err)
 	}
