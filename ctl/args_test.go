@@ -16,6 +16,7 @@ import (
 
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/runtime/hub/hubtest"
+	"github.com/ttis-dev/ttis/units"
 )
 
 func TestReorder(t *testing.T) {
@@ -93,8 +94,8 @@ func TestFlagsInBothPositions(t *testing.T) {
 	inf := fakeInference(t, false, &n)
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	unit := api.UnitDetail{Unit: api.Unit{Name: "simu", Model: "Llama-3.1-8B-Instruct", Device: "n150", Runtime: "sim",
-		Listen: strings.TrimPrefix(inf.URL, "http://"), State: api.StateActive}}
+	unit := api.UnitDetail{Unit: api.Unit{View: units.View{Name: "simu", Model: "Llama-3.1-8B-Instruct", Device: "n150", Runtime: "sim",
+		Listen: strings.TrimPrefix(inf.URL, "http://")}, State: api.StateActive}}
 	sock := fullDaemon(t, unit, filepath.Join(state, "runs"))
 	good := filepath.Join(dir, "good.toml")
 	if err := os.WriteFile(good, []byte("model = \"Qwen3-8B\"\ndevice = \"n150\"\nruntime = \"sim\"\nlisten = \"127.0.0.1:8000\"\n"), 0o644); err != nil {

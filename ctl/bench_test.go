@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/units"
 )
 
 // fakeInference is a minimal OpenAI-compatible server: /v1/models and a
@@ -85,8 +86,8 @@ func TestBenchUnitThroughDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := t.TempDir()
-	unit := api.UnitDetail{Unit: api.Unit{Name: "simu", Model: "Llama-3.1-8B-Instruct", Device: "n150", Runtime: "sim",
-		Listen: strings.TrimPrefix(inf.URL, "http://"), State: api.StateActive}, AuthMode: "jwt", AuthSecretFile: secret}
+	unit := api.UnitDetail{Unit: api.Unit{View: units.View{Name: "simu", Model: "Llama-3.1-8B-Instruct", Device: "n150", Runtime: "sim",
+		Listen: strings.TrimPrefix(inf.URL, "http://"), AuthMode: "jwt", AuthSecretFile: secret}, State: api.StateActive}}
 	sock := fakeDaemon(t, unit, runs)
 
 	// Flags after the unit are read too.
@@ -172,8 +173,8 @@ func TestBenchDevCatalog(t *testing.T) {
 		}
 		return m
 	}
-	unit := api.UnitDetail{Unit: api.Unit{Name: "q", Model: "Qwen3-8B", Device: "n150", Runtime: "sim",
-		Listen: strings.TrimPrefix(inf.URL, "http://"), State: api.StateActive}, AuthMode: "none", Catalog: "dev"}
+	unit := api.UnitDetail{Unit: api.Unit{View: units.View{Name: "q", Model: "Qwen3-8B", Device: "n150", Runtime: "sim",
+		Listen: strings.TrimPrefix(inf.URL, "http://"), AuthMode: "none", Catalog: "dev"}, State: api.StateActive}}
 	dev := longest("--socket", fakeDaemon(t, unit, t.TempDir()), "bench", "q")
 	unit.Catalog = ""
 	prodSock := fakeDaemon(t, unit, t.TempDir())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/runtime/hub/hubtest"
+	"github.com/ttis-dev/ttis/units"
 )
 
 // runPyJWT is the bearer run.py mints from JWT_SECRET "ttis-test-secret":
@@ -139,8 +140,8 @@ func TestWaitReadyBoundsTheWait(t *testing.T) {
 	}
 
 	// A unit ttisd is still starting is waited for, up to the bound.
-	unit := api.UnitDetail{Unit: api.Unit{Name: "warming", Model: "Llama-3.1-8B-Instruct", Device: "n150", Runtime: "vllm",
-		Listen: strings.TrimPrefix(loading.URL, "http://"), State: api.StateActivating, SubState: api.SubStart}}
+	unit := api.UnitDetail{Unit: api.Unit{View: units.View{Name: "warming", Model: "Llama-3.1-8B-Instruct", Device: "n150", Runtime: "vllm",
+		Listen: strings.TrimPrefix(loading.URL, "http://")}, State: api.StateActivating, SubState: api.SubStart}}
 	sock := fakeDaemon(t, unit, t.TempDir())
 	out, code = runCtl(t, append(benchPoint, "--socket", sock, "warming", "--wait-ready", "1s")...)
 	if code != exitError || !strings.Contains(out, "waiting for unit warming to be active: activating (start)") ||

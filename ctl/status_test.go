@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/units"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -17,13 +18,13 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 var sampleUnits = api.UnitList{
 	Units: []api.Unit{
-		{Name: "llama", Path: "/etc/ttis/units/llama.toml", Model: "Llama-3.1-8B-Instruct", Device: "n300", Chips: []int{0, 1},
-			Runtime: "vllm", Listen: "127.0.0.1:8000", Hash: "3f2a9c0d11aa22bb", State: api.StateActive, SubState: api.SubRunning,
+		{View: units.View{Name: "llama", Path: "/etc/ttis/units/llama.toml", Model: "Llama-3.1-8B-Instruct", Device: "n300", Chips: []int{0, 1},
+			Runtime: "vllm", Listen: "127.0.0.1:8000"}, Hash: "3f2a9c0d11aa22bb", State: api.StateActive, SubState: api.SubRunning,
 			PID: 4242, Restarts: 2, Since: now.Add(-2 * time.Hour), LoadState: api.LoadLoaded, LastExit: "code=killed, signal=KILL"},
-		{Name: "loop", Path: "/etc/ttis/units/loop.toml", Model: "Qwen3-8B", Device: "n150", Runtime: "sim", Listen: "127.0.0.1:8001",
+		{View: units.View{Name: "loop", Path: "/etc/ttis/units/loop.toml", Model: "Qwen3-8B", Device: "n150", Runtime: "sim", Listen: "127.0.0.1:8001"},
 			State: api.StateFailed, SubState: api.SubFailed, Result: api.ResultStartLimitHit, Restarts: 5, Since: now.Add(-90 * time.Second),
 			LoadState: api.LoadLoaded, LastError: `start limit hit: 5 starts within 10m0s; run "ttisctl restart loop" or edit the unit`},
-		{Name: "typo", Path: "/etc/ttis/units/typo.toml", State: api.StateFailed, SubState: api.SubFailed, LoadState: api.LoadError,
+		{View: units.View{Name: "typo", Path: "/etc/ttis/units/typo.toml"}, State: api.StateFailed, SubState: api.SubFailed, LoadState: api.LoadError,
 			LastError: "/etc/ttis/units/typo.toml:3:1: prot: unknown key"},
 	},
 	Errors: []string{"read units folder /etc/ttis/units: permission denied; running units keep running"},
@@ -58,7 +59,6 @@ func TestStatusDetailGolden(t *testing.T) {
 	stale := api.UnitDetail{
 		Unit:        sampleUnits.Units[0],
 		Detail:      "using last good version from 2026-03-01T10:00:00Z; new version invalid: /etc/ttis/units/llama.toml:9:3: limits.max_queue: must be at least 1",
-		AuthMode:    "jwt",
 		MemoryBytes: 17_200_000,
 		Schedules: []api.Schedule{
 			{Workflow: "release", Calendar: "0 2 * * *", Limit: "ci-nightly", Next: now.Add(5 * time.Hour), LastResult: "ok"},
@@ -70,6 +70,7 @@ func TestStatusDetailGolden(t *testing.T) {
 		},
 	}
 	stale.LoadState = api.LoadStale
+	stale.AuthMode = "jwt"
 	stale.Adopted = true
 	stale.Workers = "4 workers: 4 alive, 3 ready, 1 restarts, 2 errors"
 	stale.Pending = &api.Change{Action: api.ChangeReload, Fields: []string{"limits.max_queue"}}

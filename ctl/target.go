@@ -15,6 +15,7 @@ import (
 	"github.com/ttis-dev/ttis/bench/target"
 	"github.com/ttis-dev/ttis/daemon/api"
 	daemonclient "github.com/ttis-dev/ttis/daemon/api/client"
+	"github.com/ttis-dev/ttis/units"
 	"github.com/ttis-dev/ttis/units/catalog"
 )
 
@@ -89,8 +90,8 @@ func resolveTarget(c *cli.Context, purpose string, ttl time.Duration) (*target.T
 	return t, &runs.Store{Root: runsDir}, nil
 }
 
-// daemonUnit asks ttisd for an active unit and its results folder.
-func daemonUnit(c *cli.Context, name string) (*target.Unit, string, error) {
+// daemonUnit asks ttisd for an active unit's view and its results folder.
+func daemonUnit(c *cli.Context, name string) (*units.View, string, error) {
 	dc := newClient(c)
 	d, err := dc.Unit(c.Context, name, 0)
 	if err != nil {
@@ -117,18 +118,7 @@ func daemonUnit(c *cli.Context, name string) (*target.Unit, string, error) {
 	if runsDir == "" {
 		runsDir = filepath.Join(info.StateDir, "runs")
 	}
-	u := &target.Unit{Name: name, Listen: d.Listen, Model: d.Model, Device: d.Device, Chips: d.Chips, Runtime: d.Runtime,
-		AuthMode: d.AuthMode, SecretFile: d.AuthSecretFile, MaxTokenLifetime: time.Duration(d.AuthMaxTokenLifetimeSeconds) * time.Second}
-	if d.Evals != nil {
-		u.Evals = *d.Evals
-	}
-	if d.Tests != nil {
-		u.Tests = *d.Tests
-	}
-	u.MaxConcurrency, u.MaxAudioSeconds = d.MaxConcurrency, d.MaxAudioSeconds
-	u.TraceCapture = d.TraceCapture != nil && *d.TraceCapture
-	u.Catalog = d.Catalog
-	return u, runsDir, nil
+	return &d.View, runsDir, nil
 }
 
 // apiKey is --api-key, or the contents of --api-key-file.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/units"
 )
 
 func TestSafe(t *testing.T) {
@@ -36,7 +37,7 @@ func TestSafe(t *testing.T) {
 // terminal as control sequences.
 func TestStatusEscapesHostileText(t *testing.T) {
 	evil := "x\x1b[1A\x1b[2Kfake\nline"
-	u := api.Unit{Name: evil, Model: evil, Device: "n150", State: api.StateFailed, SubState: api.SubFailed, LastError: evil, Since: now}
+	u := api.Unit{View: units.View{Name: evil, Model: evil, Device: "n150"}, State: api.StateFailed, SubState: api.SubFailed, LastError: evil, Since: now}
 	var b bytes.Buffer
 	printTable(&b, api.UnitList{Units: []api.Unit{u}, Errors: []string{evil}}, now)
 	printDetail(&b, api.UnitDetail{Unit: u, Detail: evil, Logs: []api.LogLine{{Time: time.Unix(0, 0), Stream: "stdout", Text: evil}}}, now)

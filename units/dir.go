@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -208,38 +207,4 @@ func CheckConflicts(units, held []*Unit) map[string]ErrorList {
 		}
 	}
 	return out
-}
-
-// listenKey normalises host:port so "localhost:80" and "127.0.0.1:80" and
-// ":80" compare sensibly.
-func listenKey(listen string) (string, error) {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", err
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		return "", err
-	}
-	switch strings.ToLower(host) {
-	case "localhost":
-		host = "127.0.0.1"
-	case "0.0.0.0", "::", "[::]":
-		host = ""
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		host = ip.String()
-	}
-	return net.JoinHostPort(host, strconv.Itoa(n)), nil
-}
-
-// listenOverlaps reports whether two normalised addresses would collide:
-// the same address, or the same port where one binds every interface.
-func listenOverlaps(a, b string) bool {
-	if a == b {
-		return true
-	}
-	ha, pa, _ := net.SplitHostPort(a)
-	hb, pb, _ := net.SplitHostPort(b)
-	return pa == pb && (ha == "" || hb == "")
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // FuzzParse feeds arbitrary text to the unit parser: it must never panic,
-// and every problem it reports must name the file, and a position when it
-// comes from the decoder.
+// every problem it reports must name the file, and a position when it
+// comes from the decoder, and a valid unit's AbsoluteText must load too.
 func FuzzParse(f *testing.F) {
 	for _, dir := range []string{"testdata/good", "testdata/bad"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.toml"))
@@ -38,6 +38,15 @@ func FuzzParse(f *testing.F) {
 		if err == nil {
 			if u == nil || u.Name != "fuzz" {
 				t.Fatalf("nil error but unit %+v", u)
+			}
+			// ttisd snapshots what it accepts: the snapshot's text must
+			// load too.
+			out, err := u.AbsoluteText(data)
+			if err != nil {
+				t.Fatalf("AbsoluteText of a valid unit: %v", err)
+			}
+			if _, err := Parse("fuzz", path, out); err != nil {
+				t.Fatalf("AbsoluteText of a valid unit does not load: %v\n%s", err, out)
 			}
 			return
 		}

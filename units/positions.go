@@ -71,7 +71,7 @@ func scanPositions(data []byte) positions {
 				}
 				path += "." + strconv.Itoa(n)
 			}
-			p.at[path] = first
+			p.define(path, first)
 			prefix = path
 		case unstable.KeyValue:
 			p.keyValue(&parser, prefix, expr)
@@ -86,7 +86,7 @@ func (p positions) keyValue(parser *unstable.Parser, prefix string, kv *unstable
 	if prefix != "" {
 		path = prefix + "." + path
 	}
-	p.at[path] = first
+	p.define(path, first)
 	p.value(parser, path, kv.Value())
 }
 
@@ -133,4 +133,24 @@ func nodePos(parser *unstable.Parser, n *unstable.Node) (position, bool) {
 	}
 	s := parser.Shape(n.Raw)
 	return position{s.Start.Line, s.Start.Column}, true
+}
+
+// define records that path is written at pos. [a.b] and a.b = 1 define
+// table a too, implicitly, at the same place, unless it is written
+// elsewhere: an error about a (a mis-cased name) points there.
+func (p positions) define(path string, pos position) {
+	for i := strings.IndexByte(path, '.'); i >= 0; i = nextDot(path, i) {
+		if _, ok := p.at[path[:i]]; !ok {
+			p.at[path[:i]] = pos
+		}
+	}
+	p.at[path] = pos
+}
+
+// nextDot is the index of the next '.' in path after i, or -1.
+func nextDot(path string, i int) int {
+	if j := strings.IndexByte(path[i+1:], '.'); j >= 0 {
+		return i + 1 + j
+	}
+	return -1
 }

@@ -5,6 +5,8 @@ package units
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/ttis-dev/ttis/units/catalog"
@@ -65,6 +67,81 @@ type Unit struct {
 	// (cross-unit conflicts).
 	pos positions
 }
+
+// View is a unit as everyone outside its server process sees it: what the
+// daemon's control API sends for it (daemon/api.Unit embeds it, so its JSON
+// names are the API's), and what a workflow needs to find, authenticate
+// with and grade the unit's server (bench/target resolves the server under
+// test from it, whether ttisctl read it from the control API or ttisd's
+// schedules took it from the unit file). It is derived in one place,
+// (*Unit).View, beside the schema: a unit field a workflow needs is added to
+// the schema and here, and read by the workflow, nowhere else.
+type View struct {
+	Name        string `json:"name"`
+	Path        string `json:"path"`
+	Description string `json:"description,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Device      string `json:"device,omitempty"`
+	Chips       []int  `json:"chips,omitempty"`
+	Runtime     string `json:"runtime,omitempty"`
+	// Listen is where the server listens; BaseURL is the URL a local
+	// client dials for it.
+	Listen   string `json:"listen,omitempty"`
+	Disabled bool   `json:"disabled,omitempty"`
+	// AuthMode is the unit's auth mode ("none", "api-key", "jwt") and
+	// AuthSecretFile the secret file clients need to authenticate (an
+	// absolute path: Parse resolved it).
+	AuthMode       string `json:"auth_mode,omitempty"`
+	AuthSecretFile string `json:"auth_secret_file,omitempty"`
+	// AuthMaxTokenLifetimeSeconds is a jwt unit's max_token_lifetime: the
+	// tokens clients mint for it must not live longer.
+	AuthMaxTokenLifetimeSeconds int64 `json:"auth_max_token_lifetime_seconds,omitempty"`
+	// Evals are the unit's eval overrides ([evals]), which releases of the
+	// unit follow whoever starts them.
+	Evals Evals `json:"evals,omitzero"`
+	// Tests are the unit's spec-test overrides ([tests]), which releases of
+	// the unit follow whoever starts them.
+	Tests Tests `json:"tests,omitzero"`
+	// MaxConcurrency and MaxAudioSeconds are the unit's limits the spec
+	// tests hold a server to when the catalog has no spec for its model
+	// (limits.max_concurrency, [media] max_audio_duration_seconds).
+	MaxConcurrency  int     `json:"max_concurrency,omitempty"`
+	MaxAudioSeconds float64 `json:"max_audio_seconds,omitempty"`
+	// TraceCapture is a vllm unit's [vllm] trace_capture with its default
+	// (nil for other runtimes): whether benchmarks warm its server up per
+	// (ISL, batch).
+	TraceCapture *bool `json:"trace_capture,omitempty"`
+	// Catalog is the unit's catalog when it is "dev" (empty for prod):
+	// benchmarks grade against that catalog's spec.
+	Catalog string `json:"catalog,omitempty"`
+}
+
+// View derives the unit's view from a valid unit (see View).
+func (u *Unit) View() View {
+	v := View{Name: u.Name, Path: u.Path, Description: u.Description, Model: u.Model, Device: u.Device,
+		Chips: slices.Clone(u.Chips), Runtime: u.Runtime, Listen: u.Listen, Disabled: u.Disabled,
+		AuthMode: u.Auth.Mode, AuthSecretFile: u.Auth.SecretFile,
+		AuthMaxTokenLifetimeSeconds: int64(u.Auth.MaxTokenLifetime.Seconds()), Evals: u.Evals.clone(),
+		Tests: u.Tests.clone(), MaxConcurrency: u.Limits.MaxConcurrency, MaxAudioSeconds: u.Media.MaxAudioDurationSeconds}
+	if u.Runtime == RuntimeVllm {
+		on := u.Vllm.TraceCaptureOn()
+		v.TraceCapture = &on
+	}
+	if u.Catalog == catalog.ModeDev {
+		v.Catalog = u.Catalog
+	}
+	return v
+}
+
+// MaxTokenLifetime is AuthMaxTokenLifetimeSeconds as a duration (0: no
+// bound).
+func (v *View) MaxTokenLifetime() time.Duration {
+	return time.Duration(v.AuthMaxTokenLifetimeSeconds) * time.Second
+}
+
+// BaseURL is the URL a client on this host dials for the unit's server
+// (see BaseURL).
+func (v *View) BaseURL() (string, error) { return BaseURL(v.Listen) }
 
 // Auth selects how the inference API authenticates clients.
 type Auth struct {
@@ -166,6 +243,20 @@ type Evals struct {
 	Datasets map[string]string `toml:"datasets" json:"datasets,omitempty"`
 }
 
+// IsZero reports whether the unit overrides nothing of its evals (the
+// control API then leaves "evals" out). TestOverridesIsZero fails when a new
+// field is missing here.
+func (e Evals) IsZero() bool {
+	return len(e.Tasks) == 0 && e.API == "" && len(e.Limits) == 0 && len(e.Datasets) == 0
+}
+
+// clone is e with its own slices and maps.
+func (e Evals) clone() Evals {
+	c := e
+	c.Tasks, c.Limits, c.Datasets = slices.Clone(e.Tasks), maps.Clone(e.Limits), maps.Clone(e.Datasets)
+	return c
+}
+
 // Tests overrides, for one unit, the spec tests its releases and
 // scheduled runs hold (bench/spectest). Without it they run the catalog's
 // suite for the model's class on its device. A skipped test is reported
@@ -182,6 +273,20 @@ type Tests struct {
 	// StabilityConcurrency is how many requests the stability test keeps
 	// in flight (default: the spec's max_concurrency, or the unit's).
 	StabilityConcurrency int `toml:"stability_concurrency" json:"stability_concurrency,omitempty"`
+}
+
+// IsZero reports whether the unit overrides nothing of its spec tests (the
+// control API then leaves "tests" out). TestOverridesIsZero fails when a new
+// field is missing here.
+func (t Tests) IsZero() bool {
+	return t.Suite == "" && len(t.Skip) == 0 && t.StabilityDuration.Duration == 0 && t.StabilityConcurrency == 0
+}
+
+// clone is t with its own slices.
+func (t Tests) clone() Tests {
+	c := t
+	c.Skip = slices.Clone(t.Skip)
+	return c
 }
 
 // Sim configures the simulated accelerator.

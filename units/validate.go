@@ -7,7 +7,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -132,9 +131,7 @@ func validateEvals(c *errorsOf, u *Unit, dir string) {
 			c.add("evals.datasets."+task, "empty path")
 			continue
 		}
-		if !filepath.IsAbs(p) {
-			e.Datasets[task] = filepath.Join(dir, p)
-		}
+		e.Datasets[task] = resolvePath(dir, p)
 	}
 }
 
@@ -283,10 +280,7 @@ func validateRuntime(c *errorsOf, u *Unit, dev catalog.DeviceType, devOK bool, d
 // validateModelFile resolves a cpu unit's model path against the unit's
 // folder and checks it is a readable regular file.
 func validateModelFile(c *errorsOf, u *Unit, dir string) {
-	p := u.Model
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
-	}
+	p := resolvePath(dir, u.Model)
 	st, err := os.Stat(p)
 	if err != nil {
 		c.add("model", "model file %s: %v", p, unwrapPathError(err))
@@ -410,10 +404,7 @@ func validateAuth(c *errorsOf, u *Unit, dir string) {
 		c.add("auth.secret_file", "required for mode %q (a file holding the secret, mode 0600)", u.Auth.Mode)
 		return
 	}
-	p := u.Auth.SecretFile
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
-	}
+	p := resolvePath(dir, u.Auth.SecretFile)
 	st, err := os.Stat(p)
 	if err != nil {
 		c.add("auth.secret_file", "secret file %s: %v", p, unwrapPathError(err))
@@ -445,18 +436,12 @@ func validateVllm(c *errorsOf, u *Unit, dir string) {
 	default:
 		c.add("vllm.host_checks", "unknown mode %q (want %q: a failed check blocks the start, or %q: it is logged)", v.HostChecks, HostChecksEnforce, HostChecksWarn)
 	}
-	abs := func(p string) string {
-		if p != "" && !filepath.IsAbs(p) {
-			return filepath.Join(dir, p)
-		}
-		return p
-	}
-	v.WeightsDir, v.CacheDir = abs(v.WeightsDir), abs(v.CacheDir)
+	v.WeightsDir, v.CacheDir = resolvePath(dir, v.WeightsDir), resolvePath(dir, v.CacheDir)
 	if u.Runtime == RuntimeVllm && u.Spec != nil && u.Spec.DockerImage == "" && v.Image == "" && len(v.Command) == 0 {
 		c.add("catalog", "the %s catalog pins no image for %s: set [vllm] image (run.py's --dev-mode needs --override-docker-image too) or [vllm] command", u.Catalog, u.Spec.ModelName)
 	}
 	if v.HFTokenFile != "" {
-		p := abs(v.HFTokenFile)
+		p := resolvePath(dir, v.HFTokenFile)
 		st, err := os.Stat(p)
 		switch {
 		case err != nil:

@@ -268,7 +268,7 @@ func TestUnitEvalOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tgt.Evals = units.Evals{Tasks: []string{"ttis_arith"}, Limits: map[string]float64{"ttis_arith": 2}}
+	tgt.View.Evals = units.Evals{Tasks: []string{"ttis_arith"}, Limits: map[string]float64{"ttis_arith": 2}}
 	store := &runs.Store{Root: filepath.Join(t.TempDir(), "runs")}
 	out, err := release.Run(context.Background(), release.Config{Target: tgt, Workflow: release.WorkflowEvals, Limit: limit.Full, Store: store})
 	if err != nil {

@@ -54,8 +54,8 @@ func (s *TestSection) finished() bool {
 // the unit's [tests] (or the command line's), runtime and limits.
 func testInput(cfg *Config) spectest.Input {
 	t := cfg.Target
-	in := spectest.Input{Spec: t.Spec, Limit: cfg.Limit, Tests: t.Tests, Runtime: t.Runtime, Device: t.Device,
-		MaxContext: t.MaxModelLen, MaxConcurrency: max(t.MaxConcurrency, cfg.MaxConcurrency, 1), MaxAudioSeconds: t.MaxAudioSeconds}
+	in := spectest.Input{Spec: t.Spec, Limit: cfg.Limit, Tests: t.View.Tests, Runtime: t.Runtime, Device: t.Device,
+		MaxContext: t.MaxModelLen, MaxConcurrency: max(t.View.MaxConcurrency, cfg.MaxConcurrency, 1), MaxAudioSeconds: t.View.MaxAudioSeconds}
 	if o := cfg.Tests; o != nil {
 		// Each field the command line sets replaces the unit's.
 		if o.Suite != "" {

@@ -678,7 +678,7 @@ func evalConfig(cfg *Config, run *runs.Run) workflow.Config {
 	if cfg.Evals != nil {
 		ec = *cfg.Evals
 	} else {
-		applyUnitEvals(&ec, t.Evals)
+		applyUnitEvals(&ec, t.View.Evals)
 	}
 	if t.MaxModelLen > 0 && t.MaxModelLen < smallContext && ec.NumFewShot < 0 && ec.MaxGenToks == 0 {
 		// Few-shot prompts and a 256-token budget overflow a small

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -28,50 +27,12 @@ import (
 	"github.com/ttis-dev/ttis/units/catalog"
 )
 
-// Unit is what the daemon knows of a unit: from its control API (ttisctl)
-// or its unit file (ttisd's schedules, UnitOf).
-type Unit struct {
-	Name string
-	// Listen is the unit's listen address; a wildcard host is dialled on
-	// loopback.
-	Listen  string
-	Model   string
-	Device  string
-	Chips   []int
-	Runtime string
-	// AuthMode is "none", "api-key" or "jwt"; SecretFile holds the key or
-	// the JWT secret.
-	AuthMode   string
-	SecretFile string
-	// MaxTokenLifetime is a jwt unit's auth.max_token_lifetime: minted
-	// tokens live no longer, or the server refuses them (0: no bound).
-	MaxTokenLifetime time.Duration
-	// Evals are the unit's eval overrides ([evals]).
-	Evals units.Evals
-	// Tests are the unit's spec-test overrides ([tests]); MaxConcurrency
-	// and MaxAudioSeconds its limits (limits.max_concurrency, [media]
-	// max_audio_duration_seconds; 0 when unknown).
-	Tests           units.Tests
-	MaxConcurrency  int
-	MaxAudioSeconds float64
-	// TraceCapture is set for a vllm unit with [vllm] trace_capture on.
-	TraceCapture bool
-	// Catalog is the unit's catalog mode ("dev", or "" and "prod").
-	Catalog string
-}
-
-// UnitOf describes a parsed unit file.
-func UnitOf(u *units.Unit) Unit {
-	return Unit{Name: u.Name, Listen: u.Listen, Model: u.Model, Device: u.Device, Chips: slices.Clone(u.Chips),
-		Runtime: u.Runtime, AuthMode: u.Auth.Mode, SecretFile: u.Auth.SecretFile,
-		MaxTokenLifetime: u.Auth.MaxTokenLifetime.Duration, Evals: u.Evals, Tests: u.Tests,
-		MaxConcurrency: u.Limits.MaxConcurrency, MaxAudioSeconds: u.Media.MaxAudioDurationSeconds,
-		TraceCapture: u.Runtime == units.RuntimeVllm && u.Vllm.TraceCaptureOn(), Catalog: u.Catalog}
-}
-
 // Query says which server to resolve: Unit or URL, not both.
 type Query struct {
-	Unit *Unit
+	// Unit is the unit's view (units.View): from the daemon's control API
+	// (ttisctl) or from its unit file ((*units.Unit).View, ttisd's
+	// schedules), the same derivation either way.
+	Unit *units.View
 	URL  string
 	// Model is the name to send (default: what the server lists first, or
 	// the unit's catalog model); CatalogModel selects the catalog entry
@@ -102,7 +63,11 @@ type Query struct {
 	Ready Ready
 }
 
-// Target is a resolved server under test.
+// Target is a resolved server under test. Its fields beside View are
+// resolved, not copied: they merge the unit's view, the query (a URL's
+// --device, --dev-mode, --model) and the server's own answers (an "auto"
+// device, the runtime, the model name). A unit's own settings are read
+// from View.
 type Target struct {
 	// Unit names the folder its runs are filed under.
 	Unit    string
@@ -112,7 +77,6 @@ type Target struct {
 	Model        string
 	CatalogModel string
 	Device       string
-	Chips        []int
 	Runtime      string
 	Simulated    bool
 	// MaxModelLen is the context length the server reports (0: unknown).
@@ -126,13 +90,10 @@ type Target struct {
 	// Catalog is the catalog mode the spec is looked up in (prod or dev),
 	// also recorded as the "catalog" condition.
 	Catalog string
-	// Evals are the unit's eval overrides (a URL target has none).
-	Evals units.Evals
-	// Tests are the unit's spec-test overrides, MaxConcurrency and
-	// MaxAudioSeconds its limits (a URL target has none: 0).
-	Tests           units.Tests
-	MaxConcurrency  int
-	MaxAudioSeconds float64
+	// View is the unit the target was resolved from (the zero View for a
+	// URL target): the unit's own settings a workflow follows, such as its
+	// eval overrides (View.Evals), are read from it.
+	View units.View
 	// TraceCapture says whether sweeps warm the server up per (ISL, batch)
 	// before measuring: a vllm unit's [vllm] trace_capture, or for a URL a
 	// Tenstorrent hardware --device.
@@ -173,13 +134,13 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 		return nil, errors.New("give either a unit or a URL, not both")
 	case q.Unit != nil:
 		u := q.Unit
-		base, err := BaseURL(u.Listen)
+		base, err := u.BaseURL()
 		if err != nil {
 			return nil, fmt.Errorf("unit %s: %w", u.Name, err)
 		}
-		t.Unit, t.BaseURL, t.Runtime, t.Chips, t.Evals = u.Name, base, u.Runtime, slices.Clone(u.Chips), u.Evals
-		t.Tests, t.MaxConcurrency, t.MaxAudioSeconds = u.Tests, u.MaxConcurrency, u.MaxAudioSeconds
-		t.TraceCapture = u.TraceCapture
+		t.Unit, t.BaseURL, t.Runtime, t.View = u.Name, base, u.Runtime, *u
+		t.View.Chips = slices.Clone(u.Chips)
+		t.TraceCapture = u.TraceCapture != nil && *u.TraceCapture
 		t.Catalog = u.Catalog
 		if t.Device == "" {
 			t.Device = u.Device
@@ -262,8 +223,8 @@ func Resolve(ctx context.Context, q Query) (*Target, error) {
 	if t.Device != "" {
 		t.Conditions["device"] = t.Device
 	}
-	if len(t.Chips) > 0 {
-		t.Conditions["chips"] = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(t.Chips)), ","), "[]")
+	if chips := t.View.Chips; len(chips) > 0 {
+		t.Conditions["chips"] = strings.Trim(strings.Join(strings.Fields(fmt.Sprint(chips)), ","), "[]")
 	}
 	return t, nil
 }
@@ -331,7 +292,7 @@ func (t *Target) ask(ctx context.Context) error {
 // unitBearer is the bearer for a unit with auth: the API key itself, or a
 // JWT minted from the unit's secret. Reading the secret needs the
 // permissions of the daemon's user.
-func unitBearer(u *Unit, q Query) (string, error) {
+func unitBearer(u *units.View, q Query) (string, error) {
 	switch u.AuthMode {
 	case "", auth.ModeNone:
 		return "", nil
@@ -339,7 +300,7 @@ func unitBearer(u *Unit, q Query) (string, error) {
 	default:
 		return "", fmt.Errorf("unit %s: unknown auth mode %q", u.Name, u.AuthMode)
 	}
-	secret, err := auth.ReadSecret(u.SecretFile)
+	secret, err := auth.ReadSecret(u.AuthSecretFile)
 	if err != nil {
 		return "", fmt.Errorf("unit %s uses %s auth: %w (or pass --api-key)", u.Name, u.AuthMode, err)
 	}
@@ -356,8 +317,8 @@ func unitBearer(u *Unit, q Query) (string, error) {
 	}
 	// The server refuses a token that lives longer than the unit allows:
 	// a run longer than that must raise the unit's max_token_lifetime.
-	if u.MaxTokenLifetime > 0 && ttl > u.MaxTokenLifetime {
-		ttl = u.MaxTokenLifetime
+	if maxLife := u.MaxTokenLifetime(); maxLife > 0 && ttl > maxLife {
+		ttl = maxLife
 	}
 	issuer, purpose := q.Issuer, q.Purpose
 	if issuer == "" {
@@ -386,20 +347,4 @@ func urlUnitName(model, device string) string {
 		name += "-" + device
 	}
 	return strings.Trim(unsafeNameChars.ReplaceAllString(name, "-"), "-.")
-}
-
-// BaseURL turns a listen address into the URL a local client dials: a
-// wildcard host becomes loopback.
-func BaseURL(listen string) (string, error) {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", fmt.Errorf("listen address %q: %w", listen, err)
-	}
-	switch host {
-	case "", "0.0.0.0":
-		host = "127.0.0.1"
-	case "::":
-		host = "::1"
-	}
-	return "http://" + net.JoinHostPort(host, port), nil
 }

@@ -15,26 +15,6 @@ import (
 	"github.com/ttis-dev/ttis/units"
 )
 
-func TestBaseURL(t *testing.T) {
-	tests := []struct{ listen, want string }{
-		{"127.0.0.1:8000", "http://127.0.0.1:8000"},
-		{"0.0.0.0:8000", "http://127.0.0.1:8000"},
-		{":8000", "http://127.0.0.1:8000"},
-		{"[::]:8000", "http://[::1]:8000"},
-		{"localhost:9", "http://localhost:9"},
-		{"[::1]:7", "http://[::1]:7"},
-	}
-	for _, tt := range tests {
-		got, err := BaseURL(tt.listen)
-		if err != nil || got != tt.want {
-			t.Errorf("BaseURL(%q) = %q, %v; want %q", tt.listen, got, err, tt.want)
-		}
-	}
-	if _, err := BaseURL("no-port"); err == nil {
-		t.Error("BaseURL without a port succeeded")
-	}
-}
-
 // ttisServer answers /v1/models and /version as a ttis sim unit does,
 // refusing requests without the expected bearer.
 func ttisServer(t *testing.T, bearer func(string) bool) *httptest.Server {
@@ -72,8 +52,9 @@ func TestResolveUnit(t *testing.T) {
 	}
 	srv := ttisServer(t, func(tok string) bool { _, err := v.Verify([]byte("Bearer " + tok)); return err == nil })
 	listen := strings.TrimPrefix(srv.URL, "http://")
-	u := UnitOf(&units.Unit{Name: "llama", Model: "Llama-3.1-8B-Instruct", Device: "n150", Chips: []int{0, 1}, Runtime: "sim",
-		Listen: listen, Auth: units.Auth{Mode: "jwt", SecretFile: secret, MaxTokenLifetime: maxLife}})
+	u := (&units.Unit{Name: "llama", Model: "Llama-3.1-8B-Instruct", Device: "n150", Chips: []int{0, 1}, Runtime: "sim",
+		Listen: listen, Auth: units.Auth{Mode: "jwt", SecretFile: secret, MaxTokenLifetime: maxLife},
+		Evals: units.Evals{Tasks: []string{"gsm8k"}}}).View()
 	got, err := Resolve(context.Background(), Query{Unit: &u, Purpose: "schedule", TokenTTL: 24 * time.Hour, Issuer: "ttisd"})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +63,7 @@ func TestResolveUnit(t *testing.T) {
 	// server's card adds the context length and the simulated flag, its
 	// /version the conditions.
 	if got.Unit != "llama" || got.Model != "Llama-3.1-8B-Instruct" || got.CatalogModel != "Llama-3.1-8B-Instruct" || got.Spec == nil ||
-		!got.Simulated || got.Runtime != "sim" || strings.Count(got.APIKey, ".") != 2 {
+		!got.Simulated || got.Runtime != "sim" || strings.Count(got.APIKey, ".") != 2 || len(got.View.Evals.Tasks) != 1 {
 		t.Errorf("target %+v", got)
 	}
 	want := map[string]string{"runtime": "sim", "simulated": "true", "device": "n150", "chips": "0,1", "time_scale": "0.05", "server_version": "1.2.3", "engine": "sim-1"}
@@ -92,8 +73,8 @@ func TestResolveUnit(t *testing.T) {
 		}
 	}
 	// A cpu unit names a model file: the server's name is sent.
-	f := UnitOf(&units.Unit{Name: "tiny", Model: "/models/tiny.gguf", Device: "cpu", Runtime: "cpu", Listen: "0.0.0.0" + listen[strings.LastIndex(listen, ":"):],
-		Auth: units.Auth{Mode: "jwt", SecretFile: secret, MaxTokenLifetime: maxLife}})
+	f := (&units.Unit{Name: "tiny", Model: "/models/tiny.gguf", Device: "cpu", Runtime: "cpu", Listen: "0.0.0.0" + listen[strings.LastIndex(listen, ":"):],
+		Auth: units.Auth{Mode: "jwt", SecretFile: secret, MaxTokenLifetime: maxLife}}).View()
 	got, err = Resolve(context.Background(), Query{Unit: &f})
 	if err != nil || got.Model != "served" || got.Spec != nil || got.BaseURL != srv.URL {
 		t.Errorf("cpu unit: %+v %v", got, err)
@@ -109,10 +90,10 @@ func TestResolveURLAndErrors(t *testing.T) {
 	dir := t.TempDir()
 	for name, q := range map[string]Query{
 		"neither":        {},
-		"both":           {URL: srv.URL, Unit: &Unit{Name: "x", Listen: "127.0.0.1:1"}},
-		"bad listen":     {Unit: &Unit{Name: "d", Model: "M", Listen: "nowhere"}},
-		"bad auth mode":  {Unit: &Unit{Name: "e", Model: "M", Listen: "127.0.0.1:9", AuthMode: "magic"}},
-		"missing secret": {Unit: &Unit{Name: "c", Model: "M", Listen: "127.0.0.1:9", AuthMode: "jwt", SecretFile: filepath.Join(dir, "none")}},
+		"both":           {URL: srv.URL, Unit: &units.View{Name: "x", Listen: "127.0.0.1:1"}},
+		"bad listen":     {Unit: &units.View{Name: "d", Model: "M", Listen: "nowhere"}},
+		"bad auth mode":  {Unit: &units.View{Name: "e", Model: "M", Listen: "127.0.0.1:9", AuthMode: "magic"}},
+		"missing secret": {Unit: &units.View{Name: "c", Model: "M", Listen: "127.0.0.1:9", AuthMode: "jwt", AuthSecretFile: filepath.Join(dir, "none")}},
 		"no model known": {URL: "http://127.0.0.1:9"},
 	} {
 		if _, err := Resolve(context.Background(), q); err == nil {
@@ -121,22 +102,27 @@ func TestResolveURLAndErrors(t *testing.T) {
 	}
 	// A unit whose server is down still resolves from its file (its model
 	// is known), so a schedule can record the failure of the run itself.
-	if got, err := Resolve(context.Background(), Query{Unit: &Unit{Name: "down", Model: "M", Listen: "127.0.0.1:9"}}); err != nil || got.Model != "M" {
+	if got, err := Resolve(context.Background(), Query{Unit: &units.View{Name: "down", Model: "M", Listen: "127.0.0.1:9"}}); err != nil || got.Model != "M" {
 		t.Errorf("down unit: %+v %v", got, err)
 	}
 }
 
-func TestUnitOfTraceCapture(t *testing.T) {
+// TestResolveTraceCapture: a vllm unit's trace_capture (on by default)
+// reaches the target; other runtimes never warm up.
+func TestResolveTraceCapture(t *testing.T) {
+	srv := ttisServer(t, nil)
 	off := false
 	for _, tc := range []struct {
 		runtime string
 		setting *bool
 		want    bool
 	}{{"vllm", nil, true}, {"vllm", &off, false}, {"sim", nil, false}, {"cpu", nil, false}} {
-		u := &units.Unit{Name: "u", Runtime: tc.runtime}
+		u := &units.Unit{Name: "u", Model: "M", Runtime: tc.runtime, Listen: strings.TrimPrefix(srv.URL, "http://")}
 		u.Vllm.TraceCapture = tc.setting
-		if got := UnitOf(u).TraceCapture; got != tc.want {
-			t.Errorf("runtime %s trace_capture %v: TraceCapture = %v", tc.runtime, tc.setting, got)
+		v := u.View()
+		got, err := Resolve(context.Background(), Query{Unit: &v})
+		if err != nil || got.TraceCapture != tc.want {
+			t.Errorf("runtime %s trace_capture %v: TraceCapture = %v, %v", tc.runtime, tc.setting, got.TraceCapture, err)
 		}
 	}
 }
@@ -155,8 +141,8 @@ func TestResolveAutoDevice(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	u := UnitOf(&units.Unit{Name: "auto", Model: "Llama-3.1-8B-Instruct", Device: units.DeviceAuto, Chips: []int{0, 1}, Runtime: "vllm",
-		Listen: strings.TrimPrefix(srv.URL, "http://"), Auth: units.Auth{Mode: "none"}})
+	u := (&units.Unit{Name: "auto", Model: "Llama-3.1-8B-Instruct", Device: units.DeviceAuto, Chips: []int{0, 1}, Runtime: "vllm",
+		Listen: strings.TrimPrefix(srv.URL, "http://"), Auth: units.Auth{Mode: "none"}}).View()
 	got, err := Resolve(context.Background(), Query{Unit: &u})
 	if err != nil {
 		t.Fatal(err)
@@ -174,8 +160,8 @@ func TestResolveDevCatalog(t *testing.T) {
 	listen := strings.TrimPrefix(srv.URL, "http://")
 	// Qwen3-8B on n150: 32768 tokens of context in the dev catalog, 40960
 	// in prod (tt-inference-server 11ac526e0).
-	dev := UnitOf(&units.Unit{Name: "q", Model: "Qwen3-8B", Device: "n150", Runtime: "sim", Listen: listen, Catalog: "dev",
-		Auth: units.Auth{Mode: "none"}})
+	dev := (&units.Unit{Name: "q", Model: "Qwen3-8B", Device: "n150", Runtime: "sim", Listen: listen, Catalog: "dev",
+		Auth: units.Auth{Mode: "none"}}).View()
 	got, err := Resolve(context.Background(), Query{Unit: &dev})
 	if err != nil {
 		t.Fatal(err)

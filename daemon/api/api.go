@@ -77,15 +77,12 @@ const (
 
 // Unit is one unit's state as listed by GET /v1/units.
 type Unit struct {
-	Name        string `json:"name"`
-	Path        string `json:"path"`
-	Description string `json:"description,omitempty"`
-	Model       string `json:"model,omitempty"`
-	Device      string `json:"device,omitempty"`
-	Chips       []int  `json:"chips,omitempty"`
-	Runtime     string `json:"runtime,omitempty"`
-	Listen      string `json:"listen,omitempty"`
-	Disabled    bool   `json:"disabled,omitempty"`
+	// View is the version of the unit that runs (the last good one; only
+	// the name and path when the file has none), as units.View derives
+	// it: name, model, device, chips, runtime, listen address, auth, eval
+	// overrides. ttisctl's workflows resolve the server under test from
+	// it (bench/target).
+	units.View
 	// Hash identifies the unit text being run (SHA-256 of the file, hex).
 	Hash string `json:"hash,omitempty"`
 
@@ -135,37 +132,13 @@ const (
 	LoadStale  = "stale"
 )
 
-// UnitDetail is GET /v1/units/{name}: the unit's state, its recent log
-// lines and the decoded unit file of the running version.
+// UnitDetail is GET /v1/units/{name}: the unit's state and view (Unit),
+// its schedules, its recent log lines and what an edit would do.
 type UnitDetail struct {
 	Unit
 	// Detail explains the state in one line, e.g. "using last good version
 	// from …; new version invalid: …".
 	Detail string `json:"detail,omitempty"`
-	// Auth is the unit's auth mode ("none", "api-key", "jwt") and the secret
-	// file clients need to authenticate (bench, eval).
-	AuthMode       string `json:"auth_mode,omitempty"`
-	AuthSecretFile string `json:"auth_secret_file,omitempty"`
-	// AuthMaxTokenLifetimeSeconds is a jwt unit's max_token_lifetime: the
-	// tokens clients mint for it must not live longer.
-	AuthMaxTokenLifetimeSeconds int64 `json:"auth_max_token_lifetime_seconds,omitempty"`
-	// Evals are the unit's eval overrides ([evals]), which releases of the
-	// unit follow whoever starts them.
-	Evals *units.Evals `json:"evals,omitempty"`
-	// Tests are the unit's spec-test overrides ([tests]), which releases
-	// of the unit follow whoever starts them.
-	Tests *units.Tests `json:"tests,omitempty"`
-	// MaxConcurrency and MaxAudioSeconds are the unit's limits the spec
-	// tests hold a server to when the catalog has no spec for its model
-	// (limits.max_concurrency, [media] max_audio_duration_seconds).
-	MaxConcurrency  int     `json:"max_concurrency,omitempty"`
-	MaxAudioSeconds float64 `json:"max_audio_seconds,omitempty"`
-	// TraceCapture is a vllm unit's [vllm] trace_capture (nil for other
-	// runtimes): whether benchmarks warm its server up per (ISL, batch).
-	TraceCapture *bool `json:"trace_capture,omitempty"`
-	// Catalog is the unit's catalog ("dev"; empty for prod): benchmarks
-	// grade against that catalog's spec.
-	Catalog string `json:"catalog,omitempty"`
 	// MemoryBytes is the resident memory of the server process (Linux
 	// VmRSS), 0 when no server runs or it cannot be read.
 	MemoryBytes int64 `json:"memory_bytes,omitempty"`

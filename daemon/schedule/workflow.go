@@ -34,9 +34,9 @@ func WorkflowRunner(store *runs.Store, version string, active func(unit string) 
 				return err
 			}
 		}
-		unit := target.UnitOf(u)
+		view := u.View()
 		// The token must outlive a full nightly run.
-		t, err := target.Resolve(ctx, target.Query{Unit: &unit, Purpose: "schedule", TokenTTL: 24 * time.Hour, Issuer: "ttisd"})
+		t, err := target.Resolve(ctx, target.Query{Unit: &view, Purpose: "schedule", TokenTTL: 24 * time.Hour, Issuer: "ttisd"})
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ttis-dev/ttis/daemon/api"
+	"github.com/ttis-dev/ttis/units"
 )
 
 func TestErrorPredicates(t *testing.T) {
@@ -49,7 +50,7 @@ func busyServer(t *testing.T, busy int) (*Client, *atomic.Int32) {
 		case strings.HasSuffix(r.URL.Path, "/logs"):
 			_ = json.NewEncoder(w).Encode(api.LogLine{Text: "l"})
 		default:
-			_ = json.NewEncoder(w).Encode(api.UnitDetail{Unit: api.Unit{Name: "a"}})
+			_ = json.NewEncoder(w).Encode(api.UnitDetail{Unit: api.Unit{View: units.View{Name: "a"}}})
 		}
 	})}
 	go func() { _ = srv.Serve(ln) }()

@@ -22,6 +22,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/api/client"
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
 	"github.com/ttis-dev/ttis/daemon/internal/reconcile"
+	"github.com/ttis-dev/ttis/units"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -40,7 +41,7 @@ type fakeBackend struct {
 
 func (f *fakeBackend) Info() api.Info { return api.Info{Version: "test", RunsDir: "/state/runs"} }
 func (f *fakeBackend) List() api.UnitList {
-	return api.UnitList{Units: []api.Unit{{Name: "a", State: api.StateActive}}}
+	return api.UnitList{Units: []api.Unit{{View: units.View{Name: "a"}, State: api.StateActive}}}
 }
 func (f *fakeBackend) find(name string) error {
 	switch name {
@@ -57,8 +58,8 @@ func (f *fakeBackend) Unit(name string, lines int) (api.UnitDetail, error) {
 	if err := f.find(name); err != nil {
 		return api.UnitDetail{}, err
 	}
-	return api.UnitDetail{Unit: api.Unit{Name: name, Listen: "0.0.0.0:8000", Model: "m", Device: "n150", State: api.StateActive},
-		AuthMode: "jwt", AuthSecretFile: "/s", Logs: f.ring.Tail(lines)}, nil
+	return api.UnitDetail{Unit: api.Unit{View: units.View{Name: name, Listen: "0.0.0.0:8000", Model: "m", Device: "n150",
+		AuthMode: "jwt", AuthSecretFile: "/s"}, State: api.StateActive}, Logs: f.ring.Tail(lines)}, nil
 }
 func (f *fakeBackend) Start(ctx context.Context, name string) error {
 	f.mu.Lock()

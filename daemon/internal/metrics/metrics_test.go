@@ -12,6 +12,7 @@ import (
 
 	"github.com/ttis-dev/ttis/daemon/api"
 	"github.com/ttis-dev/ttis/daemon/schedule"
+	"github.com/ttis-dev/ttis/units"
 )
 
 // fakeSource is a daemon with one unit in each state and a schedule that
@@ -21,7 +22,7 @@ type fakeSource struct{}
 func (fakeSource) List() api.UnitList {
 	var l api.UnitList
 	for i, s := range states {
-		l.Units = append(l.Units, api.Unit{Name: "u" + s, Model: "m", Device: "n150", Runtime: "sim", Listen: "127.0.0.1:1",
+		l.Units = append(l.Units, api.Unit{View: units.View{Name: "u" + s, Model: "m", Device: "n150", Runtime: "sim", Listen: "127.0.0.1:1"},
 			State: s, RestartsTotal: i, LastStartSeconds: 1.5, Adopted: i == 0, LoadError: map[bool]string{true: "a.toml:1:1: bad"}[i == 1]})
 	}
 	l.Errors = []string{"read units folder: gone"}

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -495,28 +494,6 @@ func (r *Reconciler) Unit(name string, logLines int) (api.UnitDetail, error) {
 	case good.Disabled:
 		d.Detail = "disabled in the unit file"
 	}
-	if good != nil {
-		d.AuthMode, d.AuthSecretFile = good.Auth.Mode, good.Auth.SecretFile
-		d.AuthMaxTokenLifetimeSeconds = int64(good.Auth.MaxTokenLifetime.Seconds())
-		// Clients (bench, eval) read the secret from wherever they run.
-		if d.AuthSecretFile != "" && !filepath.IsAbs(d.AuthSecretFile) {
-			d.AuthSecretFile = filepath.Join(filepath.Dir(good.Path), d.AuthSecretFile)
-		}
-		if good.Catalog == "dev" {
-			d.Catalog = good.Catalog
-		}
-		if good.Runtime == units.RuntimeVllm {
-			on := good.Vllm.TraceCaptureOn()
-			d.TraceCapture = &on
-		}
-		if e := good.Evals; len(e.Tasks) > 0 || e.API != "" || len(e.Limits) > 0 || len(e.Datasets) > 0 {
-			d.Evals = &e
-		}
-		if t := good.Tests; t.Suite != "" || len(t.Skip) > 0 || t.StabilityDuration.Duration > 0 || t.StabilityConcurrency > 0 {
-			d.Tests = &t
-		}
-		d.MaxConcurrency, d.MaxAudioSeconds = good.Limits.MaxConcurrency, good.Media.MaxAudioDurationSeconds
-	}
 	if logLines > 0 {
 		d.Logs = e.ring.Tail(logLines)
 	}
@@ -590,10 +567,12 @@ func (r *Reconciler) unitOf(e *entry) api.Unit {
 	r.mu.Lock()
 	good, goodAt, hash, loadErr, path, sup, errAt := e.good, e.goodAt, e.hash, e.loadErr, e.path, e.sup, e.errAt
 	r.mu.Unlock()
-	u := api.Unit{Name: e.name, Path: path, LoadState: api.LoadLoaded, LoadError: oneLine(loadErr)}
+	u := api.Unit{View: units.View{Name: e.name, Path: path}, LoadState: api.LoadLoaded, LoadError: oneLine(loadErr)}
 	if good != nil {
-		u.Description, u.Model, u.Device = good.Description, good.Model, good.Device
-		u.Chips, u.Runtime, u.Listen, u.Disabled = slices.Clone(good.Chips), good.Runtime, good.Listen, good.Disabled
+		u.View = good.View()
+		// The file the operator edits, not the snapshot a restored
+		// version was read from.
+		u.Name, u.Path = e.name, path
 		u.Hash, u.LoadedAt = hash, goodAt
 		if loadErr != "" {
 			u.LoadState = api.LoadStale
@@ -680,24 +659,7 @@ func (r *Reconciler) specOf(u *units.Unit, hash string) supervise.Spec {
 }
 
 func specOf(u *units.Unit, hash string) supervise.Spec {
-	rs := u.Restart
-	return supervise.Spec{
-		Name:     u.Name,
-		UnitFile: u.Path,
-		Listen:   u.Listen,
-		Chips:    slices.Clone(u.Chips),
-		Hash:     hash,
-		Restart: supervise.Policy{
-			Policy:       rs.Policy,
-			Delay:        rs.Delay.Duration,
-			MaxDelay:     rs.MaxDelay.Duration,
-			Burst:        rs.Burst,
-			Interval:     rs.Interval.Duration,
-			ReadyTimeout: rs.ReadyTimeout.Duration,
-			StopTimeout:  rs.StopTimeout.Duration,
-			ResetDevice:  rs.ResetDevice,
-		},
-	}
+	return supervise.Spec{Unit: *u, UnitFile: u.Path, Hash: hash}
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", "; ") }

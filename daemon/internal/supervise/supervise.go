@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -27,25 +26,18 @@ import (
 	"github.com/ttis-dev/ttis/daemon/internal/clock"
 	"github.com/ttis-dev/ttis/daemon/internal/logring"
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/units"
 )
 
-// Restart policies.
-const (
-	PolicyNo        = "no"
-	PolicyOnFailure = "on-failure"
-	PolicyAlways    = "always"
-)
-
-// Spec is what the supervisor needs to know about a unit.
+// Spec is a unit's valid version as the supervisor runs it. The supervisor
+// reads the unit's Name, Listen (probed at /health), Chips (reset before an
+// automatic restart when restart.reset_device is set) and Restart policy;
+// a new setting of the supervisor is a field of units.Unit, read here.
 type Spec struct {
-	Name string
-	// UnitFile is handed to the server process as its argument.
+	units.Unit
+	// UnitFile is handed to the server process as its argument: the unit's
+	// file, or the daemon's snapshot of the validated text.
 	UnitFile string
-	// Listen is the server's host:port, probed at /health.
-	Listen string
-	// Chips are reset before a restart when Restart.ResetDevice is set.
-	Chips   []int
-	Restart Policy
 	// Hash identifies the unit text; a new hash means a new version.
 	Hash string
 	// Check runs before every start of the server: ttisd's pre-start
@@ -55,50 +47,32 @@ type Spec struct {
 	Check func() error
 }
 
-// Policy is the restart policy of a unit (units.Restart without the TOML
-// wrapper types).
-type Policy struct {
-	// Policy is PolicyNo, PolicyOnFailure or PolicyAlways.
-	Policy string
-	// Delay before the first automatic restart; it doubles per consecutive
-	// failure up to MaxDelay.
-	Delay    time.Duration
-	MaxDelay time.Duration
-	// Burst starts within Interval put the unit into the failed state.
-	Burst    int
-	Interval time.Duration
-	// ReadyTimeout is the readiness stall timeout.
-	ReadyTimeout time.Duration
-	// StopTimeout is how long SIGTERM may take before SIGKILL.
-	StopTimeout time.Duration
-	// ResetDevice resets the unit's chips before an automatic restart.
-	ResetDevice bool
-}
-
-// withDefaults fills zero restart settings. The units package normally
-// fills them already; these keep the supervisor safe on its own.
+// withDefaults fills zero restart settings. The units package fills them
+// already when it reads a file; these keep the supervisor safe on its own.
 func (s Spec) withDefaults() Spec {
 	r := &s.Restart
 	if r.Policy == "" {
-		r.Policy = PolicyOnFailure
+		r.Policy = units.DefaultRestartPolicy
 	}
-	if r.Delay == 0 {
-		r.Delay = time.Second
+	if r.Delay.Duration == 0 {
+		r.Delay.Duration = units.DefaultRestartDelay
 	}
-	if r.MaxDelay < r.Delay {
-		r.MaxDelay = max(r.Delay, time.Minute)
+	if r.MaxDelay.Duration < r.Delay.Duration {
+		r.MaxDelay.Duration = max(r.Delay.Duration, units.DefaultRestartMaxDelay)
 	}
 	if r.Burst == 0 {
-		r.Burst = 5
+		r.Burst = units.DefaultRestartBurst
 	}
-	if r.Interval == 0 {
-		r.Interval = 10 * time.Minute
+	if r.Interval.Duration == 0 {
+		r.Interval.Duration = units.DefaultRestartInterval
 	}
-	if r.ReadyTimeout == 0 {
-		r.ReadyTimeout = 10 * time.Minute
+	if r.ReadyTimeout.Duration == 0 {
+		// The longest runtime's default (vllm): a unit the units
+		// package did not fill may be a slow one.
+		r.ReadyTimeout.Duration = units.DefaultReadyTimeoutVllm
 	}
-	if r.StopTimeout == 0 {
-		r.StopTimeout = 30 * time.Second
+	if r.StopTimeout.Duration == 0 {
+		r.StopTimeout.Duration = units.DefaultStopTimeout
 	}
 	return s
 }
@@ -337,7 +311,7 @@ func (s *Supervisor) Adopt(pid int, start uint64, ready bool) error {
 	if ready {
 		s.becameReady()
 	} else {
-		s.readyTimer = s.deps.Clock.NewTimer(s.spec.Restart.ReadyTimeout)
+		s.readyTimer = s.deps.Clock.NewTimer(s.spec.Restart.ReadyTimeout.Duration)
 		s.pollTicker = time.NewTicker(s.deps.PollInterval)
 		s.setState(api.StateActivating, api.SubStart, func(st *Status) { st.PID = pid })
 	}
@@ -542,11 +516,11 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 	now := s.deps.Clock.Now()
 	r := s.spec.Restart
 	// Start limit: Burst starts within Interval and the unit gives up.
-	cutoff := now.Add(-r.Interval)
+	cutoff := now.Add(-r.Interval.Duration)
 	s.starts = slices.DeleteFunc(s.starts, func(t time.Time) bool { return !t.After(cutoff) })
 	if r.Burst > 0 && len(s.starts) >= r.Burst {
 		s.want = false
-		msg := fmt.Sprintf("start limit hit: %d starts within %s; run \"ttisctl restart %s\" or edit the unit", len(s.starts), r.Interval, s.spec.Name)
+		msg := fmt.Sprintf("start limit hit: %d starts within %s; run \"ttisctl restart %s\" or edit the unit", len(s.starts), r.Interval.Duration, s.spec.Name)
 		s.setState(api.StateFailed, api.SubFailed, func(st *Status) {
 			st.Result = api.ResultStartLimitHit
 			st.LastError = msg
@@ -594,7 +568,7 @@ func (s *Supervisor) startProcess(ctx context.Context, auto bool) {
 		s.log.Info("server starts again")
 	}
 	s.attach(proc, out, errw, now)
-	s.readyTimer = s.deps.Clock.NewTimer(r.ReadyTimeout)
+	s.readyTimer = s.deps.Clock.NewTimer(r.ReadyTimeout.Duration)
 	s.pollTicker = time.NewTicker(s.deps.PollInterval)
 	if s.deps.Running != nil {
 		s.deps.Running(proc.Pid(), s.spec)
@@ -654,7 +628,7 @@ func (s *Supervisor) readyTimeout() {
 	if s.proc == nil || s.status.State != api.StateActivating {
 		return
 	}
-	rt := s.spec.Restart.ReadyTimeout
+	rt := s.spec.Restart.ReadyTimeout.Duration
 	// Time the daemon could not probe is not time the server stalled.
 	if s.blind {
 		s.readyTimer = s.deps.Clock.NewTimer(rt)
@@ -827,7 +801,7 @@ func (s *Supervisor) reap(ex Exit) {
 // start).
 func (s *Supervisor) afterEnd(clean bool, result string) {
 	policy := s.spec.Restart.Policy
-	restart := s.want && (policy == PolicyAlways || (policy == PolicyOnFailure && !clean))
+	restart := s.want && (policy == units.RestartAlways || (policy == units.RestartOnFailure && !clean))
 	if !restart {
 		s.want = false
 		if clean {
@@ -851,12 +825,11 @@ func (s *Supervisor) afterEnd(clean bool, result string) {
 
 // backoff doubles the delay for every consecutive failure up to MaxDelay.
 func (s *Supervisor) backoff() time.Duration {
-	r := s.spec.Restart
-	d := r.Delay
-	for i := 0; i < s.failures && d < r.MaxDelay; i++ {
+	d, maxDelay := s.spec.Restart.Delay.Duration, s.spec.Restart.MaxDelay.Duration
+	for i := 0; i < s.failures && d < maxDelay; i++ {
 		d *= 2
 	}
-	return min(d, r.MaxDelay)
+	return min(d, maxDelay)
 }
 
 // stopProcess sends SIGTERM to the process group, waits StopTimeout, then
@@ -875,14 +848,14 @@ func (s *Supervisor) stopProcess() {
 	// A stopped (SIGSTOP) process can only act on SIGTERM once continued;
 	// systemd sends SIGCONT along for the same reason.
 	_ = s.proc.Signal(syscall.SIGCONT)
-	t := s.deps.Clock.NewTimer(s.spec.Restart.StopTimeout)
+	t := s.deps.Clock.NewTimer(s.spec.Restart.StopTimeout.Duration)
 	var ex Exit
 	select {
 	case ex = <-s.exitC:
 		t.Stop()
 	case <-t.C():
 		s.setState(api.StateDeactivating, api.SubStopSigkill, nil)
-		s.note(fmt.Sprintf("Server did not stop within %s, sending SIGKILL.", s.spec.Restart.StopTimeout))
+		s.note(fmt.Sprintf("Server did not stop within %s, sending SIGKILL.", s.spec.Restart.StopTimeout.Duration))
 		s.log.Warn("stop timeout, killing", "pid", pid)
 		_ = s.proc.Signal(syscall.SIGKILL)
 		ex = <-s.exitC
@@ -976,17 +949,11 @@ func Identify(ctx context.Context, listen string) (pid int, unitHash string, rea
 }
 
 func health(ctx context.Context, listen string) (*http.Response, error) {
-	host, port, err := net.SplitHostPort(listen)
+	base, err := units.BaseURL(listen)
 	if err != nil {
-		return nil, fmt.Errorf("listen address %q: %w", listen, err)
+		return nil, err
 	}
-	switch host {
-	case "", "0.0.0.0":
-		host = "127.0.0.1"
-	case "::":
-		host = "::1"
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/health", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
 	if err != nil {
 		return nil, err
 	}

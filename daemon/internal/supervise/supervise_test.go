@@ -24,6 +24,7 @@ import (
 	"github.com/ttis-dev/ttis/daemon/internal/clock"
 	"github.com/ttis-dev/ttis/daemon/internal/proc"
 	"github.com/ttis-dev/ttis/runtime"
+	"github.com/ttis-dev/ttis/units"
 	"go.uber.org/goleak"
 )
 
@@ -162,6 +163,9 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// dur is a restart setting as the units package holds it.
+func dur(d time.Duration) units.Duration { return units.Duration{Duration: d} }
+
 type fixture struct {
 	t       *testing.T
 	clk     *clock.Fake
@@ -171,7 +175,7 @@ type fixture struct {
 }
 
 // newFixture writes a fake unit file for mode and starts a supervisor on it.
-func newFixture(t *testing.T, mode string, p Policy, opts ...func(*Deps)) *fixture {
+func newFixture(t *testing.T, mode string, p units.Restart, opts ...func(*Deps)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	listen := freePort(t)
@@ -189,7 +193,7 @@ func newFixture(t *testing.T, mode string, p Policy, opts ...func(*Deps)) *fixtu
 	for _, o := range opts {
 		o(&deps)
 	}
-	sup := New(Spec{Name: "u", UnitFile: unitFile, Listen: listen, Restart: p}, deps)
+	sup := New(Spec{Unit: units.Unit{Name: "u", Listen: listen, Restart: p}, UnitFile: unitFile}, deps)
 	ctx, cancel := context.WithCancel(context.Background())
 	go sup.Run(ctx)
 	f := &fixture{t: t, clk: clk, sup: sup, pidFile: pidFile, cancel: cancel}
@@ -262,7 +266,7 @@ func (f *fixture) grandchild() int {
 }
 
 func TestStartReadyStop(t *testing.T) {
-	f := newFixture(t, "serve", Policy{StopTimeout: 5 * time.Second})
+	f := newFixture(t, "serve", units.Restart{StopTimeout: dur(5 * time.Second)})
 	if err := f.sup.Start(f.ctx()); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +296,7 @@ func TestStartReadyStop(t *testing.T) {
 }
 
 func TestStopEscalatesToSigkill(t *testing.T) {
-	f := newFixture(t, "ignore-term", Policy{StopTimeout: 5 * time.Second})
+	f := newFixture(t, "ignore-term", units.Restart{StopTimeout: dur(5 * time.Second)})
 	if err := f.sup.Start(f.ctx()); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +325,7 @@ func TestStopEscalatesToSigkill(t *testing.T) {
 }
 
 func TestCrashBackoffAndStartLimit(t *testing.T) {
-	f := newFixture(t, "crash", Policy{Policy: PolicyOnFailure, Delay: time.Second, MaxDelay: 4 * time.Second, Burst: 4, Interval: time.Minute})
+	f := newFixture(t, "crash", units.Restart{Policy: units.RestartOnFailure, Delay: dur(time.Second), MaxDelay: dur(4 * time.Second), Burst: 4, Interval: dur(time.Minute)})
 	if err := f.sup.Start(f.ctx()); err != nil {
 		t.Fatal(err)
 	}
@@ -374,14 +378,14 @@ func TestPolicies(t *testing.T) {
 		result         string
 		wantRestartHit bool
 	}{
-		{mode: "exit0", policy: PolicyAlways, state: api.StateActivating, sub: api.SubAutoRestart, result: api.ResultSuccess},
-		{mode: "exit0", policy: PolicyOnFailure, state: api.StateInactive, sub: api.SubDead, result: api.ResultSuccess},
-		{mode: "crash", policy: PolicyNo, state: api.StateFailed, sub: api.SubFailed, result: api.ResultExitCode},
-		{mode: "crash", policy: PolicyOnFailure, state: api.StateActivating, sub: api.SubAutoRestart, result: api.ResultExitCode},
+		{mode: "exit0", policy: units.RestartAlways, state: api.StateActivating, sub: api.SubAutoRestart, result: api.ResultSuccess},
+		{mode: "exit0", policy: units.RestartOnFailure, state: api.StateInactive, sub: api.SubDead, result: api.ResultSuccess},
+		{mode: "crash", policy: units.RestartNo, state: api.StateFailed, sub: api.SubFailed, result: api.ResultExitCode},
+		{mode: "crash", policy: units.RestartOnFailure, state: api.StateActivating, sub: api.SubAutoRestart, result: api.ResultExitCode},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode+"/"+tt.policy, func(t *testing.T) {
-			f := newFixture(t, tt.mode, Policy{Policy: tt.policy, Delay: time.Hour})
+			f := newFixture(t, tt.mode, units.Restart{Policy: tt.policy, Delay: dur(time.Hour)})
 			if err := f.sup.Start(f.ctx()); err != nil {
 				t.Fatal(err)
 			}
@@ -394,7 +398,7 @@ func TestPolicies(t *testing.T) {
 }
 
 func TestReadyTimeoutIsAFailure(t *testing.T) {
-	f := newFixture(t, "never-ready", Policy{Policy: PolicyNo, ReadyTimeout: 10 * time.Second, StopTimeout: 5 * time.Second})
+	f := newFixture(t, "never-ready", units.Restart{Policy: units.RestartNo, ReadyTimeout: dur(10 * time.Second), StopTimeout: dur(5 * time.Second)})
 	if err := f.sup.Start(f.ctx()); err != nil {
 		t.Fatal(err)
 	}
@@ -410,7 +414,7 @@ func TestReadyTimeoutIsAFailure(t *testing.T) {
 }
 
 func TestReadyTimeoutIsStallTimeout(t *testing.T) {
-	f := newFixture(t, "never-ready", Policy{Policy: PolicyNo, ReadyTimeout: 10 * time.Second, StopTimeout: 5 * time.Second})
+	f := newFixture(t, "never-ready", units.Restart{Policy: units.RestartNo, ReadyTimeout: dur(10 * time.Second), StopTimeout: dur(5 * time.Second)})
 	if err := f.sup.Start(f.ctx()); err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +437,7 @@ func TestReadyTimeoutIsStallTimeout(t *testing.T) {
 }
 
 func TestUpdateRestartsWithNewSpec(t *testing.T) {
-	f := newFixture(t, "serve", Policy{StopTimeout: 5 * time.Second})
+	f := newFixture(t, "serve", units.Restart{StopTimeout: dur(5 * time.Second)})
 	if err := f.sup.Start(f.ctx()); err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +456,7 @@ func TestUpdateRestartsWithNewSpec(t *testing.T) {
 
 func TestResetBeforeAutomaticRestart(t *testing.T) {
 	var resets atomic.Int32
-	f := newFixture(t, "crash", Policy{Policy: PolicyOnFailure, Delay: time.Second, ResetDevice: true}, func(d *Deps) {
+	f := newFixture(t, "crash", units.Restart{Policy: units.RestartOnFailure, Delay: dur(time.Second), ResetDevice: true}, func(d *Deps) {
 		d.Reset = func(_ context.Context, chips []int) error {
 			if len(chips) != 1 || chips[0] != 3 {
 				return fmt.Errorf("chips %v", chips)
@@ -493,7 +497,7 @@ func TestResetBeforeAutomaticRestart(t *testing.T) {
 }
 
 func TestStartFailure(t *testing.T) {
-	f := newFixture(t, "serve", Policy{Policy: PolicyNo}, func(d *Deps) {
+	f := newFixture(t, "serve", units.Restart{Policy: units.RestartNo}, func(d *Deps) {
 		d.Starter = ExecStarter{Path: filepath.Join(t.TempDir(), "missing")}
 	})
 	if err := f.sup.Start(f.ctx()); err != nil {
@@ -508,7 +512,7 @@ func TestStartFailure(t *testing.T) {
 // A grandchild that keeps the output file open must not hold up the exit
 // handling, and is killed with the process group.
 func TestGrandchildHoldingOutput(t *testing.T) {
-	f := newFixture(t, "orphan-pipe", Policy{Policy: PolicyNo})
+	f := newFixture(t, "orphan-pipe", units.Restart{Policy: units.RestartNo})
 	if err := f.sup.Start(f.ctx()); err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +531,7 @@ func TestGrandchildHoldingOutput(t *testing.T) {
 }
 
 func TestHungServerIsRestarted(t *testing.T) {
-	f := newFixture(t, "serve", Policy{Policy: PolicyOnFailure, Delay: time.Second, StopTimeout: 5 * time.Second}, func(d *Deps) {
+	f := newFixture(t, "serve", units.Restart{Policy: units.RestartOnFailure, Delay: dur(time.Second), StopTimeout: dur(5 * time.Second)}, func(d *Deps) {
 		d.LiveInterval, d.LiveTimeout, d.LiveFailures = 20*time.Millisecond, 100*time.Millisecond, 2
 	})
 	if err := f.sup.Start(f.ctx()); err != nil {
@@ -559,7 +563,7 @@ func TestHungServerIsRestarted(t *testing.T) {
 // TestWorkersFromHealth: a media server's worker summary in /health's
 // Ttis-Workers header reaches the unit's status and its log.
 func TestWorkersFromHealth(t *testing.T) {
-	f := newFixture(t, "media", Policy{Policy: PolicyOnFailure, Delay: time.Second, StopTimeout: 5 * time.Second}, func(d *Deps) {
+	f := newFixture(t, "media", units.Restart{Policy: units.RestartOnFailure, Delay: dur(time.Second), StopTimeout: dur(5 * time.Second)}, func(d *Deps) {
 		d.LiveInterval, d.LiveTimeout = 20*time.Millisecond, time.Second
 	})
 	if err := f.sup.Start(f.ctx()); err != nil {
@@ -634,17 +638,17 @@ func (f *fixture) ringHas(text string) {
 // A daemon-side edit never touches the process; a live edit reaches it as
 // SIGHUP, and the server keeps its pid.
 func TestRetuneAndReloadKeepTheProcess(t *testing.T) {
-	f := newFixture(t, "serve", Policy{StopTimeout: 5 * time.Second})
+	f := newFixture(t, "serve", units.Restart{StopTimeout: dur(5 * time.Second)})
 	if err := f.sup.Start(f.ctx()); err != nil {
 		t.Fatal(err)
 	}
 	old := f.waitState(api.StateActive, "")
 	spec := old.Spec
-	spec.Restart.Policy = PolicyAlways
+	spec.Restart.Policy = units.RestartAlways
 	if err := f.sup.Retune(f.ctx(), spec); err != nil {
 		t.Fatal(err)
 	}
-	if st := f.sup.Status(); st.PID != old.PID || st.State != api.StateActive || st.Spec.Restart.Policy != PolicyAlways {
+	if st := f.sup.Status(); st.PID != old.PID || st.State != api.StateActive || st.Spec.Restart.Policy != units.RestartAlways {
 		t.Fatalf("after retune %+v", st)
 	}
 	spec.Hash = "v2"
@@ -661,7 +665,7 @@ func TestRetuneAndReloadKeepTheProcess(t *testing.T) {
 // printed while no daemon ran) reaches the ring, a live reload reaches it,
 // and its exit, seen without being its parent, applies the restart policy.
 func TestAdoptServerOfEarlierDaemon(t *testing.T) {
-	f := newFixture(t, "serve", Policy{Policy: PolicyOnFailure, Delay: time.Second, StopTimeout: 5 * time.Second})
+	f := newFixture(t, "serve", units.Restart{Policy: units.RestartOnFailure, Delay: dur(time.Second), StopTimeout: dur(5 * time.Second)})
 	st := f.sup.Status()
 	starter := f.sup.deps.Starter.(ExecStarter)
 	// The "earlier daemon": start the server the way ExecStarter does.
@@ -792,7 +796,7 @@ func (f *fixture) notes(text string) int {
 // failure of the server's own still restarts it.
 func TestOwnProbeFailuresAreNotTheServers(t *testing.T) {
 	var p probeSwitch
-	f := newFixture(t, "serve", Policy{Policy: PolicyOnFailure, Delay: time.Second, StopTimeout: 5 * time.Second}, func(d *Deps) {
+	f := newFixture(t, "serve", units.Restart{Policy: units.RestartOnFailure, Delay: dur(time.Second), StopTimeout: dur(5 * time.Second)}, func(d *Deps) {
 		d.Probe = p.probe
 		d.LiveInterval, d.LiveTimeout, d.LiveFailures = 5*time.Millisecond, time.Second, 2
 	})
@@ -828,7 +832,7 @@ func TestOwnProbeFailuresAreNotTheServers(t *testing.T) {
 func TestOwnProbeFailuresHoldTheReadyTimeout(t *testing.T) {
 	var p probeSwitch
 	p.mode.Store(probeOwn)
-	f := newFixture(t, "serve", Policy{Policy: PolicyNo, ReadyTimeout: 10 * time.Second, StopTimeout: 5 * time.Second}, func(d *Deps) {
+	f := newFixture(t, "serve", units.Restart{Policy: units.RestartNo, ReadyTimeout: dur(10 * time.Second), StopTimeout: dur(5 * time.Second)}, func(d *Deps) {
 		d.Probe = p.probe
 	})
 	if err := f.sup.Start(f.ctx()); err != nil {
@@ -881,7 +885,7 @@ func (s *ownFailingStarter) Start(spec Spec, stdout, stderr io.Writer) (Process,
 // still end with the server running and no restart counted.
 func TestOwnStartFailuresAreNotCounted(t *testing.T) {
 	var starter *ownFailingStarter
-	f := newFixture(t, "serve", Policy{Policy: PolicyOnFailure, Delay: time.Second, Burst: 2, Interval: time.Minute, StopTimeout: 5 * time.Second}, func(d *Deps) {
+	f := newFixture(t, "serve", units.Restart{Policy: units.RestartOnFailure, Delay: dur(time.Second), Burst: 2, Interval: dur(time.Minute), StopTimeout: dur(5 * time.Second)}, func(d *Deps) {
 		starter = &ownFailingStarter{Starter: d.Starter}
 		starter.fails.Store(5)
 		d.Starter = starter
@@ -938,7 +942,7 @@ func TestOwnFailureOfRealProbe(t *testing.T) {
 // process, no restart scheduled, however long one waits (a retry would
 // fail the same way). Once the operator fixes the host, a start works.
 func TestPreStartCheckRefusesTheStart(t *testing.T) {
-	f := newFixture(t, "serve", Policy{Policy: PolicyAlways, StopTimeout: 5 * time.Second})
+	f := newFixture(t, "serve", units.Restart{Policy: units.RestartAlways, StopTimeout: dur(5 * time.Second)})
 	var failing atomic.Bool
 	failing.Store(true)
 	spec := f.sup.Status().Spec
