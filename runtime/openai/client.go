@@ -239,15 +239,29 @@ func (c *Client) Get(ctx context.Context, path string) (json.RawMessage, error) 
 }
 
 func (c *Client) call(ctx context.Context, method, path string, body []byte) (json.RawMessage, error) {
+	raw, e := retrying(ctx, c, func() (json.RawMessage, time.Duration, *Error) { return c.attempt(ctx, method, path, body) })
+	if e != nil {
+		// The last answer's body goes back with its error (a server's
+		// error object, for callers that read it).
+		return raw, e
+	}
+	return raw, nil
+}
+
+// retrying runs try until it succeeds, its error is not Retryable, ctx
+// ends or Config's MaxAttempts are spent, waiting Config's back-off (or
+// the server's Retry-After, when longer) between tries. It returns the
+// last try's value and error, the error counting the attempts made.
+func retrying[T any](ctx context.Context, c *Client, try func() (T, time.Duration, *Error)) (T, *Error) {
 	var last *Error
-	var lastBody json.RawMessage
+	var lastVal T
 	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
-		raw, retryAfter, e := c.attempt(ctx, method, path, body)
+		v, retryAfter, e := try()
 		if e == nil {
-			return raw, nil
+			return v, nil
 		}
 		e.Attempts = attempt
-		last, lastBody = e, raw
+		last, lastVal = e, v
 		if ctx.Err() != nil || !e.Retryable() || attempt == c.cfg.MaxAttempts {
 			break
 		}
@@ -255,11 +269,11 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte) (js
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return lastBody, last
+			return lastVal, last
 		case <-t.C:
 		}
 	}
-	return lastBody, last
+	return lastVal, last
 }
 
 func (c *Client) attempt(ctx context.Context, method, path string, body []byte) (json.RawMessage, time.Duration, *Error) {

@@ -151,26 +151,11 @@ func (c *Client) Speech(ctx context.Context, model, text, format string) ([]byte
 // as Config says. A non-200 answer is an *Error of kind KindHTTP with the
 // server's message.
 func (c *Client) Download(ctx context.Context, path string, limit int64) ([]byte, error) {
-	var last *Error
-	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
-		b, retryAfter, e := c.download(ctx, path, limit)
-		if e == nil {
-			return b, nil
-		}
-		e.Attempts = attempt
-		last = e
-		if ctx.Err() != nil || !e.Retryable() || attempt == c.cfg.MaxAttempts {
-			break
-		}
-		t := time.NewTimer(max(c.cfg.Backoff(attempt), retryAfter))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, last
-		case <-t.C:
-		}
+	b, e := retrying(ctx, c, func() ([]byte, time.Duration, *Error) { return c.download(ctx, path, limit) })
+	if e != nil {
+		return nil, e
 	}
-	return nil, last
+	return b, nil
 }
 
 func (c *Client) download(ctx context.Context, path string, limit int64) ([]byte, time.Duration, *Error) {
