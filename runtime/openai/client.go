@@ -144,6 +144,19 @@ func TenacityBackoff(n int) time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
+// header is what every request of the client carries: its credentials
+// and Config's extra headers.
+func (c *Client) header() http.Header {
+	h := http.Header{}
+	if c.cfg.APIKey != "" {
+		h.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	for k, vs := range c.cfg.Header {
+		h[k] = vs
+	}
+	return h
+}
+
 // newRequest builds a request to path with the client's headers.
 func (c *Client) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
 	var rd io.Reader
@@ -154,10 +167,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	if err != nil {
 		return nil, err
 	}
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	for k, vs := range c.cfg.Header {
+	for k, vs := range c.header() {
 		req.Header[k] = vs
 	}
 	if body != nil {

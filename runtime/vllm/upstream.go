@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ttis-dev/ttis/runtime"
 )
 
 // Upstream is a running upstream server process, in its own process group
@@ -117,11 +119,11 @@ func (u *Upstream) Err() error {
 // has neither printed anything nor become healthy for stall.
 func (u *Upstream) WaitReady(ctx context.Context, stall, poll time.Duration) error {
 	client := &http.Client{Timeout: poll}
-	url := "http://" + u.addr + "/health"
+	base := "http://" + u.addr
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		if healthy(ctx, client, url) {
+		if a, err := runtime.ProbeHealth(ctx, client, base, nil); err == nil && a.Ready() {
 			return nil
 		}
 		if idle := time.Since(time.Unix(0, u.lastActivity.Load())); idle > stall {
@@ -135,20 +137,6 @@ func (u *Upstream) WaitReady(ctx context.Context, stall, poll time.Duration) err
 		case <-t.C:
 		}
 	}
-}
-
-func healthy(ctx context.Context, c *http.Client, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return false
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // Stop sends SIGTERM to the process group and SIGKILL after timeout, then

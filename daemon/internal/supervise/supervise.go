@@ -894,15 +894,15 @@ func (s *Supervisor) probe(ctx context.Context, listen string, timeout time.Dura
 		c <- probeResult{err: s.deps.Probe(pctx, listen)}
 		return
 	}
-	resp, err := health(pctx, listen)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("health answered %s", resp.Status)
+	a, err := health(pctx, listen)
+	if err == nil && !a.Ready() {
+		err = fmt.Errorf("health answered %s", statusLine(a.Status))
 	}
 	if err != nil {
 		c <- probeResult{err: err}
 		return
 	}
-	c <- probeResult{workers: resp.Header.Get(runtime.HeaderWorkers)}
+	c <- probeResult{workers: a.Header.Get(runtime.HeaderWorkers)}
 }
 
 func short(h string) string {
@@ -919,12 +919,12 @@ var probeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tru
 // HTTPProbe is the default readiness probe: GET http://listen/health must
 // answer 200. A wildcard listen host is probed on loopback.
 func HTTPProbe(ctx context.Context, listen string) error {
-	resp, err := health(ctx, listen)
+	a, err := health(ctx, listen)
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health answered %s", resp.Status)
+	if !a.Ready() {
+		return fmt.Errorf("health answered %s", statusLine(a.Status))
 	}
 	return nil
 }
@@ -933,34 +933,29 @@ func HTTPProbe(ctx context.Context, listen string) error {
 // text it runs (the runtime.HeaderPID and runtime.HeaderUnitHash headers of
 // /health), and whether it is ready (200) or still loading (503).
 func Identify(ctx context.Context, listen string) (pid int, unitHash string, ready bool, err error) {
-	resp, err := health(ctx, listen)
+	a, err := health(ctx, listen)
 	if err != nil {
 		return 0, "", false, err
 	}
-	pid, _ = strconv.Atoi(resp.Header.Get(runtime.HeaderPID))
+	pid, _ = strconv.Atoi(a.Header.Get(runtime.HeaderPID))
 	switch {
-	case resp.StatusCode == http.StatusOK:
+	case a.Ready():
 		ready = true
-	case resp.StatusCode == http.StatusServiceUnavailable && pid > 0:
+	case a.Status == http.StatusServiceUnavailable && pid > 0:
 	default:
-		return 0, "", false, fmt.Errorf("health answered %s", resp.Status)
+		return 0, "", false, fmt.Errorf("health answered %s", statusLine(a.Status))
 	}
-	return pid, resp.Header.Get(runtime.HeaderUnitHash), ready, nil
+	return pid, a.Header.Get(runtime.HeaderUnitHash), ready, nil
 }
 
-func health(ctx context.Context, listen string) (*http.Response, error) {
+func health(ctx context.Context, listen string) (runtime.HealthAnswer, error) {
 	base, err := units.BaseURL(listen)
 	if err != nil {
-		return nil, err
+		return runtime.HealthAnswer{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := probeClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body.Close()
-	return resp, nil
+	return runtime.ProbeHealth(ctx, probeClient, base, nil)
 }
+
+// statusLine is an HTTP status as net/http writes it ("503 Service
+// Unavailable").
+func statusLine(code int) string { return fmt.Sprintf("%d %s", code, http.StatusText(code)) }
